@@ -1,0 +1,1 @@
+//! Integration tests for arbor-protocol: one binary, one module per behaviour.
