@@ -13,3 +13,4 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod jsonrpc;
+pub mod meta;
