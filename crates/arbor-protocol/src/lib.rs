@@ -12,5 +12,8 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod era;
+pub mod error;
 pub mod jsonrpc;
 pub mod meta;
+pub mod version;

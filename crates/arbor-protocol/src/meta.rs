@@ -4,22 +4,47 @@
 //! accessors and carries every other key through untouched, so a newer peer's
 //! metadata is never dropped on a decode/encode round trip.
 //! This module does not decide whether a key is required; the era modules do.
+//!
+//! Invariant: an accessor never changes the map it reads, and a getter returns
+//! `None` both for an absent key and for a value of the wrong type; callers
+//! that must tell the two apart use [`Meta::get`].
 
+use crate::jsonrpc::RequestId;
+use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
-/// `_meta` key: the protocol revision of a 2026-07-28 request.
+/// `_meta` key (request, 2026-07-28, required): the request's protocol revision.
+/// On HTTP it must equal the `MCP-Protocol-Version` header.
 pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key: the client's capabilities on a 2026-07-28 request.
+/// `_meta` key (request, 2026-07-28, required): the client's capabilities for
+/// this request alone; `{}` means none.
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key: the server's identity on a `server/discover` result.
+/// `_meta` key (request, 2026-07-28, optional): the client's self-reported
+/// identity. For display and logs only, never for decisions.
+pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key (result, 2026-07-28): the server's self-reported identity,
+/// including on the `server/discover` result.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-/// `_meta` key: the subscription a notification belongs to.
+/// `_meta` key (notification and listen result, 2026-07-28): the JSON-RPC id of
+/// the `subscriptions/listen` request whose stream carries the message.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-/// `_meta` key: the log level a 2026-07-28 request asks for.
+/// `_meta` key (request, 2026-07-28, optional, deprecated): the log level this
+/// request opts into; without it no `notifications/message` is sent for it.
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-/// `_meta` key: the progress token (no prefix, all revisions).
+/// `_meta` key (2025-11-25 only): `{taskId}` associating a message with a task.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// `_meta` key (request, all revisions): the progress token (no prefix).
 pub const PROGRESS_TOKEN: &str = "progressToken";
+/// `_meta` key (any): W3C Trace Context `traceparent`, exempt from the prefix rule.
+pub const TRACEPARENT: &str = "traceparent";
+/// `_meta` key (any): W3C Trace Context `tracestate`.
+pub const TRACESTATE: &str = "tracestate";
+/// `_meta` key (any): W3C Baggage.
+pub const BAGGAGE: &str = "baggage";
+
+/// A progress token: a string or an integer, the same wire shape as a request id.
+pub type ProgressToken = RequestId;
 
 /// An open `_meta` object. Unknown keys are preserved in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -32,6 +57,11 @@ impl Meta {
         Meta(Map::new())
     }
 
+    /// The `_meta` member of a params (or result) object, if it is an object.
+    pub fn from_params(params: &Value) -> Option<Meta> {
+        params.get("_meta").and_then(Value::as_object).cloned().map(Meta)
+    }
+
     /// The raw value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
@@ -42,8 +72,218 @@ impl Meta {
         self.0.insert(key.into(), value)
     }
 
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<Value> {
+        self.0.shift_remove(key)
+    }
+
     /// Whether no key is set.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    fn str_at(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    fn object_at(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.0.get(key).and_then(Value::as_object)
+    }
+
+    /// The protocol version string, verbatim. It stays a string because an
+    /// unknown version must be echoed back in the -32022 error.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.str_at(PROTOCOL_VERSION)
+    }
+
+    /// Sets the protocol version.
+    pub fn set_protocol_version(&mut self, version: ProtocolVersion) {
+        self.insert(PROTOCOL_VERSION, Value::String(version.as_str().to_owned()));
+    }
+
+    /// The client capabilities object.
+    pub fn client_capabilities(&self) -> Option<&Map<String, Value>> {
+        self.object_at(CLIENT_CAPABILITIES)
+    }
+
+    /// Sets the client capabilities (a `ClientCapabilities` object).
+    pub fn set_client_capabilities(&mut self, capabilities: Value) {
+        self.insert(CLIENT_CAPABILITIES, capabilities);
+    }
+
+    /// The client's self-reported `Implementation`.
+    pub fn client_info(&self) -> Option<&Map<String, Value>> {
+        self.object_at(CLIENT_INFO)
+    }
+
+    /// Sets the client's `Implementation`.
+    pub fn set_client_info(&mut self, info: Value) {
+        self.insert(CLIENT_INFO, info);
+    }
+
+    /// The server's self-reported `Implementation`.
+    pub fn server_info(&self) -> Option<&Map<String, Value>> {
+        self.object_at(SERVER_INFO)
+    }
+
+    /// Sets the server's `Implementation`.
+    pub fn set_server_info(&mut self, info: Value) {
+        self.insert(SERVER_INFO, info);
+    }
+
+    /// The subscription id, with its JSON type (string or integer) preserved.
+    pub fn subscription_id(&self) -> Option<RequestId> {
+        self.0.get(SUBSCRIPTION_ID).and_then(RequestId::from_value)
+    }
+
+    /// Sets the subscription id to the listen request's id.
+    pub fn set_subscription_id(&mut self, id: &RequestId) {
+        self.insert(SUBSCRIPTION_ID, id.to_value());
+    }
+
+    /// The log level string (an RFC 5424 level name such as `"info"`), verbatim;
+    /// checking it against the level list is the reader's job, so a bad level
+    /// can be answered with -32602.
+    pub fn log_level(&self) -> Option<&str> {
+        self.str_at(LOG_LEVEL)
+    }
+
+    /// Sets the log level.
+    pub fn set_log_level(&mut self, level: &str) {
+        self.insert(LOG_LEVEL, Value::String(level.to_owned()));
+    }
+
+    /// The progress token.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        self.0.get(PROGRESS_TOKEN).and_then(RequestId::from_value)
+    }
+
+    /// Sets the progress token.
+    pub fn set_progress_token(&mut self, token: &ProgressToken) {
+        self.insert(PROGRESS_TOKEN, token.to_value());
+    }
+
+    /// The `taskId` of the 2025-11-25 `related-task` entry.
+    pub fn related_task(&self) -> Option<&str> {
+        self.object_at(RELATED_TASK).and_then(|m| m.get("taskId")).and_then(Value::as_str)
+    }
+
+    /// Sets the 2025-11-25 `related-task` entry to `{taskId}`.
+    pub fn set_related_task(&mut self, task_id: &str) {
+        self.insert(RELATED_TASK, json!({ "taskId": task_id }));
+    }
+
+    /// The W3C `traceparent`.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.str_at(TRACEPARENT)
+    }
+
+    /// The W3C `tracestate`.
+    pub fn tracestate(&self) -> Option<&str> {
+        self.str_at(TRACESTATE)
+    }
+
+    /// The W3C `baggage`.
+    pub fn baggage(&self) -> Option<&str> {
+        self.str_at(BAGGAGE)
+    }
+
+    /// Sets the W3C trace context keys that are given.
+    pub fn set_trace_context(&mut self, traceparent: &str, tracestate: Option<&str>) {
+        self.insert(TRACEPARENT, Value::String(traceparent.to_owned()));
+        if let Some(state) = tracestate {
+            self.insert(TRACESTATE, Value::String(state.to_owned()));
+        }
+    }
+}
+
+impl From<Map<String, Value>> for Meta {
+    fn from(map: Map<String, Value>) -> Self {
+        Meta(map)
+    }
+}
+
+/// Whether `key` follows the `_meta` key syntax: an optional prefix of
+/// dot-separated labels ending in `/`, then a name that is empty or starts and
+/// ends with an alphanumeric, with `-`, `_` and `.` allowed inside.
+pub fn is_valid_key(key: &str) -> bool {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    prefix.is_none_or(|p| p.split('.').all(is_valid_label)) && is_valid_name(name)
+}
+
+/// Whether `key` has a prefix reserved for MCP: one whose second label is
+/// `modelcontextprotocol` or `mcp` (`io.modelcontextprotocol/`, `dev.mcp/`, but
+/// not `com.example.mcp/`).
+pub fn is_reserved_key(key: &str) -> bool {
+    let Some((prefix, _)) = key.rsplit_once('/') else { return false };
+    matches!(prefix.split('.').nth(1), Some("modelcontextprotocol" | "mcp"))
+}
+
+fn is_valid_label(label: &str) -> bool {
+    let bytes = label.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphabetic()
+                && last.is_ascii_alphanumeric()
+                && bytes.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-')
+        }
+        _ => false,
+    }
+}
+
+fn is_valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (None, _) | (_, None) => true,
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_syntax_follows_the_spec() {
+        for key in
+            [PROTOCOL_VERSION, CLIENT_CAPABILITIES, RELATED_TASK, PROGRESS_TOKEN, TRACEPARENT, "com.example/x", ""]
+        {
+            assert!(is_valid_key(key), "{key}");
+        }
+        for key in ["/x", "1com/x", "com-/x", "com..x/y", "x-", "a/b/c", "com.example/_x"] {
+            assert!(!is_valid_key(key), "{key}");
+        }
+        assert!(is_reserved_key(PROTOCOL_VERSION));
+        assert!(is_reserved_key("dev.mcp/x"));
+        assert!(is_reserved_key("org.modelcontextprotocol.api/x"));
+        assert!(!is_reserved_key("com.example.mcp/x"));
+        assert!(!is_reserved_key(PROGRESS_TOKEN));
+    }
+
+    #[test]
+    fn accessors_read_what_setters_wrote_and_keep_other_keys() {
+        let mut meta: Meta = serde_json::from_value(json!({"com.example/keep": [1, 2]})).unwrap();
+        meta.set_protocol_version(ProtocolVersion::V2026_07_28);
+        meta.set_client_capabilities(json!({"elicitation": {}}));
+        meta.set_subscription_id(&RequestId::from(7));
+        meta.set_progress_token(&"tok".into());
+        meta.set_log_level("debug");
+        meta.set_related_task("t-1");
+        assert_eq!(meta.protocol_version(), Some("2026-07-28"));
+        assert!(meta.client_capabilities().unwrap().contains_key("elicitation"));
+        assert_eq!(meta.subscription_id(), Some(RequestId::from(7)));
+        assert_eq!(meta.progress_token(), Some("tok".into()));
+        assert_eq!(meta.log_level(), Some("debug"));
+        assert_eq!(meta.related_task(), Some("t-1"));
+        let text = serde_json::to_string(&meta).unwrap();
+        assert!(text.starts_with(r#"{"com.example/keep":[1,2],"#));
+        assert_eq!(serde_json::from_str::<Meta>(&text).unwrap(), meta);
     }
 }

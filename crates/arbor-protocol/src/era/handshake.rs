@@ -1,0 +1,122 @@
+//! The handshake era (2024-11-05 … 2025-11-25): terms are negotiated once, by
+//! `initialize`, and remembered for the session.
+//!
+//! The server side answers the version a client asks for: the same version if
+//! it speaks it, otherwise the newest legacy version it speaks; the client then
+//! decides whether it can live with the answer. This module does not send or
+//! await anything and does not check message ordering (`initialize` first,
+//! `notifications/initialized` next); the connection does that.
+//!
+//! Invariant: a [`Session`] only ever holds a version its [`Handshake`] supports.
+
+use super::{progress_token_of, SupportedVersions, Terms};
+use crate::error::McpError;
+use crate::meta::Meta;
+use crate::version::{Era, ProtocolVersion};
+use serde_json::{json, Map, Value};
+
+/// The legacy-era negotiation rules of one peer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handshake {
+    supported: SupportedVersions,
+}
+
+impl Default for Handshake {
+    fn default() -> Self {
+        Handshake::new(SupportedVersions::all())
+    }
+}
+
+impl Handshake {
+    /// Negotiates within `supported`; its modern versions take no part in the
+    /// handshake but are listed when `initialize` has to be refused.
+    pub fn new(supported: SupportedVersions) -> Handshake {
+        Handshake { supported }
+    }
+
+    /// The legacy versions this peer speaks, newest first.
+    pub fn legacy_versions(&self) -> Vec<ProtocolVersion> {
+        self.supported.of_era(Era::Legacy).collect()
+    }
+
+    /// Server side: the version to put in the `initialize` result for a client
+    /// that asked for `requested`.
+    ///
+    /// The requested version is echoed when it is a supported legacy version;
+    /// otherwise the answer is the newest supported legacy version and the
+    /// client decides whether to go on. A server with no legacy version at all
+    /// refuses with -32601 listing what it does speak, so a dual-era client can
+    /// switch to per-request terms.
+    pub fn answer(&self, requested: &str) -> Result<ProtocolVersion, McpError> {
+        if let Some(v) = ProtocolVersion::parse(requested) {
+            if v.era() == Era::Legacy && self.supported.contains(v) {
+                return Ok(v);
+            }
+        }
+        ProtocolVersion::newest(self.supported.of_era(Era::Legacy)).ok_or_else(|| McpError::MethodNotFound {
+            message: "Method not found: initialize (this server uses per-request protocol versions)".to_owned(),
+            data: Some(json!({ "supported": self.supported.strings() })),
+        })
+    }
+
+    /// Client side: checks the version a server answered with. An error means
+    /// the client cannot speak it and should disconnect.
+    pub fn accept(&self, answered: &str) -> Result<ProtocolVersion, McpError> {
+        match ProtocolVersion::parse(answered) {
+            Some(v) if v.era() == Era::Legacy && self.supported.contains(v) => Ok(v),
+            _ => Err(McpError::unsupported_version(
+                self.supported.of_era(Era::Legacy).map(ProtocolVersion::as_str),
+                answered,
+            )),
+        }
+    }
+
+    /// Opens the session once `version` is agreed, with the capabilities the
+    /// client sent in `initialize` (anything but an object counts as none).
+    pub fn open(&self, version: ProtocolVersion, client_capabilities: &Value) -> Result<Session, McpError> {
+        if version.era() != Era::Legacy || !self.supported.contains(version) {
+            return Err(McpError::unsupported_version(
+                self.supported.of_era(Era::Legacy).map(ProtocolVersion::as_str),
+                version.as_str(),
+            ));
+        }
+        Ok(Session {
+            version,
+            client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
+            log_level: None,
+        })
+    }
+}
+
+/// The terms a handshake-era session agreed on, shared by all its requests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Session {
+    version: ProtocolVersion,
+    client_capabilities: Map<String, Value>,
+    log_level: Option<String>,
+}
+
+impl Session {
+    /// The negotiated version.
+    pub fn version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// Records the level a `logging/setLevel` request asked for; from now on
+    /// every request of the session is served at that level.
+    pub fn set_log_level(&mut self, level: &str) {
+        self.log_level = Some(level.to_owned());
+    }
+
+    /// The terms of one request of this session: the session's version,
+    /// capabilities and log level, plus the request's own progress token.
+    pub fn terms(&self, request_meta: Option<&Meta>) -> Terms {
+        Terms {
+            version: self.version,
+            client_capabilities: self.client_capabilities.clone(),
+            log_level: self.log_level.clone(),
+            logs_by_default: true,
+            progress_token: progress_token_of(request_meta),
+        }
+    }
+}
