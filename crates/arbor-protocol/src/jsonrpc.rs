@@ -283,19 +283,34 @@ pub enum RawMessage<'a> {
 
 impl RawMessage<'_> {
     /// Converts the raw payloads into owned JSON values.
+    ///
+    /// The envelope parse only checked that the payload is well-formed JSON
+    /// text; building a `Value` can still fail on nesting deeper than
+    /// serde_json's recursion limit or a number beyond `f64`. Those are -32700
+    /// with the id echoed, never a silent `null`.
     pub fn into_owned(self) -> Result<Message, DecodeError> {
-        let value = |raw: &RawValue| -> Value {
-            // The raw slice was already validated as JSON by the envelope parse.
-            serde_json::from_str(raw.get()).unwrap_or(Value::Null)
-        };
+        fn value(raw: &RawValue, id: Option<&RequestId>) -> Result<Value, DecodeError> {
+            serde_json::from_str(raw.get()).map_err(|e| DecodeError {
+                kind: DecodeErrorKind::Parse,
+                id: id.cloned(),
+                detail: e.to_string(),
+            })
+        }
+        fn params(raw: Option<&RawValue>, id: Option<&RequestId>) -> Result<Option<Value>, DecodeError> {
+            raw.map(|raw| value(raw, id)).transpose()
+        }
         Ok(match self {
-            RawMessage::Request { id, method, params } => {
-                Message::Request(Request { id, method, params: params.map(value) })
+            RawMessage::Request { id, method, params: raw } => {
+                let params = params(raw, Some(&id))?;
+                Message::Request(Request { id, method, params })
             }
-            RawMessage::Notification { method, params } => {
-                Message::Notification(Notification { method, params: params.map(value) })
+            RawMessage::Notification { method, params: raw } => {
+                Message::Notification(Notification { method, params: params(raw, None)? })
             }
-            RawMessage::Response { id, result } => Message::Response(Response { id, result: value(result) }),
+            RawMessage::Response { id, result } => {
+                let result = value(result, Some(&id))?;
+                Message::Response(Response { id, result })
+            }
             RawMessage::Error(e) => Message::Error(e),
         })
     }
@@ -346,7 +361,11 @@ impl Serialize for Message {
                 map.serialize_entry("result", &r.result)?;
             }
             Message::Error(e) => {
-                map.serialize_entry("id", &e.id)?;
+                // An unknown id is left out, not sent as `null`: no MCP schema
+                // accepts a null id, and 2025-11-25 on allow the member to be absent.
+                if let Some(id) = &e.id {
+                    map.serialize_entry("id", id)?;
+                }
                 map.serialize_entry("error", &e.error)?;
             }
         }
@@ -421,8 +440,10 @@ impl<'a> Envelope<'a> {
                 None => return Err(DecodeError::invalid(None, "id must be a string or an integer")),
             },
         };
-        let version = self.jsonrpc.and_then(|raw| serde_json::from_str::<&str>(raw.get()).ok());
-        if version != Some(JSONRPC_VERSION) {
+        // Read as an owned string: a borrowed `&str` cannot hold an escaped form
+        // such as "2\u002e0", which is still the string "2.0".
+        let version = self.jsonrpc.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+        if version.as_deref() != Some(JSONRPC_VERSION) {
             return Err(DecodeError::invalid(id, "jsonrpc must be \"2.0\""));
         }
         if let Some(method) = self.method {
@@ -435,7 +456,9 @@ impl<'a> Envelope<'a> {
             let params = match self.params {
                 None => None,
                 Some(p) if p.get().starts_with(['{', '[']) => Some(p),
-                Some(_) => return Err(DecodeError::invalid(id, "params must be an object")),
+                // By-position (array) params are valid JSON-RPC; MCP's typed
+                // decoding answers them with -32602, not -32600.
+                Some(_) => return Err(DecodeError::invalid(id, "params must be an object or an array")),
             };
             if id_was_null {
                 return Err(DecodeError::invalid(None, "request id must not be null"));
@@ -471,39 +494,4 @@ pub fn params_object(map: Map<String, Value>) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_are_echoed_exactly() {
-        let m = decode_message(br#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#).unwrap();
-        assert_eq!(
-            String::from_utf8(m.to_vec()).unwrap(),
-            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}"#
-        );
-        let m = decode_message(br#"{"jsonrpc":"2.0","id":"a-1","result":{}}"#).unwrap();
-        assert_eq!(m, Message::Response(Response { id: "a-1".into(), result: serde_json::json!({}) }));
-    }
-
-    #[test]
-    fn bad_frames_are_classified() {
-        assert_eq!(decode_message(b"{not json").unwrap_err().kind, DecodeErrorKind::Parse);
-        assert_eq!(decode_message(b"").unwrap_err().kind, DecodeErrorKind::Parse);
-        assert_eq!(decode_message(b"42").unwrap_err().kind, DecodeErrorKind::InvalidRequest);
-        let e = decode_message(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#).unwrap_err();
-        assert_eq!((e.kind, e.id), (DecodeErrorKind::InvalidRequest, Some(3.into())));
-        let e = decode_message(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#).unwrap_err();
-        assert_eq!(e.kind, DecodeErrorKind::InvalidRequest);
-        let e = decode_message(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err();
-        assert_eq!(e.kind, DecodeErrorKind::InvalidRequest);
-    }
-
-    #[test]
-    fn batches_follow_the_revision() {
-        let b = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"bad":true}]"#;
-        assert_eq!(decode_frame(b, Batching::Refused).unwrap_err().kind, DecodeErrorKind::InvalidRequest);
-        let Frame::Batch(items) = decode_frame(b, Batching::Allowed).unwrap() else { panic!("not a batch") };
-        assert!(items[0].is_ok() && items[1].is_err());
-        assert_eq!(decode_frame(b"[]", Batching::Allowed).unwrap_err().kind, DecodeErrorKind::InvalidRequest);
-    }
-}
+mod tests;
