@@ -16,4 +16,7 @@ pub mod era;
 pub mod error;
 pub mod jsonrpc;
 pub mod meta;
+pub mod method;
+pub mod methods;
+pub mod model;
 pub mod version;

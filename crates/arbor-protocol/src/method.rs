@@ -1,0 +1,122 @@
+//! The method traits: what a request or notification *is*, as a type.
+//!
+//! Each MCP method is an uninhabited marker type (see `methods`) implementing
+//! [`Request`] or [`Notification`], which names its wire string, its params type
+//! and, for requests, its result type. A response is decoded with the pending
+//! request's `Result` type, never by guessing among shapes.
+//!
+//! This module also holds the frame writers that put typed params or results into
+//! a JSON-RPC envelope without going through `serde_json::Value`. It does not
+//! decide which methods a revision has (the era modules do). Invariant: the method
+//! string of a frame always comes from `METHOD`, so it is spelled in one place.
+
+use crate::jsonrpc::{RequestId, JSONRPC_VERSION};
+use crate::methods::{MethodName, ResultError};
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::fmt::Debug;
+
+/// A request: a method that expects exactly one response.
+pub trait Request {
+    /// The method name.
+    const METHOD: MethodName;
+    /// The params type.
+    type Params: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+    /// The result type of a successful response.
+    type Result: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+}
+
+/// A notification: a method that is never answered.
+pub trait Notification {
+    /// The method name.
+    const METHOD: MethodName;
+    /// The params type.
+    type Params: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+}
+
+/// Reads a successful response's `result` with the pending request's result type.
+pub fn decode_result<R: Request>(result: &RawValue) -> Result<R::Result, ResultError> {
+    serde_json::from_str(result.get()).map_err(|e| ResultError { method: R::METHOD, detail: e.to_string() })
+}
+
+/// Encodes a request frame for `R`.
+pub fn encode_request<R: Request>(id: &RequestId, params: &R::Params) -> Vec<u8> {
+    to_vec(&RequestFrame { id, method: R::METHOD.as_str(), params })
+}
+
+/// Encodes a notification frame for `N`.
+pub fn encode_notification<N: Notification>(params: &N::Params) -> Vec<u8> {
+    to_vec(&NotificationFrame { method: N::METHOD.as_str(), params })
+}
+
+/// Encodes a successful response frame.
+pub fn encode_response<T: Serialize>(id: &RequestId, result: &T) -> Vec<u8> {
+    to_vec(&ResponseFrame { id, result })
+}
+
+fn to_vec<T: Serialize>(frame: &T) -> Vec<u8> {
+    // Model types serialise only string-keyed maps, so writing to a Vec cannot fail.
+    serde_json::to_vec(frame).expect("a model type always serialises")
+}
+
+/// A request envelope around borrowed, typed params.
+#[derive(Debug)]
+pub struct RequestFrame<'a, P> {
+    /// The request id.
+    pub id: &'a RequestId,
+    /// The method name.
+    pub method: &'a str,
+    /// The params.
+    pub params: &'a P,
+}
+
+impl<P: Serialize> Serialize for RequestFrame<'_, P> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(4))?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("method", self.method)?;
+        map.serialize_entry("params", self.params)?;
+        map.end()
+    }
+}
+
+/// A notification envelope around borrowed, typed params.
+#[derive(Debug)]
+pub struct NotificationFrame<'a, P> {
+    /// The method name.
+    pub method: &'a str,
+    /// The params.
+    pub params: &'a P,
+}
+
+impl<P: Serialize> Serialize for NotificationFrame<'_, P> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("method", self.method)?;
+        map.serialize_entry("params", self.params)?;
+        map.end()
+    }
+}
+
+/// A successful response envelope around a borrowed, typed result.
+#[derive(Debug)]
+pub struct ResponseFrame<'a, T> {
+    /// The id of the request being answered.
+    pub id: &'a RequestId,
+    /// The result.
+    pub result: &'a T,
+}
+
+impl<T: Serialize> Serialize for ResponseFrame<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("result", self.result)?;
+        map.end()
+    }
+}
