@@ -1,1 +1,7 @@
 //! Integration tests for arbor-protocol: one binary, one module per behaviour.
+
+mod arbitrary_bytes_never_panic_the_decoder;
+mod arbitrary_messages_round_trip;
+mod eras_negotiate_as_the_spec_says;
+mod errors_map_to_their_codes;
+mod strategies;
