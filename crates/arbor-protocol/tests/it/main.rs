@@ -5,3 +5,5 @@ mod arbitrary_messages_round_trip;
 mod eras_negotiate_as_the_spec_says;
 mod errors_map_to_their_codes;
 mod strategies;
+mod official_examples_round_trip;
+mod spec_schemas;
