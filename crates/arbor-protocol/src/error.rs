@@ -11,6 +11,7 @@
 //! have the spec's shape, is kept verbatim in [`McpError::Other`].
 
 use crate::jsonrpc::{DecodeError, DecodeErrorKind, ErrorObject, ErrorResponse, Message, RequestId};
+use crate::methods::MethodError;
 use serde_json::{json, Map, Value};
 
 /// A JSON-RPC error code, classified.
@@ -437,6 +438,29 @@ impl From<&DecodeError> for McpError {
 
 impl From<DecodeError> for McpError {
     fn from(err: DecodeError) -> McpError {
+        McpError::from(&err)
+    }
+}
+
+/// A request whose method or params could not be read: -32601, -32602, or
+/// -32600 for a message of the wrong kind.
+impl From<&MethodError> for McpError {
+    fn from(err: &MethodError) -> McpError {
+        match err {
+            MethodError::UnknownMethod(e) => McpError::method_not_found(&e.method),
+            MethodError::InvalidParams(e) => {
+                McpError::invalid_params(format!("Invalid params for {}: {}", e.method.as_str(), e.detail))
+            }
+            MethodError::WrongKind { expected } => McpError::InvalidRequest {
+                message: format!("{}: expected a {expected}", ErrorCode::InvalidRequest.default_message()),
+                data: None,
+            },
+        }
+    }
+}
+
+impl From<MethodError> for McpError {
+    fn from(err: MethodError) -> McpError {
         McpError::from(&err)
     }
 }

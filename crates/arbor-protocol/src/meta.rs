@@ -10,6 +10,7 @@
 //! that must tell the two apart use [`Meta::get`].
 
 use crate::jsonrpc::RequestId;
+use crate::model::logging::LoggingLevel;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -43,8 +44,7 @@ pub const TRACESTATE: &str = "tracestate";
 /// `_meta` key (any): W3C Baggage.
 pub const BAGGAGE: &str = "baggage";
 
-/// A progress token: a string or an integer, the same wire shape as a request id.
-pub type ProgressToken = RequestId;
+pub use crate::model::common::ProgressToken;
 
 /// An open `_meta` object. Unknown keys are preserved in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -141,16 +141,15 @@ impl Meta {
         self.insert(SUBSCRIPTION_ID, id.to_value());
     }
 
-    /// The log level string (an RFC 5424 level name such as `"info"`), verbatim;
-    /// checking it against the level list is the reader's job, so a bad level
-    /// can be answered with -32602.
-    pub fn log_level(&self) -> Option<&str> {
-        self.str_at(LOG_LEVEL)
+    /// The log level. An unknown level name reads as `None` here; the
+    /// per-request checks read the raw value to answer it with -32602.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.0.get(LOG_LEVEL).and_then(|v| LoggingLevel::deserialize(v).ok())
     }
 
     /// Sets the log level.
-    pub fn set_log_level(&mut self, level: &str) {
-        self.insert(LOG_LEVEL, Value::String(level.to_owned()));
+    pub fn set_log_level(&mut self, level: LoggingLevel) {
+        self.insert(LOG_LEVEL, serde_json::to_value(level).unwrap_or(Value::Null));
     }
 
     /// The progress token.
@@ -274,13 +273,14 @@ mod tests {
         meta.set_client_capabilities(json!({"elicitation": {}}));
         meta.set_subscription_id(&RequestId::from(7));
         meta.set_progress_token(&"tok".into());
-        meta.set_log_level("debug");
+        meta.set_log_level(LoggingLevel::Debug);
         meta.set_related_task("t-1");
         assert_eq!(meta.protocol_version(), Some("2026-07-28"));
         assert!(meta.client_capabilities().unwrap().contains_key("elicitation"));
         assert_eq!(meta.subscription_id(), Some(RequestId::from(7)));
         assert_eq!(meta.progress_token(), Some("tok".into()));
-        assert_eq!(meta.log_level(), Some("debug"));
+        assert_eq!(meta.log_level(), Some(LoggingLevel::Debug));
+        assert_eq!(meta.get(LOG_LEVEL), Some(&json!("debug")));
         assert_eq!(meta.related_task(), Some("t-1"));
         let text = serde_json::to_string(&meta).unwrap();
         assert!(text.starts_with(r#"{"com.example/keep":[1,2],"#));

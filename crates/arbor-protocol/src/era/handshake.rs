@@ -12,6 +12,8 @@
 use super::{progress_token_of, SupportedVersions, Terms};
 use crate::error::McpError;
 use crate::meta::Meta;
+use crate::model::capabilities::ClientCapabilities;
+use crate::model::logging::LoggingLevel;
 use crate::version::{Era, ProtocolVersion};
 use serde_json::{json, Map, Value};
 
@@ -72,8 +74,12 @@ impl Handshake {
     }
 
     /// Opens the session once `version` is agreed, with the capabilities the
-    /// client sent in `initialize` (anything but an object counts as none).
-    pub fn open(&self, version: ProtocolVersion, client_capabilities: &Value) -> Result<Session, McpError> {
+    /// client sent in `initialize`.
+    pub fn open(
+        &self,
+        version: ProtocolVersion,
+        client_capabilities: &ClientCapabilities,
+    ) -> Result<Session, McpError> {
         if version.era() != Era::Legacy || !self.supported.contains(version) {
             return Err(McpError::unsupported_version(
                 self.supported.of_era(Era::Legacy).map(ProtocolVersion::as_str),
@@ -82,7 +88,12 @@ impl Handshake {
         }
         Ok(Session {
             version,
-            client_capabilities: client_capabilities.as_object().cloned().unwrap_or_default(),
+            // Kept as JSON so members this version of Arbor does not model
+            // still answer `ClientNeed` questions.
+            client_capabilities: match serde_json::to_value(client_capabilities) {
+                Ok(Value::Object(map)) => map,
+                _ => Map::new(),
+            },
             log_level: None,
         })
     }
@@ -93,7 +104,7 @@ impl Handshake {
 pub struct Session {
     version: ProtocolVersion,
     client_capabilities: Map<String, Value>,
-    log_level: Option<String>,
+    log_level: Option<LoggingLevel>,
 }
 
 impl Session {
@@ -104,8 +115,8 @@ impl Session {
 
     /// Records the level a `logging/setLevel` request asked for; from now on
     /// every request of the session is served at that level.
-    pub fn set_log_level(&mut self, level: &str) {
-        self.log_level = Some(level.to_owned());
+    pub fn set_log_level(&mut self, level: LoggingLevel) {
+        self.log_level = Some(level);
     }
 
     /// The terms of one request of this session: the session's version,
@@ -114,7 +125,7 @@ impl Session {
         Terms {
             version: self.version,
             client_capabilities: self.client_capabilities.clone(),
-            log_level: self.log_level.clone(),
+            log_level: self.log_level,
             logs_by_default: true,
             progress_token: progress_token_of(request_meta),
         }

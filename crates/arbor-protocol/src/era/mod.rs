@@ -15,16 +15,14 @@ pub mod handshake;
 pub mod per_request;
 
 use crate::meta::{Meta, ProgressToken};
+use crate::methods::MethodName;
+use crate::model::capabilities::ClientCapabilities;
+use crate::model::logging::LoggingLevel;
 use crate::version::{Era, ProtocolVersion};
 use serde_json::{Map, Value};
 
 pub use handshake::{Handshake, Session};
 pub use per_request::{ClientNeed, HttpHeaders, PerRequest, Transport};
-
-/// The method that opens a handshake-era session.
-// The method table (`methods.rs`) is the home of method names; this one string
-// is read here only to classify an arrival before any typed decoding happens.
-const INITIALIZE: &str = "initialize";
 
 /// The protocol versions a peer is configured to speak, across both eras.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +76,7 @@ impl Default for SupportedVersions {
 pub struct Terms {
     version: ProtocolVersion,
     client_capabilities: Map<String, Value>,
-    log_level: Option<String>,
+    log_level: Option<LoggingLevel>,
     // The legacy era lets a server log at its own default level until the
     // client picks one; the modern era sends nothing unless the request opted in.
     logs_by_default: bool,
@@ -102,10 +100,16 @@ impl Terms {
         &self.client_capabilities
     }
 
+    /// The client's capabilities as the typed model. Both eras checked on the
+    /// way in that they read as one, so this does not fail for a `Terms` they built.
+    pub fn typed_client_capabilities(&self) -> ClientCapabilities {
+        read_capabilities(&self.client_capabilities).unwrap_or_default()
+    }
+
     /// The log level the client chose (per request, or for the session by
     /// `logging/setLevel`), if any.
-    pub fn log_level(&self) -> Option<&str> {
-        self.log_level.as_deref()
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.log_level
     }
 
     /// Whether `notifications/message` may be sent for the request at all: in
@@ -152,11 +156,16 @@ pub fn arrival(method: &str, params: Option<&Value>) -> Arrival {
     });
     if modern {
         Arrival::PerRequest
-    } else if method == INITIALIZE {
+    } else if MethodName::parse(method) == Some(MethodName::Initialize) {
         Arrival::OpensHandshake
     } else {
         Arrival::Unmarked
     }
+}
+
+/// Reads a `ClientCapabilities` object into the typed model.
+fn read_capabilities(map: &Map<String, Value>) -> Result<ClientCapabilities, serde_json::Error> {
+    serde_json::from_value(Value::Object(map.clone()))
 }
 
 /// Reads the progress token of a request's `_meta`, the one term both eras

@@ -19,12 +19,11 @@
 use super::{progress_token_of, SupportedVersions, Terms};
 use crate::error::McpError;
 use crate::meta::{self, Meta};
+use crate::model::logging::LoggingLevel;
 use crate::version::{Era, ProtocolVersion};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::borrow::Cow;
-
-/// The RFC 5424 level names a request may opt into.
-const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 /// How the request arrived, as far as the checks care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,10 +82,15 @@ impl PerRequest {
             .filter(|v| v.era() == Era::Modern && self.supported.contains(*v))
             .ok_or_else(|| McpError::unsupported_version(self.supported.strings(), requested))?;
         let client_capabilities = m.client_capabilities().cloned().ok_or_else(|| missing(meta::CLIENT_CAPABILITIES))?;
+        if let Err(e) = super::read_capabilities(&client_capabilities) {
+            return Err(McpError::invalid_params(format!("Malformed {}: {e}", meta::CLIENT_CAPABILITIES)));
+        }
         let log_level = match m.get(meta::LOG_LEVEL) {
             None => None,
-            Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => Some(level.clone()),
-            Some(other) => return Err(McpError::invalid_params(format!("Invalid log level: {other}"))),
+            Some(raw) => Some(
+                LoggingLevel::deserialize(raw)
+                    .map_err(|_| McpError::invalid_params(format!("Invalid log level: {raw}")))?,
+            ),
         };
         let progress_token = progress_token_of(Some(m));
         if progress_token.is_none() && m.get(meta::PROGRESS_TOKEN).is_some() {

@@ -9,6 +9,8 @@ use arbor_protocol::era::{
 use arbor_protocol::error::{ErrorCode, McpError};
 use arbor_protocol::jsonrpc::{Batching, RequestId};
 use arbor_protocol::meta::Meta;
+use arbor_protocol::model::capabilities::ClientCapabilities;
+use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion as V};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -66,18 +68,20 @@ fn a_client_refuses_an_answer_it_cannot_speak() {
 #[test]
 fn a_session_lends_its_terms_to_every_request() {
     let h = Handshake::default();
-    let mut session = h.open(V::V2025_06_18, &json!({"roots": {"listChanged": true}})).unwrap();
+    let caps: ClientCapabilities = serde_json::from_value(json!({"roots": {"listChanged": true}})).unwrap();
+    let mut session = h.open(V::V2025_06_18, &caps).unwrap();
     let terms = session.terms(None);
     assert_eq!((terms.version(), terms.era()), (V::V2025_06_18, Era::Legacy));
     assert!(terms.may_log(), "a legacy server logs at its default level until told otherwise");
     assert_eq!(terms.log_level(), None);
     assert!(terms.declares(&ClientNeed::Roots));
 
-    session.set_log_level("warning");
+    session.set_log_level(LoggingLevel::Warning);
     let terms = session.terms(Some(&meta(json!({"progressToken": 9}))));
-    assert_eq!(terms.log_level(), Some("warning"));
+    assert_eq!(terms.log_level(), Some(LoggingLevel::Warning));
+    assert_eq!(terms.typed_client_capabilities(), caps);
     assert_eq!(terms.progress_token(), Some(&RequestId::from(9)));
-    assert!(h.open(V::V2026_07_28, &json!({})).is_err());
+    assert!(h.open(V::V2026_07_28, &ClientCapabilities::default()).is_err());
 }
 
 // ---- per-request era ----
@@ -94,10 +98,10 @@ fn a_well_formed_modern_request_yields_its_own_terms() {
         assert!(!terms.may_log(), "no logLevel, no log messages");
         assert_eq!(terms.progress_token(), Some(&"p-1".into()));
     }
-    m.set_log_level("info");
+    m.set_log_level(LoggingLevel::Info);
     let terms = p.terms(Some(&m), Transport::Stdio).unwrap();
     assert!(terms.may_log());
-    assert_eq!(terms.log_level(), Some("info"));
+    assert_eq!(terms.log_level(), Some(LoggingLevel::Info));
 }
 
 #[test]
@@ -163,6 +167,7 @@ fn malformed_optional_terms_are_invalid_params() {
         ("io.modelcontextprotocol/logLevel", json!(3)),
         ("progressToken", json!(1.5)),
         ("progressToken", json!(null)),
+        ("io.modelcontextprotocol/clientCapabilities", json!({"elicitation": 5})),
     ] {
         let mut m = modern_meta();
         m.insert(key, value);

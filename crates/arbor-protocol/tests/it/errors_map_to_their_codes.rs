@@ -178,6 +178,19 @@ fn decode_errors_become_parse_or_invalid_request_responses_with_the_id() {
     assert_eq!((e.id, e.error.code), (Some(RequestId::from("q")), -32600));
 }
 
+#[test]
+fn method_table_errors_take_their_codes_from_here() {
+    use arbor_protocol::methods::{MethodError, MethodName, ParamsError, UnknownMethod};
+    let unknown = MethodError::from(UnknownMethod { method: "x/y".into() });
+    let params = MethodError::from(ParamsError { method: MethodName::CallTool, detail: "missing field `name`".into() });
+    let wrong = MethodError::WrongKind { expected: "request" };
+    for e in [unknown, params, wrong] {
+        assert_eq!(McpError::from(&e).code().as_i64(), e.code(), "{e}");
+    }
+    let err = McpError::from(MethodError::from(UnknownMethod { method: "x/y".into() }));
+    assert_eq!(wire(&err), json!({"code": -32601, "message": "Method not found: x/y"}));
+}
+
 proptest! {
     #[test]
     fn every_code_classifies_to_itself(n in any::<i64>()) {
