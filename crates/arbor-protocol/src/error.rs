@@ -6,6 +6,18 @@
 //! `impl From<ErrorObject> for McpError`. This module does not decide *when* an
 //! error applies (the era modules and handlers do), and it knows no HTTP status.
 //!
+//! ```
+//! use arbor_protocol::error::{ErrorCode, McpError};
+//! use arbor_protocol::jsonrpc::ErrorObject;
+//!
+//! let err = McpError::unsupported_version(["2026-07-28"], "1900-01-01");
+//! let wire = ErrorObject::from(&err);
+//! assert_eq!(wire.code, -32022);
+//! assert_eq!(wire.data.as_ref().unwrap()["requested"], "1900-01-01");
+//! assert_eq!(McpError::from(wire), err);
+//! assert!(err.code().is_modern_signal());
+//! ```
+//!
 //! Invariant: reading an error object and writing it again gives the same
 //! object. A code Arbor does not know, or a known code whose `data` does not
 //! have the spec's shape, is kept verbatim in [`McpError::Other`].

@@ -7,6 +7,17 @@
 //! features a revision removed (batching lived in 2025-03-26 only).
 //! It does not negotiate: `era::handshake` and `era::per_request` do that.
 //!
+//! ```
+//! use arbor_protocol::jsonrpc::Batching;
+//! use arbor_protocol::version::{Era, Feature, ProtocolVersion};
+//!
+//! let v = ProtocolVersion::parse("2025-06-18").unwrap();
+//! assert_eq!(v.era(), Era::Legacy);
+//! assert!(v.supports(Feature::Elicitation));
+//! assert!(!v.supports(Feature::Batching));
+//! assert_eq!(ProtocolVersion::V2025_03_26.batching(), Batching::Allowed);
+//! ```
+//!
 //! Invariant: [`ProtocolVersion`] is closed. An unknown string is not a version;
 //! it stays a string (in an `UnsupportedProtocolVersion` error, say) and is never
 //! coerced into the nearest known revision.

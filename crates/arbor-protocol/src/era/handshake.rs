@@ -113,6 +113,24 @@ impl Session {
         self.version
     }
 
+    /// Checks the `MCP-Protocol-Version` header of an HTTP request in this
+    /// session. A missing header is accepted, since the spec has a server with
+    /// no other clue assume an older revision and a session is a clue; a present
+    /// one must name the negotiated version, or the request is -32600 (HTTP 400).
+    pub fn check_version_header(&self, header: Option<&str>) -> Result<(), McpError> {
+        match header {
+            None => Ok(()),
+            Some(v) if v == self.version.as_str() => Ok(()),
+            Some(v) => Err(McpError::InvalidRequest {
+                message: format!(
+                    "Invalid Request: MCP-Protocol-Version header '{v}' is not the negotiated version '{}'",
+                    self.version
+                ),
+                data: None,
+            }),
+        }
+    }
+
     /// Records the level a `logging/setLevel` request asked for; from now on
     /// every request of the session is served at that level.
     pub fn set_log_level(&mut self, level: LoggingLevel) {

@@ -8,6 +8,20 @@
 //!
 //! This module is not a codec for method payloads (the method types are), and it
 //! holds no session state itself; the connection that owns a session keeps it.
+//! ```
+//! use arbor_protocol::era::{arrival, Arrival, PerRequest, Transport};
+//! use arbor_protocol::meta::Meta;
+//! use serde_json::json;
+//!
+//! let params = json!({"_meta": {
+//!     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!     "io.modelcontextprotocol/clientCapabilities": {},
+//! }});
+//! assert_eq!(arrival("tools/list", Some(&params)), Arrival::PerRequest);
+//! let terms = PerRequest::default().terms(Meta::from_params(&params).as_ref(), Transport::Stdio).unwrap();
+//! assert!(!terms.may_log());
+//! ```
+//!
 //! Invariant: outside `version.rs`, this is the only code that looks at version
 //! strings, and a [`Terms`] value exists only once an era has checked it.
 

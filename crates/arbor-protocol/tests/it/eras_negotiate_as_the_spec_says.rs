@@ -82,6 +82,10 @@ fn a_session_lends_its_terms_to_every_request() {
     assert_eq!(terms.typed_client_capabilities(), caps);
     assert_eq!(terms.progress_token(), Some(&RequestId::from(9)));
     assert!(h.open(V::V2026_07_28, &ClientCapabilities::default()).is_err());
+
+    assert!(session.check_version_header(None).is_ok());
+    assert!(session.check_version_header(Some("2025-06-18")).is_ok());
+    assert_eq!(session.check_version_header(Some("2025-11-25")).unwrap_err().code(), ErrorCode::InvalidRequest);
 }
 
 // ---- per-request era ----
