@@ -2,8 +2,9 @@
 
 mod arbitrary_bytes_never_panic_the_decoder;
 mod arbitrary_messages_round_trip;
+mod encoded_messages_match_schema;
 mod eras_negotiate_as_the_spec_says;
 mod errors_map_to_their_codes;
-mod strategies;
 mod official_examples_round_trip;
 mod spec_schemas;
+mod strategies;

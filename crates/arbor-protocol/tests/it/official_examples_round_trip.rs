@@ -49,9 +49,7 @@ fn via_notification(text: &str, expected: MethodName) -> Value {
 
 /// A full response envelope, read with the pending request's result type.
 fn via_response<R: Request>(text: &str) -> Value {
-    let RawMessage::Response { id, result } = decode_raw(text.as_bytes()).unwrap() else {
-        panic!("not a response")
-    };
+    let RawMessage::Response { id, result } = decode_raw(text.as_bytes()).unwrap() else { panic!("not a response") };
     let result = decode_result::<R>(result).unwrap();
     bytes_to_value(&encode_response(&id, &result))
 }

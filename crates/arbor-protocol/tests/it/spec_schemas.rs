@@ -45,16 +45,14 @@ pub fn assert_valid(revision: &str, definition: &str, instance: &Value) {
             // The document itself is the wrapper: a root `$ref` to the definition. The
             // root holds no other assertion, so it validates exactly the definition.
             let mut wrapper = doc.clone();
-            wrapper
-                .as_object_mut()
-                .unwrap()
-                .insert("$ref".into(), Value::String(format!("#/{pointer}/{definition}")));
+            wrapper.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/{pointer}/{definition}")));
             let v = jsonschema::validator_for(&wrapper)
                 .unwrap_or_else(|e| panic!("{revision}#{definition} does not compile: {e}"));
             Box::leak(Box::new(v))
         })
     };
-    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(
         errors.is_empty(),
         "{revision}#/{definition} rejects {}:\n{}",
