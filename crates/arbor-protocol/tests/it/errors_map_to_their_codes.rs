@@ -191,6 +191,40 @@ fn method_table_errors_take_their_codes_from_here() {
     assert_eq!(wire(&err), json!({"code": -32601, "message": "Method not found: x/y"}));
 }
 
+#[test]
+fn error_responses_validate_against_the_schemas() {
+    use crate::spec_schemas::assert_valid;
+    let id = Some(RequestId::from(1));
+    let cases = [
+        ("2026-07-28", "UnsupportedProtocolVersionError", McpError::unsupported_version(["2026-07-28"], "1900-01-01")),
+        (
+            "2026-07-28",
+            "MissingRequiredClientCapabilityError",
+            McpError::missing_client_capability(json!({"elicitation": {}})),
+        ),
+        ("2026-07-28", "HeaderMismatchError", McpError::header_mismatch("Header mismatch: Mcp-Method is missing")),
+        ("2026-07-28", "JSONRPCErrorResponse", McpError::resource_not_found("file:///x", ProtocolVersion::V2026_07_28)),
+        (
+            "2025-11-25",
+            "URLElicitationRequiredError",
+            McpError::UrlElicitationRequired {
+                message: "URL elicitation required".into(),
+                elicitations: vec![json!({"mode": "url", "message": "Sign in", "url": "https://example.com/a",
+                                          "elicitationId": "e-1"})],
+            },
+        ),
+        ("2024-11-05", "JSONRPCError", McpError::resource_not_found("file:///x", ProtocolVersion::V2024_11_05)),
+    ];
+    for (revision, definition, err) in cases {
+        assert_valid(revision, definition, &err.to_response(id.clone()).to_value());
+    }
+    // An error answering an unreadable id leaves the id out, which 2025-11-25 on accept.
+    let err = decode_message(b"{oops").unwrap_err();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        assert_valid(revision, "JSONRPCErrorResponse", &decode_error_response(&err).to_value());
+    }
+}
+
 proptest! {
     #[test]
     fn every_code_classifies_to_itself(n in any::<i64>()) {
