@@ -8,6 +8,7 @@
 //!
 //! This module is not a codec for method payloads (the method types are), and it
 //! holds no session state itself; the connection that owns a session keeps it.
+//!
 //! ```
 //! use arbor_protocol::era::{arrival, Arrival, PerRequest, Transport};
 //! use arbor_protocol::meta::Meta;

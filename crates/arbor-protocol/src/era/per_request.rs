@@ -19,6 +19,7 @@
 use super::{progress_token_of, SupportedVersions, Terms};
 use crate::error::McpError;
 use crate::meta::{self, Meta};
+use crate::model::capabilities::ClientCapabilities;
 use crate::model::logging::LoggingLevel;
 use crate::version::{Era, ProtocolVersion};
 use serde::Deserialize;
@@ -113,6 +114,23 @@ impl PerRequest {
             Some(name) => check_header("Mcp-Name", headers.name, name),
             None => Ok(()),
         }
+    }
+}
+
+/// Client side: writes the terms a modern request must carry into its `_meta`
+/// (version and capabilities, plus the log level when the client opts into
+/// log messages). Other keys already in `request_meta` are kept.
+pub fn stamp(
+    request_meta: &mut Meta,
+    version: ProtocolVersion,
+    capabilities: &ClientCapabilities,
+    log_level: Option<LoggingLevel>,
+) {
+    request_meta.set_protocol_version(version);
+    // A capabilities model always serialises to an object.
+    request_meta.set_client_capabilities(serde_json::to_value(capabilities).unwrap_or_else(|_| json!({})));
+    if let Some(level) = log_level {
+        request_meta.set_log_level(level);
     }
 }
 

@@ -2,7 +2,7 @@
 //! checks each request's `_meta` in the spec's order with the spec's codes, and
 //! the feature table has the spec's rows.
 
-use arbor_protocol::era::per_request::{decode_header_value, require};
+use arbor_protocol::era::per_request::{decode_header_value, require, stamp};
 use arbor_protocol::era::{
     arrival, Arrival, ClientNeed, Handshake, HttpHeaders, PerRequest, SupportedVersions, Transport,
 };
@@ -106,6 +106,18 @@ fn a_well_formed_modern_request_yields_its_own_terms() {
     let terms = p.terms(Some(&m), Transport::Stdio).unwrap();
     assert!(terms.may_log());
     assert_eq!(terms.log_level(), Some(LoggingLevel::Info));
+}
+
+#[test]
+fn what_a_client_stamps_a_server_accepts() {
+    let caps: ClientCapabilities = serde_json::from_value(json!({"sampling": {"tools": {}}})).unwrap();
+    let mut m = meta(json!({"progressToken": "t", "com.example/k": 1}));
+    stamp(&mut m, V::V2026_07_28, &caps, Some(LoggingLevel::Error));
+    let terms = PerRequest::default().terms(Some(&m), HTTP_OK).unwrap();
+    assert_eq!(terms.typed_client_capabilities(), caps);
+    assert!(terms.declares(&ClientNeed::SamplingTools));
+    assert_eq!(terms.log_level(), Some(LoggingLevel::Error));
+    assert_eq!(m.get("com.example/k"), Some(&json!(1)));
 }
 
 #[test]
