@@ -143,13 +143,15 @@ impl From<i64> for ErrorCode {
 
 /// A protocol error, typed by code, carrying the data the spec defines for it.
 ///
+/// It displays as the code and the message, e.g. `-32601 Method not found: x/y`.
+///
 /// Every variant keeps the `message` it travels with, so a peer's wording
 /// survives a read/write round trip. The constructors (`McpError::invalid_params`
 /// and friends) fill in the spec's wording.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum McpError {
     /// -32700.
-    #[error("parse error: {message}")]
+    #[error("-32700 {message}")]
     Parse {
         /// The message.
         message: String,
@@ -157,7 +159,7 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// -32600.
-    #[error("invalid request: {message}")]
+    #[error("-32600 {message}")]
     InvalidRequest {
         /// The message.
         message: String,
@@ -165,7 +167,7 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// -32601.
-    #[error("method not found: {message}")]
+    #[error("-32601 {message}")]
     MethodNotFound {
         /// The message.
         message: String,
@@ -174,7 +176,7 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// -32602.
-    #[error("invalid params: {message}")]
+    #[error("-32602 {message}")]
     InvalidParams {
         /// The message.
         message: String,
@@ -182,7 +184,7 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// -32603.
-    #[error("internal error: {message}")]
+    #[error("-32603 {message}")]
     Internal {
         /// The message.
         message: String,
@@ -190,7 +192,7 @@ pub enum McpError {
         data: Option<Value>,
     },
     /// A resource that does not exist, 2026-07-28 style: -32602 with `data.uri`.
-    #[error("resource not found: {uri}")]
+    #[error("-32602 {message}: {uri}")]
     ResourceNotFound {
         /// The message.
         message: String,
@@ -198,7 +200,7 @@ pub enum McpError {
         uri: String,
     },
     /// A resource that does not exist, legacy style: -32002 with optional `data.uri`.
-    #[error("resource not found (legacy -32002): {message}")]
+    #[error("-32002 {message}")]
     LegacyResourceNotFound {
         /// The message.
         message: String,
@@ -206,13 +208,13 @@ pub enum McpError {
         uri: Option<String>,
     },
     /// -32020.
-    #[error("header mismatch: {message}")]
+    #[error("-32020 {message}")]
     HeaderMismatch {
         /// What disagreed, e.g. "Mcp-Name header value 'foo' does not match body value 'bar'".
         message: String,
     },
     /// -32021 with `data.requiredCapabilities`.
-    #[error("missing required client capability: {message}")]
+    #[error("-32021 {message}: {required_capabilities}")]
     MissingRequiredClientCapability {
         /// The message.
         message: String,
@@ -221,7 +223,7 @@ pub enum McpError {
         required_capabilities: Value,
     },
     /// -32022 with `data: {supported, requested}`.
-    #[error("unsupported protocol version {requested:?} (supported: {supported:?})")]
+    #[error("-32022 {message}: {requested:?} (supported: {supported:?})")]
     UnsupportedProtocolVersion {
         /// The message.
         message: String,
@@ -232,7 +234,7 @@ pub enum McpError {
         requested: String,
     },
     /// -32042 with `data.elicitations` (2025-11-25 only).
-    #[error("URL elicitation required: {message}")]
+    #[error("-32042 {message}")]
     UrlElicitationRequired {
         /// The message.
         message: String,
@@ -242,7 +244,7 @@ pub enum McpError {
     /// Any other error object, kept verbatim: implementation-defined server
     /// errors, application codes, and known codes whose data is not the spec's
     /// shape.
-    #[error("error {code}: {message}")]
+    #[error("{code} {message}")]
     Other {
         /// The numeric code.
         code: i64,
@@ -257,6 +259,14 @@ impl McpError {
     /// -32601 for `method`.
     pub fn method_not_found(method: &str) -> McpError {
         McpError::MethodNotFound { message: format!("Method not found: {method}"), data: None }
+    }
+
+    /// -32000 "Server busy": the implementation-defined server error Arbor
+    /// answers with when it refuses work it has no room for. Peers must not read
+    /// meaning into the code (the spec leaves -32000 … -32019 undefined), so the
+    /// message is what tells a person what happened.
+    pub fn server_busy() -> McpError {
+        McpError::Other { code: -32000, message: "Server busy".to_owned(), data: None }
     }
 
     /// -32602 with a message saying what was wrong.

@@ -51,10 +51,7 @@ fn each_typed_error_has_its_code_and_data() {
             },
             json!({"code": -32042, "message": "URL elicitation required", "data": {"elicitations": [{"mode": "url"}]}}),
         ),
-        (
-            McpError::Other { code: -32000, message: "Server busy".into(), data: None },
-            json!({"code": -32000, "message": "Server busy"}),
-        ),
+        (McpError::server_busy(), json!({"code": -32000, "message": "Server busy"})),
     ];
     for (err, expected) in cases {
         assert_eq!(wire(&err), expected, "{err}");
@@ -189,6 +186,7 @@ fn method_table_errors_take_their_codes_from_here() {
     }
     let err = McpError::from(MethodError::from(UnknownMethod { method: "x/y".into() }));
     assert_eq!(wire(&err), json!({"code": -32601, "message": "Method not found: x/y"}));
+    assert_eq!(err.to_string(), "-32601 Method not found: x/y");
 }
 
 #[test]
