@@ -92,7 +92,7 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(1024))]
+    #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn arbitrary_bytes_decode_or_fail_cleanly(bytes in prop::collection::vec(any::<u8>(), 0..256)) {

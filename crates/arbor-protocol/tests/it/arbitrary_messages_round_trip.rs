@@ -6,7 +6,7 @@ use arbor_protocol::jsonrpc::{decode_frame, decode_message, decode_raw, Batching
 use proptest::prelude::*;
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn a_message_decodes_to_itself(m in message()) {
