@@ -1,1 +1,61 @@
-//! OTP-style supervision on top of `ractor` (work in progress).
+//! OTP-style supervision on top of `ractor`: supervisors, dynamic supervisors, a task
+//! supervisor for per-request work, and serialisable tree snapshots.
+//!
+//! ractor gives actors, links and supervision events, but not OTP: its default handler
+//! stops a parent when any child exits, it has no restart strategies or intensity, no
+//! ordered graceful shutdown, and it kills descendants without `post_stop` when an actor
+//! dies. This crate adds those rules and nothing about MCP, so it can be used on its own.
+//!
+//! - [`SupervisorHandle`]: OTP `supervisor` (one_for_one, one_for_all, rest_for_one,
+//!   restart intensity with escalation, ordered shutdown, significant children and
+//!   auto-shutdown, run-time child administration).
+//! - [`DynamicSupervisorHandle`]: Elixir's `DynamicSupervisor` (anonymous children on
+//!   demand, `max_children`).
+//! - [`TaskSupervisor`]: Elixir's `Task.Supervisor` with `async_nolink` semantics,
+//!   a concurrency bound, per-task deadlines and cancellation; each task is a light
+//!   supervised tokio task rather than a ractor actor (see the `task` module for why).
+//! - [`NodeSnapshot`] and [`Gauge`]: a JSON view of a tree and live counts for leak checks.
+//!
+//! Invariant kept throughout: a supervisor of ours never finishes exiting while one of its
+//! children is still running, and every exit is classified by one convention,
+//! [`ExitReason`].
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+mod dynamic;
+mod exit;
+mod gauge;
+mod node;
+mod shutdown;
+mod snapshot;
+mod supervisor;
+mod task;
+
+pub use dynamic::handle::{DynamicSupervisorHandle, StartDynamicChildError, TerminateDynamicChildError};
+pub use dynamic::DynamicSupervisorSpec;
+pub use exit::{ExitReason, NORMAL, SHUTDOWN};
+pub use gauge::{Gauge, LiveToken};
+pub use snapshot::{NodeKind, NodeSnapshot, NodeStatus, RestartRecord, TaskStats, PROBE_TIMEOUT};
+pub use supervisor::child_spec::{
+    ChildKind, ChildSpec, ChildStartError, Restart, Shutdown, StartContext, Started, DEFAULT_WORKER_SHUTDOWN,
+};
+pub use supervisor::handle::{
+    ChildCounts, ChildInfo, DeleteChildError, RestartChildError, StartChildError, StartSupervisorError, SupervisorGone,
+    SupervisorHandle, TerminateChildError,
+};
+pub use supervisor::restart::REACHED_MAX_RESTART_INTENSITY;
+pub use supervisor::strategy::{AutoShutdown, RestartIntensity, Strategy, SupervisorSpec};
+pub use task::blocking::CancelToken;
+pub use task::outcome::{SpawnError, TaskOutcome};
+pub use task::{TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
+
+/// The text of a caught panic payload.
+pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,83 @@
+//! Live counts of the actors and tasks a tree owns, so a test can assert "nothing leaked".
+//!
+//! A [`Gauge`] is a pair of shared counters. Every supervisor, dynamic supervisor and task
+//! supervisor counts itself while its state is alive, and every supervised task counts
+//! itself while its wrapper runs; worker actors written by users can join in by keeping a
+//! [`LiveToken`] in their state. A tree inherits its root's gauge, and a test that gives its
+//! tree a fresh gauge can assert both counts return to zero without interference from
+//! tests running in parallel. It is not a metrics system: there are no rates or histograms.
+//!
+//! Invariant: a count is incremented exactly once and decremented exactly once per unit,
+//! the decrement happening in a `Drop`, so it also runs after a kill or a panic.
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+#[derive(Default)]
+struct Counters {
+    actors: AtomicUsize,
+    tasks: AtomicUsize,
+}
+
+/// Shared live counters for actors and tasks.
+#[derive(Clone, Default)]
+pub struct Gauge {
+    counters: Arc<Counters>,
+}
+
+impl fmt::Debug for Gauge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gauge").field("actors", &self.alive_actors()).field("tasks", &self.alive_tasks()).finish()
+    }
+}
+
+impl Gauge {
+    /// A fresh gauge with both counts at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The process-wide gauge used by trees that were not given one.
+    pub fn global() -> Gauge {
+        static GLOBAL: OnceLock<Gauge> = OnceLock::new();
+        GLOBAL.get_or_init(Gauge::new).clone()
+    }
+
+    /// Actors currently alive and counted by this gauge.
+    pub fn alive_actors(&self) -> usize {
+        self.counters.actors.load(Ordering::SeqCst)
+    }
+
+    /// Supervised tasks currently running and counted by this gauge.
+    pub fn alive_tasks(&self) -> usize {
+        self.counters.tasks.load(Ordering::SeqCst)
+    }
+
+    /// Counts one more live actor until the returned token is dropped. Keep it in the
+    /// actor's state so it is dropped however the actor ends.
+    pub fn actor_token(&self) -> LiveToken {
+        self.counters.actors.fetch_add(1, Ordering::SeqCst);
+        LiveToken { gauge: self.clone() }
+    }
+
+    pub(crate) fn task_started(&self) {
+        self.counters.tasks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn task_ended(&self) {
+        self.counters.tasks.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Keeps one actor counted in a [`Gauge`] while it lives.
+#[derive(Debug)]
+pub struct LiveToken {
+    gauge: Gauge,
+}
+
+impl Drop for LiveToken {
+    fn drop(&mut self) {
+        self.gauge.counters.actors.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,91 @@
+//! State a supervisor actor shares with its handles: mailbox depth and exit reason.
+//!
+//! ractor neither exposes mailbox lengths nor tells an actor's `post_stop` why it is
+//! stopping, so each of our supervisors keeps these two facts in a small shared cell that
+//! its handles read. It is bookkeeping only; no decision is taken from it.
+//!
+//! Invariant: the first recorded exit reason wins, so the specific reason set where the
+//! decision was taken (escalation, auto-shutdown) is not overwritten by the generic one
+//! `post_stop` records.
+
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Mutex;
+
+use ractor::rpc::CallResult;
+use ractor::{ActorRef, RpcReplyPort};
+
+use crate::exit::ExitReason;
+
+#[derive(Debug, Default)]
+pub(crate) struct NodeShared {
+    /// Messages sent through handles and not yet picked up; can briefly go negative
+    /// (a handler may decrement before the sender's increment is visible), so it is
+    /// clamped when read.
+    mailbox: AtomicIsize,
+    exit: Mutex<Option<ExitReason>>,
+    start_error: Mutex<Option<String>>,
+}
+
+impl NodeShared {
+    pub(crate) fn enqueued(&self) {
+        self.mailbox.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn dequeued(&self) {
+        self.mailbox.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn mailbox_depth(&self) -> usize {
+        self.mailbox.load(Ordering::Relaxed).max(0) as usize
+    }
+
+    pub(crate) fn set_exit(&self, reason: ExitReason) {
+        let mut exit = self.exit.lock().expect("exit lock");
+        if exit.is_none() {
+            *exit = Some(reason);
+        }
+    }
+
+    pub(crate) fn exit(&self) -> Option<ExitReason> {
+        self.exit.lock().expect("exit lock").clone()
+    }
+
+    pub(crate) fn set_start_error(&self, error: String) {
+        *self.start_error.lock().expect("start error lock") = Some(error);
+    }
+
+    pub(crate) fn take_start_error(&self) -> Option<String> {
+        self.start_error.lock().expect("start error lock").take()
+    }
+
+    /// Sends a request through the mailbox and waits for the reply; `None` when the actor
+    /// is gone or dropped the request while stopping.
+    pub(crate) async fn call<M, R>(
+        &self,
+        actor: &ActorRef<M>,
+        timeout: Option<std::time::Duration>,
+        build: impl FnOnce(RpcReplyPort<R>) -> M,
+    ) -> Option<R>
+    where
+        M: ractor::Message,
+        R: Send + 'static,
+    {
+        self.enqueued();
+        match actor.call(build, timeout).await {
+            Ok(CallResult::Success(reply)) => Some(reply),
+            Ok(_) => None,
+            Err(_) => {
+                self.dequeued();
+                None
+            }
+        }
+    }
+
+    /// Sends a message without waiting.
+    pub(crate) fn cast<M: ractor::Message>(&self, actor: &ActorRef<M>, msg: M) {
+        self.enqueued();
+        if actor.cast(msg).is_err() {
+            self.dequeued();
+        }
+    }
+}
