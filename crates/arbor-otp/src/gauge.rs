@@ -1,23 +1,31 @@
 //! Live counts of the actors and tasks a tree owns, so a test can assert "nothing leaked".
 //!
-//! A [`Gauge`] is a pair of shared counters. Every supervisor, dynamic supervisor and task
-//! supervisor counts itself while its state is alive, and every supervised task counts
-//! itself while its wrapper runs; worker actors written by users can join in by keeping a
+//! A [`Gauge`] counts live actors and supervised tasks. Every supervisor, dynamic
+//! supervisor and task supervisor counts itself while its state is alive, and every
+//! supervised task is counted while its wrapper runs; worker actors written by users can join in by keeping a
 //! [`LiveToken`] in their state. A tree inherits its root's gauge, and a test that gives its
 //! tree a fresh gauge can assert both counts return to zero without interference from
 //! tests running in parallel. It is not a metrics system: there are no rates or histograms.
 //!
-//! Invariant: a count is incremented exactly once and decremented exactly once per unit,
-//! the decrement happening in a `Drop`, so it also runs after a kill or a panic.
+//! Invariant: an actor is counted from `actor_token()` until the token's `Drop` (so also
+//! after a kill or a panic); a task is counted while its wrapper runs, read from its task
+//! supervisor, which stays alive as long as any of its tasks does.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 #[derive(Default)]
 struct Counters {
     actors: AtomicUsize,
-    tasks: AtomicUsize,
+    /// Task supervisors counting in this gauge; their counts are read on demand so that
+    /// spawning a task does not touch the gauge at all.
+    task_sources: Mutex<Vec<Weak<dyn TaskCount>>>,
+}
+
+/// Something that knows how many supervised tasks it runs.
+pub(crate) trait TaskCount: Send + Sync {
+    fn alive_tasks(&self) -> usize;
 }
 
 /// Shared live counters for actors and tasks.
@@ -51,7 +59,9 @@ impl Gauge {
 
     /// Supervised tasks currently running and counted by this gauge.
     pub fn alive_tasks(&self) -> usize {
-        self.counters.tasks.load(Ordering::SeqCst)
+        let mut sources = self.counters.task_sources.lock().expect("gauge lock");
+        sources.retain(|s| s.strong_count() > 0);
+        sources.iter().filter_map(Weak::upgrade).map(|s| s.alive_tasks()).sum()
     }
 
     /// Counts one more live actor until the returned token is dropped. Keep it in the
@@ -61,12 +71,8 @@ impl Gauge {
         LiveToken { gauge: self.clone() }
     }
 
-    pub(crate) fn task_started(&self) {
-        self.counters.tasks.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn task_ended(&self) {
-        self.counters.tasks.fetch_sub(1, Ordering::Release);
+    pub(crate) fn register_tasks(&self, source: Weak<dyn TaskCount>) {
+        self.counters.task_sources.lock().expect("gauge lock").push(source);
     }
 }
 

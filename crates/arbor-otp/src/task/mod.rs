@@ -4,8 +4,8 @@
 //! A [`TaskSupervisor`] is a ractor actor (so it sits in a supervision tree, is shut down
 //! in order and shows up in snapshots) plus state shared with its handles. Spawning does
 //! *not* go through the actor's mailbox and a task is *not* a ractor actor: it is a tokio
-//! task running the wrapper in `run.rs`, with a bounded control mailbox (capacity 1, for
-//! cancel), a deadline, a slot in the concurrency bound, and a place in the supervisor's
+//! task running the wrapper in `run.rs`, with a one-slot control mailbox (for cancel, see
+//! `handle.rs`), a deadline, a slot in the concurrency bound, and a place in the supervisor's
 //! shutdown broadcast. Why not one ractor actor per request: a bare ractor spawn+stop
 //! costs about 3.6 µs on a current-thread runtime and 25 µs on the multi-thread runtime
 //! on our CI machine (an actor is a task plus four channels, a registry check and a
@@ -35,13 +35,15 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use handle::TaskCell;
 pub use handle::{TaskHandle, TaskRef};
 
 use crate::exit::ExitReason;
 use crate::gauge::{Gauge, LiveToken};
+
 use crate::snapshot::{Introspect, NodeKind, NodeSnapshot, NodeStatus, TaskStats};
 use crate::supervisor::child_spec::{ChildSpec, ChildStartError, StartContext, Started};
 use crate::supervisor::handle::StartSupervisorError;
@@ -113,7 +115,6 @@ impl TaskOptions {
 
 #[derive(Debug, Default)]
 struct Stats {
-    spawned: AtomicU64,
     refused: AtomicU64,
     completed: AtomicU64,
     failed: AtomicU64,
@@ -124,22 +125,31 @@ struct Stats {
 }
 
 /// State shared by the supervisor actor, its handles and its tasks.
+///
+/// The per-task hot path touches as few shared atomics as possible: one counter is both
+/// the concurrency slot and the "wrappers alive" count, shutdown is a `Notify` the wrapper
+/// only registers with if its work is not ready at once, and the gauge reads the counter
+/// instead of keeping its own copy.
 #[derive(Debug)]
 pub(crate) struct TaskShared {
     name: String,
     max: usize,
     default_deadline: Option<Duration>,
     shutdown_grace: Duration,
-    /// Concurrency slots taken (async tasks, and blocking closures until they return).
-    pub(crate) in_flight: AtomicUsize,
-    /// Task wrappers alive.
+    /// Task wrappers alive; each holds one concurrency slot.
     pub(crate) running: AtomicUsize,
-    pub(crate) closed: AtomicBool,
-    shutdown_tx: watch::Sender<bool>,
+    /// Blocking closures still running after their wrapper ended (deadline, cancel,
+    /// shutdown); each keeps holding a slot until it returns.
+    pub(crate) overhang: AtomicUsize,
+    /// Set when shutdown begins: no new tasks are admitted.
+    closed: AtomicBool,
+    /// Set right before `stop` is notified: tasks must end now.
+    pub(crate) stopping: AtomicBool,
+    pub(crate) stop: Notify,
     pub(crate) idle: Notify,
     next_id: AtomicU64,
     stats: Stats,
-    pub(crate) gauge: Gauge,
+    gauge: Gauge,
 }
 
 impl TaskShared {
@@ -155,14 +165,24 @@ impl TaskShared {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Stops accepting tasks and tells the running ones to stop.
+    /// A wrapper ended.
+    pub(crate) fn wrapper_ended(&self) {
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 && self.closed.load(Ordering::SeqCst) {
+            self.idle.notify_waiters();
+        }
+    }
+
+    /// Stops accepting tasks.
     fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
     }
 
+    /// Tells every running task to stop. `stopping` is set before the notification, so a
+    /// wrapper that creates its `Notified` after it still sees the flag.
     fn broadcast_shutdown(&self) {
         self.close();
-        self.shutdown_tx.send_replace(true);
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.notify_waiters();
     }
 
     /// Waits until no task wrapper runs.
@@ -178,12 +198,17 @@ impl TaskShared {
         }
     }
 
+    fn in_flight(&self) -> usize {
+        self.running.load(Ordering::Acquire) + self.overhang.load(Ordering::Acquire)
+    }
+
     fn stats(&self) -> TaskStats {
         let s = &self.stats;
         TaskStats {
-            in_flight: self.in_flight.load(Ordering::Relaxed),
+            in_flight: self.in_flight(),
             max_concurrency: self.max,
-            spawned: s.spawned.load(Ordering::Relaxed),
+            // Ids are handed out once per accepted task, so the next id is the count.
+            spawned: self.next_id.load(Ordering::Relaxed),
             refused: s.refused.load(Ordering::Relaxed),
             completed: s.completed.load(Ordering::Relaxed),
             failed: s.failed.load(Ordering::Relaxed),
@@ -209,6 +234,12 @@ pub(crate) struct TaskSupState {
     _live: LiveToken,
 }
 
+impl crate::gauge::TaskCount for TaskShared {
+    fn alive_tasks(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+}
+
 impl Drop for TaskSupState {
     /// Also covers a kill, where `post_stop` does not run: tasks still get `Shutdown`.
     fn drop(&mut self) {
@@ -226,6 +257,7 @@ impl Actor for TaskSupActor {
         _myself: ActorRef<TaskSupMsg>,
         shared: Arc<TaskShared>,
     ) -> Result<TaskSupState, ActorProcessingErr> {
+        shared.gauge.register_tasks(Arc::downgrade(&shared) as _);
         Ok(TaskSupState { _live: shared.gauge.actor_token(), shared })
     }
 
@@ -272,10 +304,11 @@ impl TaskSupervisor {
             max: spec.max_concurrency,
             default_deadline: spec.default_deadline,
             shutdown_grace: spec.shutdown_grace,
-            in_flight: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
+            overhang: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            shutdown_tx: watch::Sender::new(false),
+            stopping: AtomicBool::new(false),
+            stop: Notify::new(),
             idle: Notify::new(),
             next_id: AtomicU64::new(0),
             stats: Stats::default(),
@@ -306,7 +339,7 @@ impl TaskSupervisor {
         T: Send + 'static,
         E: Send + 'static,
     {
-        let (handle, wiring) = self.admit(options, true)?;
+        let (handle, wiring) = self.admit(options)?;
         tokio::spawn(run(work, wiring));
         Ok(handle)
     }
@@ -319,12 +352,13 @@ impl TaskSupervisor {
         T: Send + 'static,
         E: Send + 'static,
     {
-        let (handle, wiring) = self.admit(options, false)?;
+        let (handle, wiring) = self.admit(options)?;
         let token = CancelToken::new();
         let hook = CancelOnDrop(token.clone());
-        let slot = SlotGuard(self.shared.clone());
+        let (slot, wrapper_side) = SlotGuard::pair(self.shared.clone());
         let wait = async move {
             let _hook = hook;
+            let _wrapper_side = wrapper_side;
             let joined = tokio::task::spawn_blocking(move || {
                 let _slot = slot;
                 work(token)
@@ -342,35 +376,29 @@ impl TaskSupervisor {
     }
 
     /// Admission control and wiring shared by both spawn paths.
-    fn admit<T, E>(&self, options: TaskOptions, async_slot: bool) -> Result<Admitted<T, E>, SpawnError> {
+    fn admit<T: Send + 'static, E: Send + 'static>(&self, options: TaskOptions) -> Result<Admitted<T, E>, SpawnError> {
         let shared = &self.shared;
-        // Subscribe before checking `closed`: if the check passes, the shutdown broadcast
-        // has not happened yet and this receiver is guaranteed to see it.
-        let shutdown = shared.shutdown_tx.subscribe();
         if shared.closed.load(Ordering::SeqCst) {
             return Err(SpawnError::ShuttingDown);
         }
-        if shared.in_flight.fetch_add(1, Ordering::AcqRel) >= shared.max {
-            shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+        // Taking the slot first and giving it back on refusal keeps admission to one
+        // atomic add in the common case; a refused spawn never waits.
+        let taken = shared.running.fetch_add(1, Ordering::AcqRel) + shared.overhang.load(Ordering::Acquire);
+        if taken >= shared.max {
+            shared.wrapper_ended();
             shared.stats.refused.fetch_add(1, Ordering::Relaxed);
             return Err(SpawnError::Overloaded { max: shared.max });
         }
-        shared.stats.spawned.fetch_add(1, Ordering::Relaxed);
-        shared.running.fetch_add(1, Ordering::AcqRel);
-        shared.gauge.task_started();
-        // For blocking work the slot is owned by the closure (SlotGuard), not the wrapper.
-        let guard = RunGuard { shared: shared.clone(), holds_slot: async_slot };
-        let (control_tx, control) = mpsc::channel(1);
-        let (reply, outcome) = oneshot::channel();
+        let guard = RunGuard { shared: shared.clone() };
+        let cell = TaskCell::new();
         let deadline = options.deadline.or(shared.default_deadline).map(|d| Instant::now() + d);
         let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let handle = TaskHandle { task: TaskRef { id, control: control_tx }, outcome };
-        Ok((handle, Wiring { control, shutdown, deadline, guard, reply }))
+        Ok((TaskHandle::new(id, cell.clone()), Wiring { cell, deadline, guard }))
     }
 
-    /// Concurrency slots in use.
+    /// Concurrency slots in use (running tasks plus blocking work that outlived its task).
     pub fn in_flight(&self) -> usize {
-        self.shared.in_flight.load(Ordering::Acquire)
+        self.shared.in_flight()
     }
 
     /// Counters since start.
