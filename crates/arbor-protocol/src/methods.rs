@@ -25,6 +25,10 @@ use serde_json::value::RawValue;
 use std::fmt;
 use std::str::FromStr;
 
+mod frame;
+pub use frame::FrameError;
+use frame::TypedCall;
+
 /// A method name the peer sent that no revision defines (or that this direction
 /// does not accept): JSON-RPC -32601.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -369,6 +373,19 @@ macro_rules! message_enum {
             }
         }
 
+        impl TypedCall for $name {
+            fn read_params<'de, D: serde::Deserializer<'de>>(method: MethodName, d: D) -> Result<Self, D::Error> {
+                use serde::de::Error as _;
+                match method {
+                    $( MethodName::$marker => {
+                        <<$marker as $trait>::Params as serde::Deserialize>::deserialize(d).map($name::$marker)
+                    } )*
+                    #[allow(unreachable_patterns)]
+                    _ => Err(D::Error::custom("method not accepted here")),
+                }
+            }
+        }
+
         impl Serialize for $name {
             /// Writes the params only; the frame writers add the envelope.
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -422,6 +439,16 @@ macro_rules! request_codec {
                 }
             }
 
+            /// Decodes a whole request frame. Frames in the usual member order are read
+            /// in one pass; anything else takes the `decode_raw` + [`Self::from_raw`]
+            /// path, whose errors and results this always matches.
+            pub fn decode_frame(bytes: &[u8]) -> Result<(RequestId, Self), FrameError> {
+                if let Some((Some(id), call)) = frame::fast::<Self>(bytes) {
+                    return Ok((id, call));
+                }
+                Ok(Self::from_raw(&frame::slow(bytes)?)?)
+            }
+
             /// Encodes the request as a JSON-RPC frame with the given id.
             pub fn to_vec(&self, id: &RequestId) -> Vec<u8> {
                 let frame = RequestFrame { id, method: self.method().as_str(), params: self };
@@ -440,6 +467,15 @@ macro_rules! notification_codec {
                     RawMessage::Notification { method, params } => Self::decode(method, *params),
                     _ => Err(MethodError::WrongKind { expected: "notification" }),
                 }
+            }
+
+            /// Decodes a whole notification frame, in one pass when the members come in
+            /// the usual order (see the request enums' `decode_frame`).
+            pub fn decode_frame(bytes: &[u8]) -> Result<Self, FrameError> {
+                if let Some((None, call)) = frame::fast::<Self>(bytes) {
+                    return Ok(call);
+                }
+                Ok(Self::from_raw(&frame::slow(bytes)?)?)
             }
 
             /// Encodes the notification as a JSON-RPC frame.

@@ -6,5 +6,6 @@ mod encoded_messages_match_schema;
 mod eras_negotiate_as_the_spec_says;
 mod errors_map_to_their_codes;
 mod official_examples_round_trip;
+mod one_pass_frame_decoding_agrees_with_the_two_step_path;
 mod spec_schemas;
 mod strategies;
