@@ -19,6 +19,8 @@ use serde::Serialize;
 pub const NORMAL: &str = "normal";
 /// The stop-reason string for a shutdown; `shutdown:<detail>` carries a detail.
 pub const SHUTDOWN: &str = "shutdown";
+/// The prefix `as_stop_reason` gives failures.
+const FAILURE_PREFIX: &str = "failure:";
 /// ractor's reason after `drain()`; everything queued was processed, so it counts as normal.
 const DRAINED: &str = "Drained";
 
@@ -51,10 +53,15 @@ impl ExitReason {
         match reason {
             None | Some(NORMAL) | Some(DRAINED) => ExitReason::Normal,
             Some(SHUTDOWN) => ExitReason::Shutdown(None),
-            Some(other) => match other.strip_prefix("shutdown:") {
-                Some(detail) => ExitReason::Shutdown(Some(detail.to_owned())),
-                None => ExitReason::Failure(other.to_owned()),
-            },
+            Some(other) => {
+                if let Some(detail) = other.strip_prefix("shutdown:") {
+                    ExitReason::Shutdown(Some(detail.to_owned()))
+                } else {
+                    // `failure:` is what `as_stop_reason` writes; any other string (ractor's
+                    // "killed", a user's own reason) is a failure as it stands.
+                    ExitReason::Failure(other.strip_prefix(FAILURE_PREFIX).unwrap_or(other).to_owned())
+                }
+            }
         }
     }
 
@@ -65,7 +72,8 @@ impl ExitReason {
             ExitReason::Normal => NORMAL.to_owned(),
             ExitReason::Shutdown(None) => SHUTDOWN.to_owned(),
             ExitReason::Shutdown(Some(detail)) => format!("shutdown:{detail}"),
-            ExitReason::Failure(cause) => cause.clone(),
+            // Prefixed so that a cause such as "normal" cannot be read back as a normal exit.
+            ExitReason::Failure(cause) => format!("{FAILURE_PREFIX}{cause}"),
         }
     }
 
@@ -110,6 +118,8 @@ mod tests {
             ExitReason::Shutdown(None),
             ExitReason::Shutdown(Some("auto_shutdown".into())),
             ExitReason::Failure("boom".into()),
+            ExitReason::Failure("normal".into()),
+            ExitReason::Failure("shutdown:x".into()),
         ] {
             let back = ExitReason::from_stop_reason(Some(&reason.as_stop_reason()));
             assert_eq!(back, reason);

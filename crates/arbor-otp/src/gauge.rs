@@ -20,7 +20,15 @@ struct Counters {
     actors: AtomicUsize,
     /// Task supervisors counting in this gauge; their counts are read on demand so that
     /// spawning a task does not touch the gauge at all.
-    task_sources: Mutex<Vec<Weak<dyn TaskCount>>>,
+    task_sources: Mutex<TaskSources>,
+}
+
+#[derive(Default)]
+struct TaskSources {
+    sources: Vec<Weak<dyn TaskCount>>,
+    /// Dead entries are pruned when the list reaches this length, so a process that starts
+    /// a task supervisor per connection keeps the list proportional to the live ones.
+    prune_at: usize,
 }
 
 /// Something that knows how many supervised tasks it runs.
@@ -59,9 +67,8 @@ impl Gauge {
 
     /// Supervised tasks currently running and counted by this gauge.
     pub fn alive_tasks(&self) -> usize {
-        let mut sources = self.counters.task_sources.lock().expect("gauge lock");
-        sources.retain(|s| s.strong_count() > 0);
-        sources.iter().filter_map(Weak::upgrade).map(|s| s.alive_tasks()).sum()
+        let sources = self.counters.task_sources.lock().expect("gauge lock");
+        sources.sources.iter().filter_map(Weak::upgrade).map(|s| s.alive_tasks()).sum()
     }
 
     /// Counts one more live actor until the returned token is dropped. Keep it in the
@@ -72,7 +79,12 @@ impl Gauge {
     }
 
     pub(crate) fn register_tasks(&self, source: Weak<dyn TaskCount>) {
-        self.counters.task_sources.lock().expect("gauge lock").push(source);
+        let mut list = self.counters.task_sources.lock().expect("gauge lock");
+        if list.sources.len() >= list.prune_at {
+            list.sources.retain(|s| s.strong_count() > 0);
+            list.prune_at = (2 * list.sources.len()).max(16);
+        }
+        list.sources.push(source);
     }
 }
 

@@ -253,6 +253,12 @@ impl ChildSpec {
         self.kind
     }
 
+    /// Runs this spec's start function directly, e.g. from another spec's start function
+    /// that wraps it with extra behaviour.
+    pub async fn start_with(&self, ctx: StartContext) -> Result<Started, ChildStartError> {
+        self.run_start(ctx).await
+    }
+
     /// Runs the start function, turning a panic into a start error so a buggy start
     /// function counts as a failed (re)start instead of crashing the supervisor.
     pub(crate) async fn run_start(&self, ctx: StartContext) -> Result<Started, ChildStartError> {

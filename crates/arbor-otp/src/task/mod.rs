@@ -322,7 +322,8 @@ impl TaskSupervisor {
         Ok(TaskSupervisor { shared, actor })
     }
 
-    /// Spawns `work` with the supervisor's default deadline.
+    /// Spawns `work` with the supervisor's default deadline. Must be called inside a tokio
+    /// runtime; never waits (refusals are immediate).
     pub fn spawn<F, T, E>(&self, work: F) -> Result<TaskHandle<T, E>, SpawnError>
     where
         F: Future<Output = Result<T, E>> + Send + 'static,

@@ -128,3 +128,47 @@ async fn a_dynamic_supervisor_stops_all_children_at_once_each_within_its_timeout
     assert_eq!(stopped, ["stop w1", "stop w3"]);
     assert_no_leaks(&gauge).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn children_exiting_on_their_own_during_shutdown_do_not_disturb_it() {
+    let gauge = Gauge::new();
+    let log = Log::default();
+    let spec = SupervisorSpec::new("sup")
+        .gauge(gauge.clone())
+        .child(worker("a", &log))
+        .child(worker("b", &log).restart(Restart::Transient))
+        .child(worker("c", &log).shutdown(Shutdown::Timeout(Duration::from_secs(1))));
+    let sup = SupervisorHandle::start(spec).await.unwrap();
+    let (a, b) = (child(&sup, "a").await, child(&sup, "b").await);
+    send(&child(&sup, "c").await, WorkerMsg::Hang);
+    settle().await;
+    // While the supervisor waits for c, a crashes and b exits: nothing is restarted and
+    // the shutdown still completes.
+    let shutdown = tokio::spawn({
+        let sup = sup.clone();
+        async move { sup.shutdown().await }
+    });
+    settle().await;
+    send(&a, WorkerMsg::Panic);
+    send(&b, WorkerMsg::Exit(ExitReason::Normal));
+    assert_eq!(shutdown.await.unwrap(), ExitReason::Shutdown(None));
+    assert_eq!(sup.snapshot().await.status, arbor_otp::NodeStatus::Unresponsive);
+    assert_no_leaks(&gauge).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn child_spec_actor_builds_a_linked_worker_from_a_factory() {
+    let gauge = Gauge::new();
+    let log = Log::default();
+    let g = gauge.clone();
+    let l = log.clone();
+    let spec = SupervisorSpec::new("sup")
+        .gauge(gauge.clone())
+        .child(ChildSpec::actor("w", move || (Worker::new("w", l.clone()), g.clone())));
+    let sup = SupervisorHandle::start(spec).await.unwrap();
+    send(&child(&sup, "w").await, WorkerMsg::Fail);
+    settle().await;
+    assert_eq!(log.take(), ["start w", "start w"]);
+    sup.shutdown().await;
+    assert_no_leaks(&gauge).await;
+}

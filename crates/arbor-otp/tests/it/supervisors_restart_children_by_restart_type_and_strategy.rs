@@ -184,3 +184,60 @@ async fn a_failed_restart_is_retried_and_counts_against_the_intensity() {
     assert!(reason.to_string().contains(arbor_otp::REACHED_MAX_RESTART_INTENSITY));
     assert_no_leaks(&gauge).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn another_child_failing_during_a_one_for_all_restart_costs_one_restart() {
+    let gauge = Gauge::new();
+    let log = Log::default();
+    let spec = SupervisorSpec::new("sup")
+        .strategy(Strategy::OneForAll)
+        .intensity(1, std::time::Duration::from_secs(5))
+        .gauge(gauge.clone())
+        .child(worker("a", &log))
+        .child(worker("b", &log))
+        .child(worker("c", &log));
+    let sup = SupervisorHandle::start(spec).await.unwrap();
+    let (a, c) = (child(&sup, "a").await, child(&sup, "c").await);
+    send(&a, WorkerMsg::Panic);
+    send(&c, WorkerMsg::Panic);
+    settle().await;
+    // c's exit belongs to an incarnation the restart already replaced, so it is ignored.
+    assert!(sup.is_alive());
+    assert_eq!(sup.snapshot().await.restart_count, 1);
+    assert_eq!(sup.count_children().await.unwrap().active, 3);
+    sup.shutdown().await;
+    assert_no_leaks(&gauge).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_child_stuck_in_a_restart_loop_shows_as_restarting_and_the_supervisor_still_shuts_down() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let gauge = Gauge::new();
+    let log = Log::default();
+    let started_once = Arc::new(AtomicBool::new(false));
+    let inner = worker("w", &log);
+    let hanging = arbor_otp::ChildSpec::new("w", move |ctx| {
+        let (inner, started_once) = (inner.clone(), started_once.clone());
+        async move {
+            if started_once.swap(true, Ordering::SeqCst) {
+                // Every restart takes a (virtual) second and then fails.
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                return Err("still broken".into());
+            }
+            start_via(&inner, ctx).await
+        }
+    });
+    let spec = SupervisorSpec::new("sup")
+        .intensity(1000, std::time::Duration::from_secs(3600))
+        .gauge(gauge.clone())
+        .child(hanging);
+    let sup = SupervisorHandle::start(spec).await.unwrap();
+    send(&child(&sup, "w").await, WorkerMsg::Panic);
+    settle().await;
+    let children = sup.which_children().await.unwrap();
+    assert_eq!(children[0].status, NodeStatus::Restarting);
+    assert_eq!(sup.count_children().await.unwrap().active, 0);
+    assert_eq!(sup.shutdown().await, ExitReason::Shutdown(None));
+    assert_no_leaks(&gauge).await;
+}

@@ -138,3 +138,8 @@ pub async fn assert_no_leaks(gauge: &Gauge) {
     let metrics = tokio::runtime::Handle::current().metrics();
     assert_eq!(metrics.num_alive_tasks(), 0, "leaked tokio tasks");
 }
+
+/// Runs another spec's start function (to wrap it with extra behaviour).
+pub async fn start_via(spec: &ChildSpec, ctx: arbor_otp::StartContext) -> Result<Started, arbor_otp::ChildStartError> {
+    spec.start_with(ctx).await
+}
