@@ -16,6 +16,30 @@
 //!   supervised tokio task rather than a ractor actor (see the `task` module for why).
 //! - [`NodeSnapshot`] and [`Gauge`]: a JSON view of a tree and live counts for leak checks.
 //!
+//! A tree in a few lines:
+//!
+//! ```
+//! use std::time::Duration;
+//! use arbor_otp::*;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let spec = SupervisorSpec::new("root")
+//!     .strategy(Strategy::OneForOne)
+//!     .intensity(3, Duration::from_secs(5))
+//!     .child(ChildSpec::task_supervisor("requests", TaskSupervisorSpec::new("requests").max_concurrency(64)));
+//! let root = SupervisorHandle::start(spec).await.unwrap();
+//! let requests: TaskSupervisor = root.child_handle("requests").await.unwrap();
+//! let outcome = requests
+//!     .spawn_with(TaskOptions::deadline(Duration::from_secs(1)), async { Ok::<_, String>(42) })
+//!     .unwrap()
+//!     .await;
+//! assert_eq!(outcome, TaskOutcome::Completed(42));
+//! println!("{}", root.snapshot().await.to_json());
+//! assert_eq!(root.shutdown().await, ExitReason::Shutdown(None));
+//! # }
+//! ```
+//!
 //! Invariant kept throughout: a supervisor of ours never finishes exiting while one of its
 //! children is still running, and every exit is classified by one convention,
 //! [`ExitReason`].
@@ -46,7 +70,7 @@ pub use supervisor::handle::{
 pub use supervisor::restart::REACHED_MAX_RESTART_INTENSITY;
 pub use supervisor::strategy::{AutoShutdown, RestartIntensity, Strategy, SupervisorSpec};
 pub use task::blocking::CancelToken;
-pub use task::outcome::{SpawnError, TaskOutcome};
+pub use task::outcome::{CancelError, SpawnError, TaskOutcome};
 pub use task::{TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
 
 /// The text of a caught panic payload.

@@ -26,11 +26,12 @@ pub(crate) mod blocking;
 pub(crate) mod handle;
 pub(crate) mod outcome;
 mod run;
+mod shared;
+mod spec;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -48,177 +49,11 @@ use crate::snapshot::{Introspect, NodeKind, NodeSnapshot, NodeStatus, TaskStats}
 use crate::supervisor::child_spec::{ChildSpec, ChildStartError, StartContext, Started};
 use crate::supervisor::handle::StartSupervisorError;
 use blocking::{CancelOnDrop, CancelToken};
-use outcome::{SpawnError, TaskOutcome};
+use outcome::SpawnError;
 use run::{run, RunGuard, SlotGuard, Wiring};
-
-/// Everything needed to start a task supervisor.
-#[derive(Debug, Clone)]
-pub struct TaskSupervisorSpec {
-    name: String,
-    max_concurrency: usize,
-    default_deadline: Option<Duration>,
-    shutdown_grace: Duration,
-    gauge: Option<Gauge>,
-}
-
-impl TaskSupervisorSpec {
-    /// At most 1024 tasks in flight, no default deadline, no shutdown grace.
-    pub fn new(name: impl Into<String>) -> Self {
-        TaskSupervisorSpec {
-            name: name.into(),
-            max_concurrency: 1024,
-            default_deadline: None,
-            shutdown_grace: Duration::ZERO,
-            gauge: None,
-        }
-    }
-
-    /// The concurrency bound; spawns beyond it are refused with `Overloaded`.
-    pub fn max_concurrency(mut self, max: usize) -> Self {
-        self.max_concurrency = max;
-        self
-    }
-
-    /// The deadline for tasks spawned without one.
-    pub fn default_deadline(mut self, deadline: Duration) -> Self {
-        self.default_deadline = Some(deadline);
-        self
-    }
-
-    /// On shutdown, how long in-flight tasks may run on before they are stopped with
-    /// `Shutdown` (new spawns are refused from the start of the shutdown).
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-
-    /// Uses `gauge` for this supervisor and its tasks.
-    pub fn gauge(mut self, gauge: Gauge) -> Self {
-        self.gauge = Some(gauge);
-        self
-    }
-}
-
-/// Per-task options.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TaskOptions {
-    /// Stop the task and report `TimedOut` after this long (overrides the default).
-    pub deadline: Option<Duration>,
-}
-
-impl TaskOptions {
-    /// Options with a deadline.
-    pub fn deadline(deadline: Duration) -> Self {
-        TaskOptions { deadline: Some(deadline) }
-    }
-}
-
-#[derive(Debug, Default)]
-struct Stats {
-    refused: AtomicU64,
-    completed: AtomicU64,
-    failed: AtomicU64,
-    panicked: AtomicU64,
-    timed_out: AtomicU64,
-    cancelled: AtomicU64,
-    shutdown: AtomicU64,
-}
-
-/// State shared by the supervisor actor, its handles and its tasks.
-///
-/// The per-task hot path touches as few shared atomics as possible: one counter is both
-/// the concurrency slot and the "wrappers alive" count, shutdown is a `Notify` the wrapper
-/// only registers with if its work is not ready at once, and the gauge reads the counter
-/// instead of keeping its own copy.
-#[derive(Debug)]
-pub(crate) struct TaskShared {
-    name: String,
-    max: usize,
-    default_deadline: Option<Duration>,
-    shutdown_grace: Duration,
-    /// Task wrappers alive; each holds one concurrency slot.
-    pub(crate) running: AtomicUsize,
-    /// Blocking closures still running after their wrapper ended (deadline, cancel,
-    /// shutdown); each keeps holding a slot until it returns.
-    pub(crate) overhang: AtomicUsize,
-    /// Set when shutdown begins: no new tasks are admitted.
-    closed: AtomicBool,
-    /// Set right before `stop` is notified: tasks must end now.
-    pub(crate) stopping: AtomicBool,
-    pub(crate) stop: Notify,
-    pub(crate) idle: Notify,
-    next_id: AtomicU64,
-    stats: Stats,
-    gauge: Gauge,
-}
-
-impl TaskShared {
-    pub(crate) fn record<T, E>(&self, outcome: &TaskOutcome<T, E>) {
-        let counter = match outcome {
-            TaskOutcome::Completed(_) => &self.stats.completed,
-            TaskOutcome::Failed(_) => &self.stats.failed,
-            TaskOutcome::Panicked(_) => &self.stats.panicked,
-            TaskOutcome::TimedOut => &self.stats.timed_out,
-            TaskOutcome::Cancelled => &self.stats.cancelled,
-            TaskOutcome::Shutdown => &self.stats.shutdown,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A wrapper ended.
-    pub(crate) fn wrapper_ended(&self) {
-        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 && self.closed.load(Ordering::SeqCst) {
-            self.idle.notify_waiters();
-        }
-    }
-
-    /// Stops accepting tasks.
-    fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-    }
-
-    /// Tells every running task to stop. `stopping` is set before the notification, so a
-    /// wrapper that creates its `Notified` after it still sees the flag.
-    fn broadcast_shutdown(&self) {
-        self.close();
-        self.stopping.store(true, Ordering::SeqCst);
-        self.stop.notify_waiters();
-    }
-
-    /// Waits until no task wrapper runs.
-    async fn wait_idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.running.load(Ordering::SeqCst) == 0 {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    fn in_flight(&self) -> usize {
-        self.running.load(Ordering::Acquire) + self.overhang.load(Ordering::Acquire)
-    }
-
-    fn stats(&self) -> TaskStats {
-        let s = &self.stats;
-        TaskStats {
-            in_flight: self.in_flight(),
-            max_concurrency: self.max,
-            // Ids are handed out once per accepted task, so the next id is the count.
-            spawned: self.next_id.load(Ordering::Relaxed),
-            refused: s.refused.load(Ordering::Relaxed),
-            completed: s.completed.load(Ordering::Relaxed),
-            failed: s.failed.load(Ordering::Relaxed),
-            panicked: s.panicked.load(Ordering::Relaxed),
-            timed_out: s.timed_out.load(Ordering::Relaxed),
-            cancelled: s.cancelled.load(Ordering::Relaxed),
-            shutdown: s.shutdown.load(Ordering::Relaxed),
-        }
-    }
-}
+use shared::Stats;
+pub(crate) use shared::TaskShared;
+pub use spec::{TaskOptions, TaskSupervisorSpec};
 
 /// An accepted task: the awaiter's handle and the wrapper's wiring.
 type Admitted<T, E> = (TaskHandle<T, E>, Wiring<T, E>);
@@ -232,12 +67,6 @@ pub(crate) enum TaskSupMsg {}
 pub(crate) struct TaskSupState {
     shared: Arc<TaskShared>,
     _live: LiveToken,
-}
-
-impl crate::gauge::TaskCount for TaskShared {
-    fn alive_tasks(&self) -> usize {
-        self.running.load(Ordering::Acquire)
-    }
 }
 
 impl Drop for TaskSupState {

@@ -22,6 +22,8 @@ enum Op {
     Exit(usize, bool),
     Terminate(usize),
     Restart(usize),
+    /// Add a child with this restart type at run time.
+    Start(Restart),
     Advance(u64),
 }
 
@@ -30,6 +32,7 @@ fn op() -> impl Gen<Value = Op> {
         4 => (0..8usize, any::<bool>()).prop_map(|(i, abnormal)| Op::Exit(i, abnormal)),
         1 => (0..8usize).prop_map(Op::Terminate),
         1 => (0..8usize).prop_map(Op::Restart),
+        1 => restart_type().prop_map(Op::Start),
         1 => (1..12u64).prop_map(Op::Advance),
     ]
 }
@@ -122,6 +125,7 @@ async fn run_case(strategy: Strategy, restarts: Vec<Restart>, ops: Vec<Op>) -> R
         model.children.push((id, *r, true));
     }
     let sup = SupervisorHandle::start(spec).await.unwrap();
+    let mut next_child = restarts.len();
     for op in ops {
         if !model.alive || model.children.is_empty() {
             break;
@@ -156,6 +160,13 @@ async fn run_case(strategy: Strategy, restarts: Vec<Restart>, ops: Vec<Op>) -> R
                     model.children[pos].2 = true;
                     renewed.push(model.children[pos].0.clone());
                 }
+            }
+            Op::Start(restart) => {
+                let id = format!("c{next_child}");
+                next_child += 1;
+                sup.start_child(worker(&id, &log).restart(restart)).await.unwrap();
+                model.children.push((id.clone(), restart, true));
+                renewed.push(id);
             }
             Op::Advance(secs) => {
                 tokio::time::advance(Duration::from_secs(secs)).await;
