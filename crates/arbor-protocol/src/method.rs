@@ -56,9 +56,13 @@ pub fn encode_response<T: Serialize>(id: &RequestId, result: &T) -> Vec<u8> {
     to_vec(&ResponseFrame { id, result })
 }
 
-fn to_vec<T: Serialize>(frame: &T) -> Vec<u8> {
+/// Encodes a frame. The buffer starts at 512 bytes because MCP frames are rarely
+/// smaller than serde_json's default 128, and each regrowth copies the frame.
+pub(crate) fn to_vec<T: Serialize>(frame: &T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
     // Model types serialise only string-keyed maps, so writing to a Vec cannot fail.
-    serde_json::to_vec(frame).expect("a model type always serialises")
+    serde_json::to_writer(&mut out, frame).expect("a model type always serialises");
+    out
 }
 
 /// A request envelope around borrowed, typed params.

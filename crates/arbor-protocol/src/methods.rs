@@ -451,8 +451,7 @@ macro_rules! request_codec {
 
             /// Encodes the request as a JSON-RPC frame with the given id.
             pub fn to_vec(&self, id: &RequestId) -> Vec<u8> {
-                let frame = RequestFrame { id, method: self.method().as_str(), params: self };
-                serde_json::to_vec(&frame).expect("a model type always serialises")
+                crate::method::to_vec(&RequestFrame { id, method: self.method().as_str(), params: self })
             }
         }
     )*};
@@ -480,8 +479,7 @@ macro_rules! notification_codec {
 
             /// Encodes the notification as a JSON-RPC frame.
             pub fn to_vec(&self) -> Vec<u8> {
-                let frame = NotificationFrame { method: self.method().as_str(), params: self };
-                serde_json::to_vec(&frame).expect("a model type always serialises")
+                crate::method::to_vec(&NotificationFrame { method: self.method().as_str(), params: self })
             }
         }
     )*};
