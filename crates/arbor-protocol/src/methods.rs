@@ -503,6 +503,19 @@ mod tests {
     }
 
     #[test]
+    fn every_method_belongs_to_at_least_one_direction() {
+        let known = |e: MethodError| !matches!(e, MethodError::UnknownMethod(_));
+        for &m in MethodName::ALL {
+            let s = m.as_str();
+            let found = ClientRequest::decode(s, None).map_or_else(known, |r| r.method() == m)
+                || ServerRequest::decode(s, None).map_or_else(known, |r| r.method() == m)
+                || ClientNotification::decode(s, None).map_or_else(known, |n| n.method() == m)
+                || ServerNotification::decode(s, None).map_or_else(known, |n| n.method() == m);
+            assert!(found, "{m} is in no message enum");
+        }
+    }
+
+    #[test]
     fn unknown_methods_and_bad_params_are_typed_errors() {
         let e = ClientRequest::decode("tools/frobnicate", None).unwrap_err();
         assert_eq!(e.code(), -32601);
