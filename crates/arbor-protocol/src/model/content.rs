@@ -187,7 +187,7 @@ wire_struct! {
         /// The unstructured result.
         req content: Vec<ContentBlock> = "content",
         /// The structured result.
-        opt structured_content: Value = "structuredContent",
+        val structured_content: Value = "structuredContent",
         /// Whether the tool failed.
         opt is_error: bool = "isError",
         /// Metadata.

@@ -58,9 +58,9 @@ macro_rules! task_struct {
                 /// When the task last changed (ISO 8601).
                 req last_updated_at: String = "lastUpdatedAt",
                 /// Retention in milliseconds, or `null` for unlimited (2025-11-25, required there).
-                opt ttl: Option<i64> = "ttl",
+                nul ttl: i64 = "ttl",
                 /// Retention in milliseconds, or `null` for unlimited (extension, required there).
-                opt ttl_ms: Option<i64> = "ttlMs",
+                nul ttl_ms: i64 = "ttlMs",
                 /// Suggested polling interval in milliseconds (2025-11-25).
                 opt poll_interval: i64 = "pollInterval",
                 /// Suggested polling interval in milliseconds (extension).
@@ -164,7 +164,7 @@ wire_struct! {
         /// When the task last changed (2025-11-25).
         opt last_updated_at: String = "lastUpdatedAt",
         /// Retention in milliseconds or `null` (2025-11-25).
-        opt ttl: Option<i64> = "ttl",
+        nul ttl: i64 = "ttl",
         /// Suggested polling interval (2025-11-25).
         opt poll_interval: i64 = "pollInterval",
     }

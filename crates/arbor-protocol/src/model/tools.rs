@@ -128,7 +128,7 @@ wire_struct! {
         /// The unstructured result.
         req content: Vec<ContentBlock> = "content",
         /// The structured result (2025-06-18 on; any JSON value in 2026-07-28).
-        opt structured_content: Value = "structuredContent",
+        val structured_content: Value = "structuredContent",
         /// Whether the tool failed.
         opt is_error: bool = "isError",
     }

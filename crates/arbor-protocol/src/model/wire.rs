@@ -42,8 +42,8 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// Declares a model struct with known members, an `extra` map for unknown ones, and
-/// hand-written serde impls. `req` members must be present; `opt` members are
-/// `Option` and are left out of the output when `None`. An optional `tag` names a
+/// hand-written serde impls. `req` members must be present; `opt`, `val` and `nul`
+/// members are `Option`s, left out of the output when `None` (see `wire_ty!`). An optional `tag` names a
 /// discriminator member (such as `"type": "text"`) that is always written and, when
 /// read, must carry that value.
 macro_rules! wire_struct {
@@ -61,7 +61,7 @@ macro_rules! wire_struct {
         pub struct $name {
             $(
                 $(#[$fattr])*
-                pub $field: wire_ty!($kind $ty),
+                pub $field: wire_field_ty!($kind $ty),
             )*
             /// Members this crate does not know, kept so that they survive a round trip.
             pub extra: serde_json::Map<String, serde_json::Value>,
@@ -71,11 +71,11 @@ macro_rules! wire_struct {
             /// Reads the members left in a map that a caller may already have started.
             #[allow(unused_mut, clippy::redundant_field_names)]
             pub(crate) fn read_rest<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-                $( let mut $field: Option<$ty> = None; )*
+                $( let mut $field: wire_ty!($kind $ty) = None; )*
                 let mut extra = serde_json::Map::new();
                 while let Some(key) = map.next_key::<$crate::model::wire::Key<'de>>()? {
                     match &*key.0 {
-                        $( $key => $field = Some(map.next_value()?), )*
+                        $( $key => $field = wire_read!($kind map $ty), )*
                         $( $tagkey => {
                             let tag: $crate::model::wire::Key<'de> = map.next_value()?;
                             if &*tag.0 != $tagval {
@@ -126,10 +126,40 @@ macro_rules! wire_struct {
     };
 }
 
-/// The Rust type of a `wire_struct!` member.
+/// The Rust type of a `wire_struct!` member. `req` is required; `opt` is optional,
+/// and an explicit `null` reads as absent, as serde's derive does for `Option`;
+/// `val` is an optional JSON value whose explicit `null` is kept as `Some(Null)`;
+/// `nul` is optional and nullable, absent being `None` and `null` `Some(None)`.
+/// (A `req` slot is also `Option<T>` while reading; see `wire_build!`.)
 macro_rules! wire_ty {
+    (req $ty:ty) => { Option<$ty> };
+    (opt $ty:ty) => { Option<$ty> };
+    (val $ty:ty) => { Option<$ty> };
+    (nul $ty:ty) => { Option<Option<$ty>> };
+}
+
+/// The Rust type of a `wire_struct!` field, once built.
+macro_rules! wire_field_ty {
     (req $ty:ty) => { $ty };
     (opt $ty:ty) => { Option<$ty> };
+    (val $ty:ty) => { Option<$ty> };
+    (nul $ty:ty) => { Option<Option<$ty>> };
+}
+
+/// Reads one member's value into its slot.
+macro_rules! wire_read {
+    (req $map:ident $ty:ty) => {
+        Some($map.next_value::<$ty>()?)
+    };
+    (opt $map:ident $ty:ty) => {
+        $map.next_value::<Option<$ty>>()?
+    };
+    (val $map:ident $ty:ty) => {
+        Some($map.next_value::<$ty>()?)
+    };
+    (nul $map:ident $ty:ty) => {
+        Some($map.next_value::<Option<$ty>>()?)
+    };
 }
 
 /// Turns a member's slot into its field value, failing on a missing `req` member.
@@ -140,7 +170,7 @@ macro_rules! wire_build {
             None => return Err(<$A::Error as serde::de::Error>::missing_field($key)),
         }
     };
-    (opt $field:ident $key:literal $A:ident) => {
+    ($kind:ident $field:ident $key:literal $A:ident) => {
         $field
     };
 }
@@ -150,7 +180,7 @@ macro_rules! wire_ser {
     (req $map:ident $key:literal $value:expr) => {
         $map.serialize_entry($key, &$value)?;
     };
-    (opt $map:ident $key:literal $value:expr) => {
+    ($kind:ident $map:ident $key:literal $value:expr) => {
         if let Some(v) = &$value {
             $map.serialize_entry($key, v)?;
         }
