@@ -139,7 +139,13 @@ impl NodeSnapshot {
         serde_json::to_value(self).expect("snapshots contain only serialisable data")
     }
 
+    /// A node that did not answer in time.
     pub(crate) fn unresponsive(id: String, kind: NodeKind) -> Self {
+        Self::blank(id, kind, NodeStatus::Unresponsive)
+    }
+
+    /// A node with nothing but its id, kind and status filled in, to build on.
+    pub(crate) fn blank(id: String, kind: NodeKind, status: NodeStatus) -> Self {
         NodeSnapshot {
             id,
             name: None,
@@ -147,7 +153,7 @@ impl NodeSnapshot {
             kind,
             strategy: None,
             restart: None,
-            status: NodeStatus::Unresponsive,
+            status,
             restart_count: 0,
             recent_restarts: Vec::new(),
             child_count: 0,

@@ -318,7 +318,7 @@ impl DynState {
                 };
                 let mut node = NodeSnapshot {
                     restart: Some(c.spec.restart),
-                    ..NodeSnapshot::unresponsive(c.spec.id.clone(), kind)
+                    ..NodeSnapshot::blank(c.spec.id.clone(), kind, NodeStatus::Restarting)
                 };
                 match &c.slot {
                     Slot::Running(child) => {

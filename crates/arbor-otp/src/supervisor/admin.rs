@@ -159,7 +159,7 @@ impl SupervisorState {
                     actor_id,
                     restart: Some(c.spec.restart),
                     status: slot_status(&c.slot),
-                    ..NodeSnapshot::unresponsive(String::new(), kind)
+                    ..NodeSnapshot::blank(String::new(), kind, NodeStatus::NotRunning)
                 }
             })
             .collect::<Vec<_>>();

@@ -263,7 +263,9 @@ impl SupervisorHandle {
     }
 
     /// Shuts the tree down in order (children in reverse start order, each per its
-    /// shutdown rule) and returns the supervisor's exit reason.
+    /// shutdown rule) and returns the supervisor's exit reason. Meant for roots: a
+    /// supervisor inside a tree that stops this way is restarted by its parent if it is
+    /// permanent, exactly as in OTP; use the parent's `terminate_child` instead.
     pub async fn shutdown(&self) -> ExitReason {
         self.shared.set_exit(ExitReason::Shutdown(None));
         ExitReason::Shutdown(None).stop(&self.actor.get_cell());

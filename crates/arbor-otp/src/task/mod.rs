@@ -6,13 +6,17 @@
 //! *not* go through the actor's mailbox and a task is *not* a ractor actor: it is a tokio
 //! task running the wrapper in `run.rs`, with a one-slot control mailbox (for cancel, see
 //! `handle.rs`), a deadline, a slot in the concurrency bound, and a place in the supervisor's
-//! shutdown broadcast. Why not one ractor actor per request: a bare ractor spawn+stop
-//! costs about 3.6 µs on a current-thread runtime and 25 µs on the multi-thread runtime
-//! on our CI machine (an actor is a task plus four channels, a registry check and a
-//! supervision-tree lock), and a supervised one adds a message hop per event, while the
-//! whole per-request budget is 5 µs and 2× a bare `tokio::spawn` + oneshot. What we need
-//! from an actor for a request (monitoring, cancel as a message, a hard deadline, being
-//! stopped with its supervisor) fits in a task. The benchmark `benches/otp.rs` measures both.
+//! shutdown broadcast. Why not one ractor actor per request: an actor is a tokio task
+//! plus four channels, a lifecycle guard and a lock on the global supervision tree, and a
+//! supervised one adds a mailbox hop to its supervisor for every start and exit. On our
+//! 2-core machine a bare ractor spawn+stop measured 3.6 µs (current-thread) and 25 µs
+//! (multi-thread, driven from outside the runtime) when this was designed, and
+//! `benches/otp.rs` measures a supervised temporary child at about 4 µs (current-thread)
+//! and 4.5 µs (multi-thread, driven from a worker) against 1.3 µs bare; a request's whole
+//! budget is 5 µs and at most 2× a bare `tokio::spawn` + oneshot (about 0.2 µs). What a
+//! request needs from an actor (monitoring, cancel as a message, a hard deadline, being
+//! stopped with its supervisor) fits in a task, whose round trip measures about 0.37 µs,
+//! 1.6–1.7× the bare tokio round trip.
 //!
 //! What it is not: a queue. Past `max_concurrency` a spawn is refused at once with
 //! [`SpawnError::Overloaded`]. Tasks are never restarted (they are temporary, as in
@@ -251,7 +255,7 @@ impl TaskSupervisor {
             // Tasks are reached directly, never through this actor's mailbox.
             mailbox_depth: Some(0),
             tasks: Some(self.shared.stats()),
-            ..NodeSnapshot::unresponsive(id, NodeKind::TaskSupervisor)
+            ..NodeSnapshot::blank(id, NodeKind::TaskSupervisor, NodeStatus::Running)
         }
     }
 
