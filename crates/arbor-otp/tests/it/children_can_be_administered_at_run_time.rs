@@ -1,3 +1,6 @@
+//! Run-time child administration: start, terminate, restart, delete, `ignore`, and
+//! start functions that misbehave.
+
 use arbor_otp::{
     ChildCounts, ChildSpec, DeleteChildError, Gauge, NodeStatus, Restart, RestartChildError, StartChildError, Started,
     SupervisorHandle, SupervisorSpec, TerminateChildError,

@@ -1,3 +1,6 @@
+//! Dynamic supervisors: many anonymous children, `max_children`, restart rules and
+//! intensity, and a dynamic supervisor inside a static tree.
+
 use std::time::Duration;
 
 use arbor_otp::{
@@ -86,5 +89,28 @@ async fn a_dynamic_supervisor_can_be_a_child_and_is_restarted_empty() {
     assert_ne!(conns2.cell().get_id(), conns.cell().get_id());
     assert_eq!(conns2.count_children().await.unwrap().specs, 0);
     sup.shutdown().await;
+    assert_no_leaks(&gauge).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_restarts_are_retried_and_charged_like_any_restart() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let gauge = Gauge::new();
+    let log = Log::default();
+    let spec = DynamicSupervisorSpec::new("d").intensity(3, Duration::from_secs(5)).gauge(gauge.clone());
+    let dynsup = DynamicSupervisorHandle::start(spec).await.unwrap();
+    let failures = Arc::new(AtomicUsize::new(0));
+    let cell = dynsup.start_child(flaky_worker("f", &log, failures.clone())).await.unwrap();
+    failures.store(2, Ordering::SeqCst);
+    send(&cell, WorkerMsg::Panic);
+    settle().await;
+    let snap = dynsup.snapshot().await;
+    assert_eq!((snap.restart_count, snap.child_count), (3, 1), "{:?}", snap.recent_restarts);
+    assert_eq!(dynsup.count_children().await.unwrap().active, 1);
+    failures.store(usize::MAX, Ordering::SeqCst);
+    tokio::time::advance(Duration::from_secs(10)).await;
+    send(&dynsup.which_children().await.unwrap()[0].actor.clone().unwrap(), WorkerMsg::Panic);
+    assert!(dynsup.wait().await.is_abnormal());
     assert_no_leaks(&gauge).await;
 }

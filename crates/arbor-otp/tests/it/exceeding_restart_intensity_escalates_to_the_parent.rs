@@ -1,3 +1,6 @@
+//! Restart intensity: tolerated bursts, the sliding window, and escalation through
+//! nested supervisors until the root gives up.
+
 use std::time::Duration;
 
 use arbor_otp::{

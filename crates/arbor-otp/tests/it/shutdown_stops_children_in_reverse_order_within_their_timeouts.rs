@@ -1,3 +1,6 @@
+//! Ordered shutdown: reverse start order, graceful with `post_stop` first, killed after
+//! the timeout, brutal kill, start failures undone, and no child outliving its supervisor.
+
 use std::time::Duration;
 
 use arbor_otp::{

@@ -1,3 +1,5 @@
+//! Significant children and `auto_shutdown` (OTP 24+ semantics).
+
 use arbor_otp::{
     AutoShutdown, ChildSpec, ExitReason, Gauge, Restart, StartChildError, StartSupervisorError, SupervisorHandle,
     SupervisorSpec,

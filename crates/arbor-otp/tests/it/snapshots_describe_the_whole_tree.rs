@@ -1,3 +1,5 @@
+//! Tree snapshots across every supervisor kind, and their JSON form.
+
 use arbor_otp::{
     ChildSpec, DynamicSupervisorHandle, DynamicSupervisorSpec, Gauge, NodeKind, NodeStatus, Restart, Strategy,
     SupervisorHandle, SupervisorSpec, TaskSupervisor, TaskSupervisorSpec,

@@ -1,3 +1,6 @@
+//! supervisor_SUITE's restart-type and strategy groups: which children a supervisor
+//! restarts after which exits, and in what order siblings are stopped and started.
+
 use arbor_otp::{ExitReason, Gauge, NodeStatus, Restart, Strategy, SupervisorHandle, SupervisorSpec};
 
 use crate::support::*;

@@ -1,3 +1,6 @@
+//! Task supervisors: every task's single outcome (completed, failed, panicked, timed out,
+//! cancelled, shutdown), the concurrency bound, and blocking work.
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
