@@ -5,7 +5,8 @@
 //! [`StartContext`] and must spawn the child *linked* to `ctx.supervisor()` (ractor's
 //! `spawn_linked`), because linking at spawn is the only way not to miss an early failure.
 //! It is not a builder of actors: what the child does is entirely the start function's
-//! business.
+//! business. The start function runs inside the supervisor (as OTP's `init` does), so it
+//! must be short and must not call its own supervisor, which would wait on itself.
 //!
 //! Invariant: a spec is immutable once given to a supervisor and cheap to clone (the start
 //! function is shared), so a restart always runs exactly the same start function.
