@@ -1,0 +1,215 @@
+//! The request context every handler receives.
+//!
+//! A [`RequestContext`] carries what a handler may know about its request and may do
+//! while it runs: the request's `_meta`, who the client is and what it can do, the tenant
+//! and auth identity, progress reporting, logging at the client's chosen level, a
+//! cancellation signal, the remaining deadline, and (after "input required") the
+//! client's answers and the handler's own state.
+//!
+//! It is the same type in both protocol eras: the runtime builds it from negotiated
+//! session terms (legacy) or from the request's own `_meta` (2026-07-28). It is not a way
+//! to send arbitrary messages: only notifications tied to this request go out through it.
+//!
+//! Invariant: a context can only be built by the runtime from checked terms (or detached,
+//! for tests), so no handler runs before the terms of its request are known.
+
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::Meta;
+use arbor_protocol::model::capabilities::ClientCapabilities;
+use arbor_protocol::model::common::{Implementation, ProgressToken};
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::mrtr::InputResponses;
+use arbor_protocol::version::ProtocolVersion;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// What is known about the connection a request arrived on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionInfo {
+    /// The tenant the connection belongs to (`"default"` when nothing identifies tenants).
+    pub tenant: String,
+    /// The authenticated identity, if the transport established one.
+    pub auth: Option<String>,
+    /// The client's name and version, when the client said (`initialize` or `_meta`).
+    pub client_info: Option<Implementation>,
+    /// The client's capabilities for this request.
+    pub client_capabilities: ClientCapabilities,
+    /// The protocol revision in force. Handlers rarely need it: the runtime already
+    /// adapts everything era-specific.
+    pub protocol_version: ProtocolVersion,
+}
+
+/// Where a request's progress and log notifications go. Implemented by the runtime's
+/// connection; a detached context sends nowhere.
+pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
+    /// Sends `notifications/progress` for this request's token.
+    fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>);
+    /// Sends `notifications/message`.
+    fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value);
+}
+
+/// The context of one request. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    id: RequestId,
+    meta: Meta,
+    connection: ConnectionInfo,
+    progress_token: Option<ProgressToken>,
+    log_level: Option<LoggingLevel>,
+    deadline: Option<Instant>,
+    cancelled: watch::Receiver<bool>,
+    input_responses: Option<InputResponses>,
+    input_state: Option<Value>,
+    sink: Option<Arc<dyn RequestSink>>,
+}
+
+/// The parts the runtime fills in to build a [`RequestContext`].
+#[derive(Debug)]
+pub(crate) struct ContextParts {
+    pub(crate) id: RequestId,
+    pub(crate) meta: Meta,
+    pub(crate) connection: ConnectionInfo,
+    pub(crate) progress_token: Option<ProgressToken>,
+    /// The lowest level the client wants to see; `None` means send no logs.
+    pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) cancelled: watch::Receiver<bool>,
+    pub(crate) input_responses: Option<InputResponses>,
+    pub(crate) input_state: Option<Value>,
+    pub(crate) sink: Option<Arc<dyn RequestSink>>,
+}
+
+impl RequestContext {
+    /// Built by the runtime once a request's terms are checked.
+    #[allow(dead_code)] // Used by the runtime modules.
+    pub(crate) fn from_parts(parts: ContextParts) -> Self {
+        let ContextParts {
+            id,
+            meta,
+            connection,
+            progress_token,
+            log_level,
+            deadline,
+            cancelled,
+            input_responses,
+            input_state,
+            sink,
+        } = parts;
+        RequestContext {
+            inner: Arc::new(Inner {
+                id,
+                meta,
+                connection,
+                progress_token,
+                log_level,
+                deadline,
+                cancelled,
+                input_responses,
+                input_state,
+                sink,
+            }),
+        }
+    }
+
+    /// A context attached to no connection, for calling handlers directly in tests:
+    /// progress and logs go nowhere, it is never cancelled and has no deadline.
+    pub fn detached(connection: ConnectionInfo) -> Self {
+        let (_tx, cancelled) = watch::channel(false);
+        RequestContext::from_parts(ContextParts {
+            id: RequestId::from(0),
+            meta: Meta::new(),
+            connection,
+            progress_token: None,
+            log_level: None,
+            deadline: None,
+            cancelled,
+            input_responses: None,
+            input_state: None,
+            sink: None,
+        })
+    }
+
+    /// The request's id (scoped to its connection).
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// The request's `_meta`, with every key the client sent.
+    pub fn meta(&self) -> &Meta {
+        &self.inner.meta
+    }
+
+    /// The connection: tenant, auth identity, client info and capabilities.
+    pub fn connection(&self) -> &ConnectionInfo {
+        &self.inner.connection
+    }
+
+    /// The client's capabilities for this request.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.connection.client_capabilities
+    }
+
+    /// Reports progress, if the client asked for it (a `progressToken` in `_meta`);
+    /// otherwise does nothing.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let (Some(token), Some(sink)) = (&self.inner.progress_token, &self.inner.sink) {
+            sink.progress(token, progress, total, message);
+        }
+    }
+
+    /// Whether progress notifications reach the client.
+    pub fn wants_progress(&self) -> bool {
+        self.inner.progress_token.is_some()
+    }
+
+    /// Sends a log message if `level` is at or above the level the client chose
+    /// (legacy `logging/setLevel`, or the request's `logLevel` in 2026-07-28).
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if let (Some(min), Some(sink)) = (self.inner.log_level, &self.inner.sink) {
+            if level >= min {
+                sink.log(level, logger, data);
+            }
+        }
+    }
+
+    /// Whether the request was cancelled. A cancelled handler is also stopped by the
+    /// runtime; this lets long loops finish early and cleanly.
+    pub fn is_cancelled(&self) -> bool {
+        *self.inner.cancelled.borrow()
+    }
+
+    /// Resolves when the request is cancelled.
+    pub async fn cancelled(&self) {
+        let mut rx = self.inner.cancelled.clone();
+        // An error means the runtime dropped the sender: the request is over either way.
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    /// The instant the request will be stopped, if it has a deadline.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.inner.deadline
+    }
+
+    /// Time left before the deadline, if there is one.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.inner.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// The client's answers to this handler's earlier input requests, by key.
+    pub fn input_responses(&self) -> Option<&InputResponses> {
+        self.inner.input_responses.as_ref()
+    }
+
+    /// The state this handler returned with its input requests, verified untampered.
+    pub fn input_state(&self) -> Option<&Value> {
+        self.inner.input_state.as_ref()
+    }
+}

@@ -1,0 +1,191 @@
+//! The raw handler: one callback per protocol operation.
+//!
+//! [`ServerHandler`] is the lowest level a server author writes against, the equivalent of
+//! ExMCP's handler callbacks and the C# SDK's handler set, for servers whose capabilities
+//! are fully dynamic. The declarative [`Router`](crate::router::Router) is one
+//! implementation of it. This module is not the runtime: it never sees JSON-RPC ids,
+//! sessions or eras; the runtime decodes, checks terms, enforces limits and calls these
+//! methods from a supervised request task.
+//!
+//! Invariant: a callback the author did not implement answers as if the server did not
+//! offer it (-32601 for requests), and [`ServerHandler::capabilities`] must advertise only
+//! what is served.
+
+use crate::context::{ConnectionInfo, RequestContext};
+use crate::reply::Reply;
+use arbor_protocol::error::McpError;
+use arbor_protocol::methods::{ClientNotification, MethodName};
+use arbor_protocol::model::capabilities::ServerCapabilities;
+use arbor_protocol::model::common::{Implementation, PaginatedRequestParams};
+use arbor_protocol::model::completion::{CompleteRequestParams, CompleteResult};
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult};
+use arbor_protocol::model::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
+    ResourceSubscriptionParams,
+};
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// What the server says about itself in `initialize` and `server/discover`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerInfo {
+    /// Name, version and the optional display fields.
+    pub implementation: Implementation,
+    /// Optional instructions for the model using this server.
+    pub instructions: Option<String>,
+}
+
+impl ServerInfo {
+    /// A server called `name` at `version`, with no instructions.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerInfo { implementation: Implementation::new(name, version), instructions: None }
+    }
+}
+
+/// Which list changed, for `notifications/*/list_changed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// The tool list.
+    Tools,
+    /// The prompt list.
+    Prompts,
+    /// The resource list (resources and templates).
+    Resources,
+}
+
+fn not_offered(method: MethodName) -> McpError {
+    McpError::method_not_found(method.as_str())
+}
+
+/// One callback per client→server operation. Every method has a default that answers
+/// "not offered", so an implementation overrides only what it serves.
+///
+/// Each request callback runs in its own supervised task: it may await freely, it is
+/// stopped at its deadline or on cancellation (its future is dropped), and a panic in
+/// it costs only its request a -32603 error.
+#[async_trait]
+pub trait ServerHandler: Send + Sync + 'static {
+    /// The server's identity and instructions.
+    fn info(&self) -> ServerInfo;
+
+    /// The capabilities to advertise. Must match what the overridden callbacks serve.
+    fn capabilities(&self) -> ServerCapabilities;
+
+    /// A deadline for one `tools/call` of `tool` that overrides the runtime's default.
+    fn tool_deadline(&self, tool: &str) -> Option<Duration> {
+        let _ = tool;
+        None
+    }
+
+    /// Changes to the tool, prompt and resource lists, for `list_changed` notifications.
+    /// `None` when the lists never change at run time.
+    fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
+        None
+    }
+
+    /// `tools/list`.
+    async fn list_tools(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Result<ListToolsResult, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::ListTools))
+    }
+
+    /// `tools/call`. A tool that fails answers `Ok` with `isError: true`; `Err` is for
+    /// protocol errors (unknown tool, invalid params).
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<CallToolResult>, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::CallTool))
+    }
+
+    /// `resources/list`.
+    async fn list_resources(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Result<ListResourcesResult, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::ListResources))
+    }
+
+    /// `resources/templates/list`.
+    async fn list_resource_templates(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::ListResourceTemplates))
+    }
+
+    /// `resources/read`.
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<ReadResourceResult>, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::ReadResource))
+    }
+
+    /// `resources/subscribe` (legacy era). The runtime records the subscription; this
+    /// callback may refuse it.
+    async fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::Subscribe))
+    }
+
+    /// `resources/unsubscribe` (legacy era).
+    async fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::Unsubscribe))
+    }
+
+    /// `prompts/list`.
+    async fn list_prompts(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Result<ListPromptsResult, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::ListPrompts))
+    }
+
+    /// `prompts/get`.
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<GetPromptResult>, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::GetPrompt))
+    }
+
+    /// `completion/complete`.
+    async fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Result<CompleteResult, McpError> {
+        let _ = (params, cx);
+        Err(not_offered(MethodName::Complete))
+    }
+
+    /// The client chose a log level (legacy `logging/setLevel`). The runtime already
+    /// applies the level to [`RequestContext::log`]; this is for servers that log elsewhere too.
+    async fn set_log_level(&self, level: LoggingLevel, connection: ConnectionInfo) -> Result<(), McpError> {
+        let _ = (level, connection);
+        Ok(())
+    }
+
+    /// A client notification the runtime does not consume itself (it consumes
+    /// `notifications/initialized` and `notifications/cancelled`). Runs one at a time per
+    /// connection, in arrival order.
+    async fn on_notification(&self, notification: ClientNotification, connection: ConnectionInfo) {
+        let _ = (notification, connection);
+    }
+}
