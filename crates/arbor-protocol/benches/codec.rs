@@ -6,9 +6,9 @@
 //! (b) round-trips the same bytes through `serde_json::Value`. The requirement is
 //! that (a) is no slower than (b).
 
-use arbor_protocol::jsonrpc::{decode_raw, RequestId};
-use arbor_protocol::method::encode_response;
-use arbor_protocol::methods::ClientRequest;
+use arbor_protocol::jsonrpc::{decode_raw, RawMessage, RequestId};
+use arbor_protocol::method::{decode_result, encode_response};
+use arbor_protocol::methods::{CallTool, ClientRequest};
 use arbor_protocol::model::tools::CallToolResult;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
@@ -51,6 +51,21 @@ fn codec(c: &mut Criterion) {
     });
     group.bench_function("serde_json::Value", |b| {
         b.iter(|| black_box(serde_json::to_vec(black_box(&value_response)).unwrap()))
+    });
+    group.finish();
+
+    // The client's side, for information: reading the response with the pending
+    // request's result type (`Outcome<CallToolResult>`) vs reading it as a Value.
+    let response = encode_response(&id, &typed_result);
+    let mut group = c.benchmark_group("decode CallToolResult response (client side)");
+    group.bench_function("typed (decode_result::<CallTool>)", |b| {
+        b.iter(|| {
+            let RawMessage::Response { result, .. } = decode_raw(black_box(&response)).unwrap() else { unreachable!() };
+            black_box(decode_result::<CallTool>(result).unwrap())
+        })
+    });
+    group.bench_function("serde_json::Value", |b| {
+        b.iter(|| black_box(serde_json::from_slice::<Value>(black_box(&response)).unwrap()))
     });
     group.finish();
 

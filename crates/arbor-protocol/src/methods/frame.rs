@@ -39,7 +39,10 @@ pub enum FrameError {
 
 /// Decodes a frame in one pass, or returns `None` so the caller takes the two-step path.
 pub(crate) fn fast<T: TypedCall>(bytes: &[u8]) -> Option<(Option<RequestId>, T)> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // Checking UTF-8 once up front (fast, vectorised) lets serde_json read from a
+    // `&str`, which skips its per-string checks and measurably speeds up decoding.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let frame = de.deserialize_map(FrameVisitor::<T>(PhantomData)).ok()?;
     de.end().ok()?;
     Some(frame)

@@ -14,9 +14,12 @@ use crate::model::elicitation::{ElicitRequestParams, ElicitResult};
 use crate::model::roots::ListRootsResult;
 use crate::model::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use crate::model::tasks::{CreateTaskResult, ExperimentalCreateTaskResult};
+use crate::model::wire::Key;
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::fmt;
 
 wire_struct! {
     /// An input request asking the client's model for a completion.
@@ -161,18 +164,98 @@ impl<T: Serialize> Serialize for Outcome<T> {
 }
 
 impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
+    /// Captures the result as raw JSON, reads only its `resultType` (and whether it
+    /// has a `task` object), then decodes the chosen type from the raw text in one
+    /// streaming pass. This needs one of serde_json's deserializers (text, bytes,
+    /// reader or `Value`), which is what every JSON-RPC response goes through.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        crate::model::wire::from_buffered(d, |map| {
-            let kind = map.get("resultType").and_then(Value::as_str).map(ResultType::parse);
-            let legacy_task = kind.is_none() && map.get("task").is_some_and(Value::is_object);
-            let v = Value::Object(map);
-            match kind {
-                Some(ResultType::InputRequired) => InputRequiredResult::deserialize(v).map(Outcome::InputRequired),
-                Some(ResultType::Task) => CreateTaskResult::deserialize(v).map(Outcome::Task),
-                None if legacy_task => ExperimentalCreateTaskResult::deserialize(v).map(Outcome::ExperimentalTask),
-                _ => T::deserialize(v).map(Outcome::Complete),
+        use serde::de::Error;
+        let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
+        let text = raw.get();
+        let probe: Probe = serde_json::from_str(text).map_err(D::Error::custom)?;
+        let outcome = match probe.result_type {
+            Some(ResultType::InputRequired) => serde_json::from_str(text).map(Outcome::InputRequired),
+            Some(ResultType::Task) => serde_json::from_str(text).map(Outcome::Task),
+            None if probe.task_object => serde_json::from_str(text).map(Outcome::ExperimentalTask),
+            _ => serde_json::from_str(text).map(Outcome::Complete),
+        };
+        outcome.map_err(D::Error::custom)
+    }
+}
+
+/// What [`Outcome`] needs to know before it decodes: the top-level `resultType`,
+/// and whether a `task` member holds an object. Everything else is skipped unread.
+#[derive(Default)]
+struct Probe {
+    result_type: Option<ResultType>,
+    task_object: bool,
+}
+
+impl<'de> Deserialize<'de> for Probe {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Probe;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a result object")
             }
-        })
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Probe, A::Error> {
+                let mut probe = Probe::default();
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    match &*key.0 {
+                        "resultType" => probe.result_type = map.next_value::<Option<ResultType>>()?,
+                        "task" => probe.task_object = map.next_value::<IsObject>()?.0,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(probe)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Whether a JSON value is an object; its contents are skipped unread.
+struct IsObject(bool);
+
+impl<'de> Deserialize<'de> for IsObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IsObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IsObject, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(IsObject(true))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<IsObject, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(IsObject(false))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+            fn visit_unit<E>(self) -> Result<IsObject, E> {
+                Ok(IsObject(false))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 

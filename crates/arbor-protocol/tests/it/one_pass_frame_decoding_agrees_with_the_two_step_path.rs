@@ -73,6 +73,9 @@ fn unusual_and_broken_frames_decode_the_same_both_ways() {
     for frame in frames {
         agree(frame.as_bytes());
     }
+    // Bytes that are not UTF-8, inside a string and outside any.
+    agree(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xff\"}");
+    agree(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\xff");
 }
 
 /// A frame for a real method with arbitrary params, its members in any order.
