@@ -26,6 +26,12 @@ pub trait Request {
     type Params: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
     /// The result type of a successful response.
     type Result: Serialize + DeserializeOwned + Clone + Debug + PartialEq;
+
+    /// Reads a result from its raw JSON text. Methods whose result is an
+    /// `Outcome` override this to look at `resultType` without copying the text.
+    fn read_result(text: &str) -> serde_json::Result<Self::Result> {
+        serde_json::from_str(text)
+    }
 }
 
 /// A notification: a method that is never answered.
@@ -38,7 +44,7 @@ pub trait Notification {
 
 /// Reads a successful response's `result` with the pending request's result type.
 pub fn decode_result<R: Request>(result: &RawValue) -> Result<R::Result, ResultError> {
-    serde_json::from_str(result.get()).map_err(|e| ResultError { method: R::METHOD, detail: e.to_string() })
+    R::read_result(result.get()).map_err(|e| ResultError { method: R::METHOD, detail: e.to_string() })
 }
 
 /// Encodes a request frame for `R`.

@@ -218,7 +218,7 @@ impl Serialize for MethodName {
 }
 
 macro_rules! requests {
-    ($( $(#[$doc:meta])* $marker:ident: $params:ty => $result:ty; )*) => {
+    ($( $(#[$doc:meta])* $marker:ident: $params:ty => $result:ty $(, read_with $reader:path)?; )*) => {
         $(
             $(#[$doc])*
             #[derive(Debug)]
@@ -228,6 +228,11 @@ macro_rules! requests {
                 const METHOD: MethodName = MethodName::$marker;
                 type Params = $params;
                 type Result = $result;
+                $(
+                    fn read_result(text: &str) -> serde_json::Result<Self::Result> {
+                        $reader(text)
+                    }
+                )?
             }
         )*
     };
@@ -258,13 +263,15 @@ requests! {
     /// `tools/list`.
     ListTools: PaginatedRequestParams => tools::ListToolsResult;
     /// `tools/call`; may answer `input_required` or a task.
-    CallTool: tools::CallToolRequestParams => mrtr::Outcome<tools::CallToolResult>;
+    CallTool: tools::CallToolRequestParams => mrtr::Outcome<tools::CallToolResult>,
+        read_with mrtr::Outcome::from_text;
     /// `resources/list`.
     ListResources: PaginatedRequestParams => resources::ListResourcesResult;
     /// `resources/templates/list`.
     ListResourceTemplates: PaginatedRequestParams => resources::ListResourceTemplatesResult;
     /// `resources/read`; may answer `input_required`.
-    ReadResource: resources::ReadResourceRequestParams => mrtr::Outcome<resources::ReadResourceResult>;
+    ReadResource: resources::ReadResourceRequestParams => mrtr::Outcome<resources::ReadResourceResult>,
+        read_with mrtr::Outcome::from_text;
     /// `resources/subscribe` (up to 2025-11-25).
     Subscribe: resources::ResourceSubscriptionParams => EmptyResult;
     /// `resources/unsubscribe` (up to 2025-11-25).
@@ -274,7 +281,8 @@ requests! {
     /// `prompts/list`.
     ListPrompts: PaginatedRequestParams => prompts::ListPromptsResult;
     /// `prompts/get`; may answer `input_required`.
-    GetPrompt: prompts::GetPromptRequestParams => mrtr::Outcome<prompts::GetPromptResult>;
+    GetPrompt: prompts::GetPromptRequestParams => mrtr::Outcome<prompts::GetPromptResult>,
+        read_with mrtr::Outcome::from_text;
     /// `completion/complete`.
     Complete: completion::CompleteRequestParams => completion::CompleteResult;
     /// `logging/setLevel` (up to 2025-11-25).

@@ -171,15 +171,21 @@ impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Outcome<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let raw = Box::<serde_json::value::RawValue>::deserialize(d)?;
-        let text = raw.get();
-        let probe: Probe = serde_json::from_str(text).map_err(D::Error::custom)?;
-        let outcome = match probe.result_type {
+        Outcome::from_text(raw.get()).map_err(D::Error::custom)
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> Outcome<T> {
+    /// Reads an outcome from JSON text: a probe for `resultType` (which stops as soon
+    /// as it finds it), then one streaming decode of the chosen type.
+    pub fn from_text(text: &str) -> serde_json::Result<Self> {
+        let probe = Probe::read(text)?;
+        match probe.result_type {
             Some(ResultType::InputRequired) => serde_json::from_str(text).map(Outcome::InputRequired),
             Some(ResultType::Task) => serde_json::from_str(text).map(Outcome::Task),
             None if probe.task_object => serde_json::from_str(text).map(Outcome::ExperimentalTask),
             _ => serde_json::from_str(text).map(Outcome::Complete),
-        };
-        outcome.map_err(D::Error::custom)
+        }
     }
 }
 
@@ -191,29 +197,44 @@ struct Probe {
     task_object: bool,
 }
 
-impl<'de> Deserialize<'de> for Probe {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Probe;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a result object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Probe, A::Error> {
-                let mut probe = Probe::default();
-                while let Some(key) = map.next_key::<Key<'de>>()? {
-                    match &*key.0 {
-                        "resultType" => probe.result_type = map.next_value::<Option<ResultType>>()?,
-                        "task" => probe.task_object = map.next_value::<IsObject>()?.0,
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
+impl Probe {
+    /// Reads the probe, stopping at `resultType`: the decode that follows checks the
+    /// rest of the text anyway.
+    fn read(text: &str) -> serde_json::Result<Probe> {
+        let mut probe = Probe::default();
+        let mut de = serde_json::Deserializer::from_str(text);
+        match de.deserialize_map(ProbeVisitor(&mut probe)) {
+            Ok(()) => Ok(probe),
+            // The visitor stops early, with this error, once it has the result type.
+            Err(_) if probe.result_type.is_some() => Ok(probe),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+struct ProbeVisitor<'a>(&'a mut Probe);
+
+impl<'de> Visitor<'de> for ProbeVisitor<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a result object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match &*key.0 {
+                "resultType" => {
+                    self.0.result_type = map.next_value::<Option<ResultType>>()?;
+                    if self.0.result_type.is_some() {
+                        return Err(serde::de::Error::custom("found resultType"));
                     }
                 }
-                Ok(probe)
+                "task" => self.0.task_object = map.next_value::<IsObject>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(V)
+        Ok(())
     }
 }
 
