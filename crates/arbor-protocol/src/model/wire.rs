@@ -42,10 +42,10 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// Declares a model struct with known members, an `extra` map for unknown ones, and
-/// hand-written serde impls. `req` members must be present; `opt`, `val` and `nul`
-/// members are `Option`s, left out of the output when `None` (see `wire_ty!`). An optional `tag` names a
-/// discriminator member (such as `"type": "text"`) that is always written and, when
-/// read, must carry that value.
+/// hand-written serde impls. Each member has a kind (see `wire_field_ty!`): `req`
+/// members must be present; `opt`, `val` and `nul` members are `Option`s, left out
+/// of the output when `None`. An optional `tag` names a discriminator member (such
+/// as `"type": "text"`) that is always written and, when read, must carry that value.
 macro_rules! wire_struct {
     (
         $(#[$attr:meta])*
@@ -126,11 +126,7 @@ macro_rules! wire_struct {
     };
 }
 
-/// The Rust type of a `wire_struct!` member. `req` is required; `opt` is optional,
-/// and an explicit `null` reads as absent, as serde's derive does for `Option`;
-/// `val` is an optional JSON value whose explicit `null` is kept as `Some(Null)`;
-/// `nul` is optional and nullable, absent being `None` and `null` `Some(None)`.
-/// (A `req` slot is also `Option<T>` while reading; see `wire_build!`.)
+/// The type of a member's slot while a struct is being read: `None` until seen.
 macro_rules! wire_ty {
     (req $ty:ty) => { Option<$ty> };
     (opt $ty:ty) => { Option<$ty> };
@@ -138,7 +134,12 @@ macro_rules! wire_ty {
     (nul $ty:ty) => { Option<Option<$ty>> };
 }
 
-/// The Rust type of a `wire_struct!` field, once built.
+/// The Rust type of a `wire_struct!` field, by kind:
+/// - `req T`: `T`, required;
+/// - `opt T`: `Option<T>`; an explicit `null` reads as absent, as serde's derive
+///   reads `Option`;
+/// - `val T`: `Option<T>` for a free JSON value; an explicit `null` is kept as `Some(Null)`;
+/// - `nul T`: `Option<Option<T>>` for a nullable member; absent is `None`, `null` is `Some(None)`.
 macro_rules! wire_field_ty {
     (req $ty:ty) => { $ty };
     (opt $ty:ty) => { Option<$ty> };
