@@ -129,6 +129,15 @@ impl TaskSupervisor {
         Self::spawn_actor(spec, None).await
     }
 
+    /// Starts a task supervisor linked to `parent`, an actor that is not one of our
+    /// supervisors (for example a connection actor that owns its requests). `parent` gets
+    /// ractor's supervision events for it and must stop it (`shutdown`) in its own
+    /// `post_stop`; the spec's gauge, or the global one, counts it.
+    pub async fn start_linked(spec: TaskSupervisorSpec, parent: ActorCell) -> Result<Self, StartSupervisorError> {
+        let gauge = spec.gauge.clone().unwrap_or_else(Gauge::global);
+        Self::spawn_actor(spec, Some(StartContext { supervisor: parent, gauge })).await
+    }
+
     async fn spawn_actor(spec: TaskSupervisorSpec, parent: Option<StartContext>) -> Result<Self, StartSupervisorError> {
         let gauge =
             spec.gauge.clone().or_else(|| parent.as_ref().map(|p| p.gauge.clone())).unwrap_or_else(Gauge::global);
@@ -176,6 +185,33 @@ impl TaskSupervisor {
         let (handle, wiring) = self.admit(options)?;
         tokio::spawn(run(work, wiring));
         Ok(handle)
+    }
+
+    /// Spawns `work` with `options` and calls `report` with its outcome instead of handing
+    /// back an awaitable handle: the caller keeps only a [`TaskRef`] for cancelling, and
+    /// nothing has to wait on the task. `report` runs on the task, after the work's future
+    /// was dropped and its slot released (and after [`TaskRef::is_finished`] turned true),
+    /// exactly once: with [`TaskOutcome::Shutdown`](outcome::TaskOutcome::Shutdown) if the
+    /// runtime drops the task first. It must be quick and must not panic.
+    pub fn spawn_reporting<F, T, E, R>(&self, options: TaskOptions, work: F, report: R) -> Result<TaskRef, SpawnError>
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        R: FnOnce(outcome::TaskOutcome<T, E>) + Send + 'static,
+    {
+        let (handle, wiring) = self.admit(options)?;
+        let task_ref = handle.task_ref();
+        let mut report = ReportOnce(Some(report), std::marker::PhantomData);
+        tokio::spawn(async move {
+            run(work, wiring).await;
+            // The wrapper has deposited the outcome, so this is ready at once.
+            let outcome = handle.await;
+            if let Some(report) = report.0.take() {
+                report(outcome);
+            }
+        });
+        Ok(task_ref)
     }
 
     /// Spawns blocking or CPU-bound `work` on tokio's blocking pool; see the `blocking`
@@ -293,5 +329,17 @@ impl ChildSpec {
             }
         })
         .as_supervisor()
+    }
+}
+
+/// Calls the report closure with `Shutdown` if the task is dropped before it reported
+/// (the runtime shut down), so every accepted task reports exactly once.
+struct ReportOnce<R: FnOnce(outcome::TaskOutcome<T, E>), T, E>(Option<R>, std::marker::PhantomData<fn(T, E)>);
+
+impl<R: FnOnce(outcome::TaskOutcome<T, E>), T, E> Drop for ReportOnce<R, T, E> {
+    fn drop(&mut self) {
+        if let Some(report) = self.0.take() {
+            report(outcome::TaskOutcome::Shutdown);
+        }
     }
 }

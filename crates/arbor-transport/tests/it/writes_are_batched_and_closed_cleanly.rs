@@ -1,0 +1,54 @@
+use arbor_transport::{SendError, Transport};
+use tokio::io::AsyncReadExt;
+
+#[tokio::test]
+async fn frames_queued_together_arrive_in_order_and_close_flushes_them() {
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let (_r, write) = tokio::io::split(a);
+    let (mut read, _w) = tokio::io::split(b);
+    let (_reader, writer) = Transport::new(tokio::io::empty(), write).into_parts();
+    for i in 0..1000 {
+        writer.send(format!("{{\"n\":{i}}}").as_bytes()).unwrap();
+    }
+    writer.send_with(|buf| buf.extend_from_slice(b"{\"last\":true}")).unwrap();
+    writer.close().await;
+    assert_eq!(writer.send(b"{}"), Err(SendError::Closed));
+    let mut out = String::new();
+    read.read_to_string(&mut out).await.unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1001);
+    assert_eq!(lines[999], "{\"n\":999}");
+    assert_eq!(lines[1000], "{\"last\":true}");
+}
+
+#[tokio::test]
+async fn a_frame_with_a_newline_is_refused_whole() {
+    let (a, b) = tokio::io::duplex(1 << 16);
+    let (_r, write) = tokio::io::split(a);
+    let (mut read, _w) = tokio::io::split(b);
+    let (_reader, writer) = Transport::new(tokio::io::empty(), write).into_parts();
+    assert_eq!(writer.send(b"{\n}"), Err(SendError::EmbeddedNewline));
+    assert_eq!(writer.send_with(|buf| buf.extend_from_slice(b"a\nb")), Err(SendError::EmbeddedNewline));
+    writer.send(b"{}").unwrap();
+    writer.close().await;
+    let mut out = String::new();
+    read.read_to_string(&mut out).await.unwrap();
+    assert_eq!(out, "{}\n");
+}
+
+#[tokio::test]
+async fn frames_cross_a_real_os_pipe() {
+    let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+    let (_unused_reader, writer) = Transport::new(tokio::io::empty(), tx).into_parts();
+    let (mut reader, _unused_writer) = Transport::new(rx, tokio::io::sink()).into_parts();
+    for i in 0..100 {
+        writer.send(format!("{{\"i\":{i}}}").as_bytes()).unwrap();
+    }
+    writer.close().await;
+    let mut n = 0;
+    while let Some(frame) = reader.recv().await.unwrap() {
+        assert_eq!(frame.unwrap(), format!("{{\"i\":{n}}}").into_bytes());
+        n += 1;
+    }
+    assert_eq!(n, 100);
+}
