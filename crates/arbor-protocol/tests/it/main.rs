@@ -9,5 +9,6 @@ mod explicit_nulls_are_absent_unless_the_schema_allows_null;
 mod official_examples_round_trip;
 mod one_pass_frame_decoding_agrees_with_the_two_step_path;
 mod results_are_read_by_the_pending_requests_type;
+mod revision_builders;
 mod spec_schemas;
 mod strategies;
