@@ -76,13 +76,10 @@ pub enum MethodError {
 }
 
 impl MethodError {
-    /// The JSON-RPC error code this maps to.
+    /// The JSON-RPC error code this maps to; the mapping itself lives in `error.rs`,
+    /// the one place errors become wire codes.
     pub fn code(&self) -> i64 {
-        match self {
-            MethodError::UnknownMethod(_) => -32601,
-            MethodError::InvalidParams(_) => -32602,
-            MethodError::WrongKind { .. } => -32600,
-        }
+        crate::error::McpError::from(self).code().as_i64()
     }
 }
 
