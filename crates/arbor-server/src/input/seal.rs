@@ -1,0 +1,154 @@
+//! The server secret behind `requestState`, and the token format: the payload's bytes
+//! and an HMAC-SHA256 tag over them, each base64url without padding, joined by a dot.
+//!
+//! The tag is computed over a fixed domain label followed by the payload, so a tag
+//! made with the same key for another purpose (a pagination cursor, say) never
+//! verifies as a `requestState`. The token is authenticated, not encrypted: a client
+//! can decode the payload and read the handler's state, so state must never hold
+//! secrets. This module knows the payload's fields but not what they mean; the
+//! `modern` module decides that. Invariant: [`StateKey::verify`] returns payload bytes
+//! only when their tag verifies, compared in constant time.
+
+use super::needs::Kind;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::Sha256;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Separates `requestState` tags from any other use of the same key.
+const DOMAIN: &[u8] = b"arbor/mcp/requestState\0";
+
+/// Separates principal digests from `requestState` tags.
+const PRINCIPAL_DOMAIN: &[u8] = b"arbor/mcp/principal\0";
+
+/// The length of a key made by [`StateKey::random`], and the least a key should have.
+const KEY_LEN: usize = 32;
+
+/// The server's secret for protecting MRTR `requestState` (HMAC-SHA256), with the
+/// longest a sealed state stays valid.
+///
+/// Every server instance that may receive a client's retry must hold the same key:
+/// generate one with [`StateKey::random`] for a single process, or share one through
+/// [`StateKey::from_bytes`] across a fleet. Its `Debug` output never shows the key.
+#[derive(Clone)]
+pub struct StateKey {
+    mac: Hmac<Sha256>,
+    max_age: Duration,
+}
+
+impl StateKey {
+    /// How long a sealed `requestState` stays valid unless [`StateKey::with_max_age`]
+    /// says otherwise: ten minutes, long enough for a person to fill in a form.
+    pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(600);
+
+    /// A fresh 256-bit key from the operating system's CSPRNG.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system cannot provide random bytes; a server must not run
+    /// with a guessable key.
+    pub fn random() -> StateKey {
+        let mut bytes = [0u8; KEY_LEN];
+        getrandom::fill(&mut bytes).expect("the operating system's random number generator failed");
+        StateKey::from_bytes(&bytes)
+    }
+
+    /// A key from secret bytes, for servers that share one across instances. Use at
+    /// least 32 bytes from a CSPRNG; HMAC accepts any length, but a short or guessable
+    /// key lets anyone forge `requestState`.
+    pub fn from_bytes(bytes: &[u8]) -> StateKey {
+        let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(bytes).expect("HMAC takes keys of any length");
+        StateKey { mac, max_age: StateKey::DEFAULT_MAX_AGE }
+    }
+
+    /// The same key with another maximum age for the states it seals.
+    pub fn with_max_age(mut self, max_age: Duration) -> StateKey {
+        self.max_age = max_age;
+        self
+    }
+
+    /// How long a state sealed with this key stays valid.
+    pub fn max_age(&self) -> Duration {
+        self.max_age
+    }
+
+    /// Signs `payload`: `base64url(payload) "." base64url(tag)`.
+    pub(crate) fn sign(&self, payload: &[u8]) -> String {
+        let mut mac = self.mac.clone();
+        mac.update(DOMAIN);
+        mac.update(payload);
+        let tag = mac.finalize().into_bytes();
+        let mut token = URL_SAFE_NO_PAD.encode(payload);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(tag, &mut token);
+        token
+    }
+
+    /// The payload of a token this key signed, or `None` if the token is malformed
+    /// or its tag does not verify. Nothing is read from the payload before the tag
+    /// has been checked.
+    pub(crate) fn verify(&self, token: &str) -> Option<Vec<u8>> {
+        let (payload, tag) = token.split_once('.')?;
+        let payload = URL_SAFE_NO_PAD.decode(payload).ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        let mut mac = self.mac.clone();
+        mac.update(DOMAIN);
+        mac.update(&payload);
+        // `verify_slice` compares in constant time and refuses a tag of another length.
+        mac.verify_slice(&tag).ok()?;
+        Some(payload)
+    }
+}
+
+impl StateKey {
+    /// A keyed digest of a principal: binds the state to it without writing the
+    /// identity out in a token the client can read, and without letting the client
+    /// test guesses against it. 128 bits are plenty to tell principals apart.
+    pub(crate) fn principal_tag(&self, principal: &str) -> String {
+        let mut mac = self.mac.clone();
+        mac.update(PRINCIPAL_DOMAIN);
+        mac.update(principal.as_bytes());
+        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..16])
+    }
+}
+
+impl fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateKey").field("key", &"<redacted>").field("max_age", &self.max_age).finish()
+    }
+}
+
+/// The version of the payload below; a state of any other version is refused.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// What a sealed `requestState` binds. Short member names keep the token small,
+/// since clients echo it on every retry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Payload {
+    /// [`FORMAT_VERSION`].
+    #[serde(rename = "v")]
+    pub(crate) version: u32,
+    /// The method the state answers (`tools/call`, `prompts/get`, `resources/read`).
+    #[serde(rename = "m")]
+    pub(crate) method: String,
+    /// The tool name, prompt name or resource URI.
+    #[serde(rename = "s")]
+    pub(crate) subject: String,
+    /// A keyed digest of the authenticated principal, when the state is bound to one.
+    #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) principal: Option<String>,
+    /// When the state stops being valid, in seconds since the Unix epoch.
+    #[serde(rename = "x")]
+    pub(crate) expires: u64,
+    /// The keys of the input requests issued with the state, and their kinds.
+    #[serde(rename = "k", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) issued: BTreeMap<String, Kind>,
+    /// The handler's own state.
+    #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<Value>,
+}
