@@ -6,6 +6,7 @@ use super::legacy::{drive, ClientRequester};
 use super::tests::{all_caps, caps, elicit_answer, form, roots_answer, sample_answer, sampling, url_mode, wire};
 use crate::reply::{InputRequired, Reply};
 use arbor_protocol::error::McpError;
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams};
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse, InputResponses};
 use arbor_protocol::version::ProtocolVersion::{self, V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25, V2026_07_28};
@@ -295,4 +296,60 @@ async fn dropping_the_drive_abandons_every_waiting_request() {
     assert_eq!(client.methods().len(), 2);
     assert_eq!(client.max_in_flight.load(Ordering::SeqCst), 2);
     assert_eq!(client.in_flight.load(Ordering::SeqCst), 0, "nothing is left waiting");
+}
+
+// ---- one handler, both eras -------------------------------------------------------
+
+/// A two-question wizard written once, in the style the API invites: whatever answer
+/// is missing is asked (again), so a first call and a retry lacking answers are the
+/// same case.
+fn wizard(responses: Option<&InputResponses>, state: Option<&Value>) -> Result<Reply<String>, McpError> {
+    let name = |key: &str| match responses.and_then(|r| r.get(key)) {
+        Some(InputResponse::Elicit(e)) => e.content.as_ref().map(|c| c["name"].clone()),
+        _ => None,
+    };
+    let step = state.and_then(|s| s["step"].as_u64()).unwrap_or(0);
+    match (step, name("first"), name("second")) {
+        (1, Some(first), _) => {
+            ask(InputRequired::new().elicit("second", form()).state(json!({"step": 2, "first": first})))
+        }
+        (2, _, Some(second)) => Ok(Reply::Complete(format!("{} and {second}", state.unwrap()["first"]))),
+        (2, _, None) => ask(InputRequired::new().elicit("second", form()).state(state.unwrap().clone())),
+        _ => ask(InputRequired::new().elicit("first", form()).state(json!({"step": 1}))),
+    }
+}
+
+/// Plays a 2026-07-28 client: answers every input request and retries with the
+/// echoed state, or, when `skip_first_answer`, retries the first time with no answers.
+fn modern_client(skip_first_answer: bool) -> (String, usize) {
+    use super::modern::{open, seal};
+    let (key, caps) = (super::StateKey::random(), all_caps());
+    let (mut resumed, mut calls, mut skip) = (super::modern::Resumed::default(), 0, skip_first_answer);
+    loop {
+        calls += 1;
+        let reply = wizard(resumed.responses.as_ref(), resumed.state.as_ref()).unwrap();
+        let input = match reply {
+            Reply::Complete(done) => return (done, calls),
+            Reply::InputRequired(input) => input,
+        };
+        let sealed = seal(&key, MethodName::CallTool, "wizard", input, &caps).unwrap();
+        let answers: InputResponses = if std::mem::take(&mut skip) {
+            InputResponses::new()
+        } else {
+            sealed.input_requests.unwrap().into_keys().map(|k| (k, elicit_answer("accept"))).collect()
+        };
+        let state = sealed.request_state.as_deref();
+        resumed = open(&key, MethodName::CallTool, "wizard", state, Some(answers)).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_same_handler_runs_in_both_eras() {
+    let client = FakeClient::default();
+    let (legacy, calls) = run(&client, everything(), V2025_11_25, 4, |_, r, s| wizard(r.as_ref(), s.as_ref())).await;
+    let legacy = legacy.unwrap();
+    assert_eq!(legacy, "\"Ada\" and \"Ada\"");
+    assert_eq!(modern_client(false), (legacy.clone(), calls.len()));
+    // A retry without the answer is asked again, not refused.
+    assert_eq!(modern_client(true), (legacy, calls.len() + 1));
 }
