@@ -17,9 +17,11 @@ pub mod context;
 pub mod handler;
 pub mod input;
 pub mod reply;
+pub mod router;
 
 pub use arbor_protocol::error::McpError;
 pub use context::{ConnectionInfo, RequestContext};
 pub use handler::{ListKind, ServerHandler, ServerInfo};
 pub use input::StateKey;
 pub use reply::{InputRequired, Reply};
+pub use router::{Router, RouterHandle, ToolError};

@@ -1,0 +1,217 @@
+//! The router's shared state and [`RouterHandle`], its client API for changes at run time.
+//!
+//! Each list (tools, prompts, resources, templates) is an immutable [`Registry`] behind an
+//! `ArcSwap`. A request loads the current one without locking; a change copies it, edits
+//! the copy and swaps it in, under a writer mutex that is never held across an `.await`.
+//! Each change is announced as a [`ListKind`] on a broadcast channel, which the runtime
+//! reads through [`ServerHandler::list_changes`](crate::ServerHandler::list_changes) to
+//! send `notifications/*/list_changed` where the client's revision has them.
+//!
+//! This module does not talk to clients. Invariant: a change is visible to every request
+//! that starts after the change's `ListKind` was sent.
+
+use super::prompt::PromptRoute;
+use super::registry::Registry;
+use super::resource::{ResourceRoute, TemplateRoute};
+use super::tool::ToolRoute;
+use crate::handler::ListKind;
+use arc_swap::ArcSwap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::broadcast;
+
+/// Bits of `Shared::served`: which capabilities the router has had something to serve.
+pub(crate) const TOOLS: u8 = 1;
+pub(crate) const PROMPTS: u8 = 2;
+pub(crate) const RESOURCES: u8 = 4;
+pub(crate) const COMPLETIONS: u8 = 8;
+
+/// How many unread changes a slow subscriber may fall behind before it sees `Lagged`
+/// (which the runtime takes as "everything may have changed").
+const CHANGE_BUFFER: usize = 64;
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) tools: ArcSwap<Registry<ToolRoute>>,
+    pub(crate) prompts: ArcSwap<Registry<PromptRoute>>,
+    pub(crate) resources: ArcSwap<Registry<ResourceRoute>>,
+    pub(crate) templates: ArcSwap<Registry<TemplateRoute>>,
+    /// Serialises copy-on-write updates so that two concurrent changes cannot lose one.
+    write: Mutex<()>,
+    changes: broadcast::Sender<ListKind>,
+    /// Set once a [`RouterHandle`] exists: the lists may change while serving.
+    pub(crate) dynamic: AtomicBool,
+    /// Capabilities that have been served at some point. Sticky, so that a capability
+    /// advertised to a client does not turn into -32601 when its last entry is removed.
+    served: AtomicU8,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            tools: Default::default(),
+            prompts: Default::default(),
+            resources: Default::default(),
+            templates: Default::default(),
+            write: Mutex::new(()),
+            changes: broadcast::channel(CHANGE_BUFFER).0,
+            dynamic: AtomicBool::new(false),
+            served: AtomicU8::new(0),
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn serves(&self, bit: u8) -> bool {
+        self.served.load(Ordering::Acquire) & bit != 0
+    }
+
+    pub(crate) fn mark_served(&self, bits: u8) {
+        self.served.fetch_or(bits, Ordering::AcqRel);
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ListKind> {
+        self.changes.subscribe()
+    }
+
+    /// Applies `edit` to a copy of `list`, publishes the copy, and announces `kind` when
+    /// `edit` says something changed.
+    fn update<T>(
+        &self,
+        list: &ArcSwap<Registry<T>>,
+        kind: ListKind,
+        edit: impl FnOnce(&mut Registry<T>) -> bool,
+    ) -> bool {
+        let changed = {
+            // A panic while editing a copy leaves the published list intact, so a
+            // poisoned lock guards nothing broken.
+            let _writer = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut next = Registry::clone(&list.load());
+            let changed = edit(&mut next);
+            if changed {
+                list.store(Arc::new(next));
+            }
+            changed
+        };
+        if changed {
+            // No receiver means no connection is listening; there is nobody to tell.
+            let _ = self.changes.send(kind);
+        }
+        changed
+    }
+
+    /// Registers a tool; returns whether one of that name was replaced.
+    pub(crate) fn add_tool(&self, route: ToolRoute) -> bool {
+        self.mark_served(TOOLS);
+        let name = route.tool.name.clone();
+        let mut replaced = false;
+        self.update(&self.tools, ListKind::Tools, |r| {
+            replaced = r.insert(name, route);
+            true
+        });
+        replaced
+    }
+
+    pub(crate) fn add_prompt(&self, route: PromptRoute) -> bool {
+        self.mark_served(PROMPTS | if route.completers.is_empty() { 0 } else { COMPLETIONS });
+        let name = route.prompt.name.clone();
+        let mut replaced = false;
+        self.update(&self.prompts, ListKind::Prompts, |r| {
+            replaced = r.insert(name, route);
+            true
+        });
+        replaced
+    }
+
+    pub(crate) fn add_resource(&self, route: ResourceRoute) -> bool {
+        self.mark_served(RESOURCES);
+        let uri = route.resource.uri.clone();
+        let mut replaced = false;
+        self.update(&self.resources, ListKind::Resources, |r| {
+            replaced = r.insert(uri, route);
+            true
+        });
+        replaced
+    }
+
+    pub(crate) fn add_template(&self, route: TemplateRoute) -> bool {
+        self.mark_served(RESOURCES | if route.completers.is_empty() { 0 } else { COMPLETIONS });
+        let key = route.template.uri_template.clone();
+        let mut replaced = false;
+        self.update(&self.templates, ListKind::Resources, |r| {
+            replaced = r.insert(key, route);
+            true
+        });
+        replaced
+    }
+}
+
+/// A cloneable handle for changing a [`Router`](super::Router)'s lists while it serves.
+///
+/// Every change is announced to connected clients (`notifications/tools/list_changed` and
+/// its siblings, where the client's revision has them). Taking a handle makes the router
+/// *dynamic*: it then advertises `listChanged: true`. Take it before the router starts
+/// serving, so the capabilities say so from the first connection on.
+///
+/// ```
+/// # use arbor_server::router::{Router, ToolRoute, NoArgs};
+/// async fn ping(_: NoArgs) -> &'static str { "pong" }
+///
+/// let router = Router::new("demo", "1.0.0");
+/// let handle = router.handle();
+/// // Later, while serving:
+/// handle.add_tool(ToolRoute::new("ping", ping).description("Answers pong"));
+/// assert!(handle.remove_tool("ping"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct RouterHandle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl RouterHandle {
+    /// Adds a tool, or replaces the tool of the same name in place. Returns whether one
+    /// was replaced.
+    pub fn add_tool(&self, route: ToolRoute) -> bool {
+        self.shared.add_tool(route)
+    }
+
+    /// Removes the tool called `name`; returns whether there was one.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.shared.update(&self.shared.tools, ListKind::Tools, |r| r.remove(name))
+    }
+
+    /// Adds a prompt, or replaces the prompt of the same name in place.
+    pub fn add_prompt(&self, route: PromptRoute) -> bool {
+        self.shared.add_prompt(route)
+    }
+
+    /// Removes the prompt called `name`; returns whether there was one.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.shared.update(&self.shared.prompts, ListKind::Prompts, |r| r.remove(name))
+    }
+
+    /// Adds a static resource, or replaces the one with the same URI in place.
+    pub fn add_resource(&self, route: ResourceRoute) -> bool {
+        self.shared.add_resource(route)
+    }
+
+    /// Removes the static resource at `uri`; returns whether there was one.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.shared.update(&self.shared.resources, ListKind::Resources, |r| r.remove(uri))
+    }
+
+    /// Adds a resource template, or replaces the one with the same URI template in place.
+    pub fn add_template(&self, route: TemplateRoute) -> bool {
+        self.shared.add_template(route)
+    }
+
+    /// Removes the resource template `uri_template`; returns whether there was one.
+    pub fn remove_template(&self, uri_template: &str) -> bool {
+        self.shared.update(&self.shared.templates, ListKind::Resources, |r| r.remove(uri_template))
+    }
+
+    /// The names of the registered tools, in list order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.shared.tools.load().iter().map(|t| t.tool.name.clone()).collect()
+    }
+}

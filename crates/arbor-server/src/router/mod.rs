@@ -1,0 +1,499 @@
+//! The declarative handler level: a [`Router`] of plain async functions with typed
+//! arguments, which implements [`ServerHandler`] for the runtime.
+//!
+//! Each tool, prompt, resource, resource template and completion is registered explicitly,
+//! name and description next to the function, axum-style. Schemas come from the argument
+//! and output types (schemars); arguments are validated before a tool runs and typed
+//! output before it is sent; lists are paged with opaque cursors in registration order;
+//! capabilities are derived from what is registered; and a [`RouterHandle`] changes the
+//! lists while serving, announcing each change for `notifications/*/list_changed`.
+//!
+//! The router is not the runtime: it never sees JSON-RPC ids, eras or connections, and it
+//! does not stamp `resultType` or the 2026-07-28 cache fields (`ttlMs`, `cacheScope`).
+//! Those depend on the request's revision and are required of every cacheable result,
+//! whichever handler produced it, so the runtime writes them (keeping any value a handler
+//! set) on its way out; the router leaves them unset.
+//!
+//! Invariant: nothing is advertised that is not served, and what is served stays
+//! advertised: a capability appears once something of its kind is registered (or
+//! [`Router::advertise`] asks for it) and is answered from then on, even when empty.
+
+pub mod completion;
+mod error;
+mod handle;
+mod handler_fn;
+mod pagination;
+mod prompt;
+mod registry;
+mod resource;
+mod result;
+mod schema;
+mod tool;
+mod uri_template;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::ToolError;
+pub use handle::RouterHandle;
+pub use handler_fn::{HandlerFn, ReadFn, WithContext, WithoutContext};
+pub use prompt::PromptRoute;
+pub use resource::{ResourceRoute, TemplateRoute};
+pub use result::{IntoPromptResult, IntoReadResult, IntoStructuredResult, IntoToolResult, Json, ReadTarget};
+pub use schema::NoArgs;
+/// The schemars version the router derives schemas with. Derive
+/// `schemars::JsonSchema` with the same major version (1.x).
+pub use schemars;
+pub use tool::ToolRoute;
+
+use crate::context::RequestContext;
+use crate::handler::{ListKind, ServerHandler, ServerInfo};
+use crate::reply::Reply;
+use arbor_protocol::error::McpError;
+use arbor_protocol::methods::MethodName;
+use arbor_protocol::model::capabilities::{
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
+};
+use arbor_protocol::model::common::{JsonObject, PaginatedRequestParams};
+use arbor_protocol::model::completion::{CompleteRequestParams, CompleteResult, Reference};
+use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult};
+use arbor_protocol::model::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
+    ResourceSubscriptionParams,
+};
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
+use async_trait::async_trait;
+use completion::{CompletionRequest, IntoCompletion};
+use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TOOLS};
+use pagination::ListId;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default number of entries on one page of a list.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// A server made of registered async functions. Implements [`ServerHandler`].
+///
+/// ```
+/// use arbor_server::router::{Router, ToolError};
+/// use arbor_server::RequestContext;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct AddArgs {
+///     /// The first addend.
+///     a: i64,
+///     /// The second addend.
+///     b: i64,
+/// }
+///
+/// async fn add(args: AddArgs, _cx: RequestContext) -> Result<String, ToolError> {
+///     let sum = args.a.checked_add(args.b).ok_or_else(|| ToolError::failed("the sum overflows"))?;
+///     Ok(sum.to_string())
+/// }
+///
+/// let router = Router::new("calculator", "1.0.0")
+///     .instructions("Arithmetic on 64-bit integers.")
+///     .tool("add", "Add two numbers", add);
+/// ```
+///
+/// Tools with typed output, prompts, resources and templates register the same way
+/// ([`Router::tool_with_output`], [`Router::prompt`], [`Router::resource`],
+/// [`Router::resource_template`]); the `*_route` methods take a route builder for the
+/// less common metadata (titles, icons, annotations, deadlines, completions).
+///
+/// Cloning a router is cheap and the clones share their lists.
+#[derive(Clone, Debug)]
+pub struct Router {
+    info: ServerInfo,
+    page_size: usize,
+    subscriptions: bool,
+    shared: Arc<Shared>,
+}
+
+impl Router {
+    /// A router for a server called `name` at `version`, with nothing registered.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Router::with_info(ServerInfo::new(name, version))
+    }
+
+    /// A router with the given identity, with nothing registered.
+    pub fn with_info(info: ServerInfo) -> Self {
+        Router { info, page_size: DEFAULT_PAGE_SIZE, subscriptions: false, shared: Arc::default() }
+    }
+
+    /// Instructions for the model using this server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.info.instructions = Some(instructions.into());
+        self
+    }
+
+    /// How many entries one page of a list holds (default [`DEFAULT_PAGE_SIZE`]).
+    ///
+    /// # Panics
+    ///
+    /// If `size` is 0.
+    pub fn page_size(mut self, size: usize) -> Self {
+        assert!(size > 0, "a page holds at least one entry");
+        self.page_size = size;
+        self
+    }
+
+    /// Accepts `resources/subscribe` (legacy revisions) for every registered resource and
+    /// advertises `resources.subscribe`. The runtime keeps the subscriptions and delivers
+    /// `notifications/resources/updated`; without this, subscribing is -32601.
+    pub fn subscriptions(mut self) -> Self {
+        self.subscriptions = true;
+        self
+    }
+
+    /// Advertises `kind` even while nothing of it is registered, for a dynamic router that
+    /// fills the list at run time through its [`RouterHandle`].
+    pub fn advertise(self, kind: ListKind) -> Self {
+        self.shared.mark_served(match kind {
+            ListKind::Tools => TOOLS,
+            ListKind::Prompts => PROMPTS,
+            ListKind::Resources => RESOURCES,
+        });
+        self
+    }
+
+    /// A handle for changing the lists while serving. The router becomes dynamic: it
+    /// advertises `listChanged` and announces every change (see [`RouterHandle`]).
+    pub fn handle(&self) -> RouterHandle {
+        self.shared.dynamic.store(true, Ordering::Release);
+        RouterHandle { shared: Arc::clone(&self.shared) }
+    }
+
+    /// Registers the tool `name`, described by `description`, calling `handler` with its
+    /// arguments parsed as `A`. See [`ToolRoute::new`].
+    ///
+    /// # Panics
+    ///
+    /// If a tool of that name is already registered, or as [`ToolRoute::new`].
+    pub fn tool<A, H, M>(self, name: impl Into<String>, description: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoToolResult,
+    {
+        self.tool_route(ToolRoute::new(name, handler).description(description))
+    }
+
+    /// Registers a tool with a typed output (`outputSchema` and `structuredContent`). See
+    /// [`ToolRoute::with_output`].
+    ///
+    /// # Panics
+    ///
+    /// If a tool of that name is already registered, or as [`ToolRoute::with_output`].
+    pub fn tool_with_output<A, H, M>(self, name: impl Into<String>, description: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoStructuredResult,
+    {
+        self.tool_route(ToolRoute::with_output(name, handler).description(description))
+    }
+
+    /// Registers a tool built with [`ToolRoute`].
+    ///
+    /// # Panics
+    ///
+    /// If a tool of that name is already registered.
+    pub fn tool_route(self, route: ToolRoute) -> Self {
+        let name = route.tool.name.clone();
+        assert!(!self.shared.add_tool(route), "tool `{name}` is registered twice");
+        self
+    }
+
+    /// Registers the prompt `name`, calling `handler` with its arguments parsed as `A`.
+    ///
+    /// # Panics
+    ///
+    /// If a prompt of that name is already registered, or as [`PromptRoute::new`].
+    pub fn prompt<A, H, M>(self, name: impl Into<String>, description: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoPromptResult,
+    {
+        self.prompt_route(PromptRoute::new(name, handler).description(description))
+    }
+
+    /// Registers a prompt built with [`PromptRoute`].
+    ///
+    /// # Panics
+    ///
+    /// If a prompt of that name is already registered.
+    pub fn prompt_route(self, route: PromptRoute) -> Self {
+        let name = route.prompt.name.clone();
+        assert!(!self.shared.add_prompt(route), "prompt `{name}` is registered twice");
+        self
+    }
+
+    /// Registers the static resource at `uri`, read by `reader`.
+    ///
+    /// # Panics
+    ///
+    /// If a resource with that URI is already registered.
+    pub fn resource<H, M>(
+        self,
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        mime_type: impl Into<String>,
+        reader: H,
+    ) -> Self
+    where
+        H: ReadFn<M>,
+        H::Output: IntoReadResult,
+    {
+        self.resource_route(ResourceRoute::new(uri, name, reader).description(description).mime_type(mime_type))
+    }
+
+    /// Registers a static resource built with [`ResourceRoute`].
+    ///
+    /// # Panics
+    ///
+    /// If a resource with that URI is already registered.
+    pub fn resource_route(self, route: ResourceRoute) -> Self {
+        let uri = route.resource.uri.clone();
+        assert!(!self.shared.add_resource(route), "resource {uri} is registered twice");
+        self
+    }
+
+    /// Registers the resource template `uri_template`, read by `reader` with the matched
+    /// variables parsed as `A`. See [`TemplateRoute::new`].
+    ///
+    /// # Panics
+    ///
+    /// If the template is already registered, or as [`TemplateRoute::new`].
+    pub fn resource_template<A, H, M>(
+        self,
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        mime_type: impl Into<String>,
+        reader: H,
+    ) -> Self
+    where
+        A: DeserializeOwned + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoReadResult,
+    {
+        self.template_route(
+            TemplateRoute::new(uri_template, name, reader).description(description).mime_type(mime_type),
+        )
+    }
+
+    /// Registers a resource template built with [`TemplateRoute`].
+    ///
+    /// # Panics
+    ///
+    /// If the template is already registered.
+    pub fn template_route(self, route: TemplateRoute) -> Self {
+        let key = route.template.uri_template.clone();
+        assert!(!self.shared.add_template(route), "resource template {key} is registered twice");
+        self
+    }
+
+    fn not_offered(&self, bit: u8, method: MethodName) -> Result<(), McpError> {
+        if self.shared.serves(bit) {
+            Ok(())
+        } else {
+            Err(McpError::method_not_found(method.as_str()))
+        }
+    }
+
+    /// Whether a subscription to `uri` names something this router serves.
+    fn knows_uri(&self, uri: &str) -> bool {
+        self.shared.resources.load().get(uri).is_some() || self.shared.templates.load().iter().any(|t| t.matches(uri))
+    }
+}
+
+#[async_trait]
+impl ServerHandler for Router {
+    fn info(&self) -> ServerInfo {
+        self.info.clone()
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        let list_changed = self.shared.dynamic.load(Ordering::Acquire).then_some(true);
+        let serves = |bit| self.shared.serves(bit);
+        ServerCapabilities {
+            // The runtime serves logging itself (`RequestContext::log`, `logging/setLevel`).
+            logging: Some(JsonObject::new()),
+            completions: serves(COMPLETIONS).then(JsonObject::new),
+            prompts: serves(PROMPTS).then(|| PromptsCapability { list_changed, ..Default::default() }),
+            resources: serves(RESOURCES).then(|| ResourcesCapability {
+                subscribe: self.subscriptions.then_some(true),
+                list_changed,
+                ..Default::default()
+            }),
+            tools: serves(TOOLS).then(|| ToolsCapability { list_changed, ..Default::default() }),
+            ..Default::default()
+        }
+    }
+
+    fn tool_deadline(&self, tool: &str) -> Option<Duration> {
+        self.shared.tools.load().get(tool).and_then(|t| t.deadline)
+    }
+
+    fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
+        self.shared.dynamic.load(Ordering::Acquire).then(|| self.shared.subscribe())
+    }
+
+    async fn list_tools(
+        &self,
+        params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ListToolsResult, McpError> {
+        self.not_offered(TOOLS, MethodName::ListTools)?;
+        let (page, next_cursor) =
+            pagination::page(&self.shared.tools.load(), ListId::Tools, params.cursor.as_deref(), self.page_size)?;
+        let tools = page.iter().map(|t| t.tool.clone()).collect();
+        Ok(ListToolsResult { tools, next_cursor, ..Default::default() })
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<CallToolResult>, McpError> {
+        self.not_offered(TOOLS, MethodName::CallTool)?;
+        // The lookup clones one `Arc` out of the current list; nothing is held across the
+        // call, so a tool removed meanwhile finishes this call undisturbed.
+        let route = self.shared.tools.load().get(&params.name).cloned();
+        let route = route.ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {}", params.name)))?;
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        route.call(arguments, cx).await
+    }
+
+    async fn list_resources(
+        &self,
+        params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.not_offered(RESOURCES, MethodName::ListResources)?;
+        let (page, next_cursor) = pagination::page(
+            &self.shared.resources.load(),
+            ListId::Resources,
+            params.cursor.as_deref(),
+            self.page_size,
+        )?;
+        let resources = page.iter().map(|r| r.resource.clone()).collect();
+        Ok(ListResourcesResult { resources, next_cursor, ..Default::default() })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.not_offered(RESOURCES, MethodName::ListResourceTemplates)?;
+        let (page, next_cursor) = pagination::page(
+            &self.shared.templates.load(),
+            ListId::Templates,
+            params.cursor.as_deref(),
+            self.page_size,
+        )?;
+        let resource_templates = page.iter().map(|t| t.template.clone()).collect();
+        Ok(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
+    }
+
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<ReadResourceResult>, McpError> {
+        self.not_offered(RESOURCES, MethodName::ReadResource)?;
+        let uri = params.uri;
+        // Static resources first, then templates in registration order; the future is
+        // built while the lists are loaded and awaited after they are released.
+        let read = match self.shared.resources.load().get(&uri) {
+            Some(resource) => Some(resource.read(cx.clone())),
+            None => self.shared.templates.load().iter().find_map(|t| t.read(&uri, cx.clone())),
+        };
+        match read {
+            Some(read) => read.await,
+            None => Err(McpError::resource_not_found(&uri, cx.connection().protocol_version)),
+        }
+    }
+
+    async fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
+        if !self.subscriptions {
+            return Err(McpError::method_not_found(MethodName::Subscribe.as_str()));
+        }
+        if self.knows_uri(&params.uri) {
+            Ok(())
+        } else {
+            Err(McpError::resource_not_found(&params.uri, cx.connection().protocol_version))
+        }
+    }
+
+    async fn unsubscribe(&self, _params: ResourceSubscriptionParams, _cx: RequestContext) -> Result<(), McpError> {
+        if !self.subscriptions {
+            return Err(McpError::method_not_found(MethodName::Unsubscribe.as_str()));
+        }
+        // Unsubscribing from something never subscribed (or since removed) is harmless.
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.not_offered(PROMPTS, MethodName::ListPrompts)?;
+        let (page, next_cursor) =
+            pagination::page(&self.shared.prompts.load(), ListId::Prompts, params.cursor.as_deref(), self.page_size)?;
+        let prompts = page.iter().map(|p| p.prompt.clone()).collect();
+        Ok(ListPromptsResult { prompts, next_cursor, ..Default::default() })
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<GetPromptResult>, McpError> {
+        self.not_offered(PROMPTS, MethodName::GetPrompt)?;
+        let route = self.shared.prompts.load().get(&params.name).cloned();
+        let route = route.ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {}", params.name)))?;
+        route.get(params.arguments.unwrap_or_default(), cx).await
+    }
+
+    async fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Result<CompleteResult, McpError> {
+        self.not_offered(COMPLETIONS, MethodName::Complete)?;
+        let completer = match &params.reference {
+            Reference::Prompt(p) => {
+                let prompts = self.shared.prompts.load();
+                let route = prompts
+                    .get(&p.name)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {}", p.name)))?;
+                route.completers.get(&params.argument.name).cloned()
+            }
+            Reference::ResourceTemplate(r) => {
+                let templates = self.shared.templates.load();
+                let route = templates
+                    .get(&r.uri)
+                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {}", r.uri)))?;
+                route.completers.get(&params.argument.name).cloned()
+            }
+        };
+        let completion = match completer {
+            Some(completer) => {
+                let request = CompletionRequest {
+                    argument: params.argument.name,
+                    value: params.argument.value,
+                    context: params.context.and_then(|c| c.arguments).unwrap_or_default(),
+                };
+                completer(request, cx).await?
+            }
+            // An argument without a completion function has no suggestions.
+            None => Vec::<String>::new().into_completion().map(completion::clamp)?,
+        };
+        Ok(CompleteResult { completion, ..Default::default() })
+    }
+}

@@ -1,0 +1,151 @@
+//! The router's results, serialised, against the vendored schemas' result definitions.
+//!
+//! For 2026-07-28 the test first adds what the runtime adds on the way out (`resultType`,
+//! and `ttlMs`/`cacheScope` on the cacheable list results), since the router leaves those
+//! to it; everything else must already be valid as the router made it.
+
+use super::*;
+use serde_json::Map;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+const LEGACY: &str = "2025-11-25";
+const MODERN: &str = "2026-07-28";
+
+fn schema(revision: &str) -> Value {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/spec").join(revision).join("schema.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Panics with every error when `instance` does not validate against `revision`'s
+/// definition `definition`.
+fn assert_valid(revision: &str, definition: &str, instance: &Value) {
+    static CACHE: OnceLock<Mutex<HashMap<(String, String), &'static jsonschema::Validator>>> = OnceLock::new();
+    let validator = *CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry((revision.into(), definition.into()))
+        .or_insert_with(|| {
+            // The whole document with a root `$ref` validates exactly the named definition.
+            let mut doc = schema(revision);
+            assert!(doc["$defs"].get(definition).is_some(), "{revision} has no {definition}");
+            doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/$defs/{definition}")));
+            Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()))
+        });
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "{revision}#{definition} rejects {instance:#}:\n{}", errors.join("\n"));
+}
+
+/// What the runtime adds to a 2026-07-28 result.
+fn stamped(mut result: Value, cacheable: bool) -> Value {
+    let object: &mut Map<String, Value> = result.as_object_mut().unwrap();
+    object.insert("resultType".into(), json!("complete"));
+    if cacheable {
+        object.insert("ttlMs".into(), json!(0));
+        object.insert("cacheScope".into(), json!("public"));
+    }
+    result
+}
+
+fn check(definition: &str, result: &impl Serialize, cacheable: bool) {
+    let value = serde_json::to_value(result).unwrap();
+    assert_valid(LEGACY, definition, &value);
+    assert_valid(MODERN, definition, &stamped(value, cacheable));
+}
+
+#[tokio::test]
+async fn list_results_are_valid_in_both_eras() {
+    let router = fixture().page_size(2);
+    let tools = router.list_tools(first_page(), cx()).await.unwrap();
+    assert!(tools.next_cursor.is_some());
+    check("ListToolsResult", &tools, true);
+    check("ListPromptsResult", &router.list_prompts(first_page(), cx()).await.unwrap(), true);
+    check("ListResourcesResult", &router.list_resources(first_page(), cx()).await.unwrap(), true);
+    check("ListResourceTemplatesResult", &router.list_resource_templates(first_page(), cx()).await.unwrap(), true);
+}
+
+#[tokio::test]
+async fn tool_schemas_of_awkward_argument_types_are_valid_in_both_eras() {
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        depth: u8,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(tag = "kind")]
+    #[allow(dead_code)]
+    enum Shape {
+        Circle { radius: f64 },
+        Square { side: f64 },
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Awkward {
+        anything: Value,
+        nested: Inner,
+        list: Vec<Inner>,
+        maybe: Option<Inner>,
+        map: HashMap<String, u32>,
+    }
+    let router = Router::new("s", "1")
+        .tool("awkward", "", |_: Awkward| async { "" })
+        .tool("shape", "", |_: Shape| async { "" })
+        .tool_route(ToolRoute::new("noargs", |_: crate::router::NoArgs| async { "" }).icon(
+            arbor_protocol::model::common::Icon {
+                src: "data:image/png;base64,AA==".into(),
+                mime_type: Some("image/png".into()),
+                sizes: None,
+                theme: None,
+                extra: Default::default(),
+            },
+        ));
+    let list = router.list_tools(first_page(), cx()).await.unwrap();
+    check("ListToolsResult", &list, true);
+    let awkward = Value::Object(list.tools[0].input_schema.clone());
+    assert!(awkward.get("$defs").is_none(), "subschemas are inlined for draft-07 clients: {awkward:#}");
+    assert_eq!(list.tools[1].input_schema["type"], "object", "a tagged enum is an object too");
+}
+
+#[tokio::test]
+async fn tool_results_are_valid_in_both_eras() {
+    let router = fixture();
+    check("CallToolResult", &call(&router, "add", json!({"a": 1, "b": 2})).await.unwrap(), false);
+    check("CallToolResult", &call(&router, "add", json!({"a": "x"})).await.unwrap(), false);
+    check("CallToolResult", &call(&router, "divide", json!({"dividend": 1, "divisor": 2})).await.unwrap(), false);
+    check("CallToolResult", &call(&router, "divide", json!({"dividend": 1, "divisor": 0})).await.unwrap(), false);
+}
+
+#[tokio::test]
+async fn prompt_read_and_completion_results_are_valid_in_both_eras() {
+    use arbor_protocol::model::completion::{CompleteArgument, CompleteRequestParams, PromptReference, Reference};
+    use arbor_protocol::model::prompts::GetPromptRequestParams;
+    use arbor_protocol::model::resources::ReadResourceRequestParams;
+    let router = fixture();
+
+    let params = GetPromptRequestParams {
+        name: "greet".into(),
+        arguments: Some([("name".to_owned(), "Ada".to_owned())].into()),
+        ..Default::default()
+    };
+    let Reply::Complete(prompt) = router.get_prompt(params, cx()).await.unwrap() else { panic!() };
+    check("GetPromptResult", &prompt, false);
+
+    for uri in ["test://static/readme", "test://static/bytes", "test://template/1/data"] {
+        let params = ReadResourceRequestParams { uri: uri.into(), ..Default::default() };
+        let Reply::Complete(read) = router.read_resource(params, cx()).await.unwrap() else { panic!() };
+        check("ReadResourceResult", &read, true);
+    }
+
+    let params = CompleteRequestParams {
+        meta: None,
+        reference: Reference::Prompt(PromptReference { name: "greet".into(), title: None, extra: Default::default() }),
+        argument: CompleteArgument { name: "name".into(), value: "A".into(), extra: Default::default() },
+        context: None,
+        extra: Default::default(),
+    };
+    check("CompleteResult", &router.complete(params, cx()).await.unwrap(), false);
+}

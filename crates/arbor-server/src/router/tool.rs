@@ -1,0 +1,259 @@
+//! Tools: a typed async function plus the metadata clients list.
+//!
+//! A [`ToolRoute`] is built from a handler whose argument type gives the `inputSchema`
+//! (schemars) and, for [`ToolRoute::with_output`], whose output type gives the
+//! `outputSchema`. The schemas' validators are compiled here, once; the router checks
+//! every call's arguments against the input validator before the handler runs, and typed
+//! output is checked against the output validator before it is sent.
+//!
+//! This module does not look tools up or page them; the router does. Invariant: a
+//! `ToolRoute` that exists has an object `inputSchema` (and `outputSchema`, if any) whose
+//! validator compiled, so a registered tool can always be listed and called.
+
+use super::error::{error_result, ToolError};
+use super::handler_fn::HandlerFn;
+use super::result::{structured, IntoStructuredResult, IntoToolResult};
+use super::schema::{self, Contract};
+use crate::context::RequestContext;
+use crate::reply::Reply;
+use arbor_protocol::error::McpError;
+use arbor_protocol::meta::Meta;
+use arbor_protocol::model::common::{Icon, JsonObject};
+use arbor_protocol::model::tools::{CallToolResult, Tool, ToolAnnotations};
+use futures::future::BoxFuture;
+use futures::FutureExt as _;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A tool's handler with its argument and result types erased: it takes the (already
+/// validated) arguments as JSON.
+type ErasedTool =
+    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<Reply<CallToolResult>, McpError>> + Send + Sync>;
+
+/// A tool ready to register: its definition, its handler and its validators.
+///
+/// ```
+/// # use arbor_server::router::{ToolRoute, ToolError};
+/// # use std::time::Duration;
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Path { path: String }
+///
+/// async fn delete(args: Path) -> Result<String, ToolError> {
+///     Ok(format!("deleted {}", args.path))
+/// }
+///
+/// let route = ToolRoute::new("delete", delete)
+///     .description("Delete a file")
+///     .title("Delete file")
+///     .destructive_hint(true)
+///     .idempotent_hint(true)
+///     .deadline(Duration::from_secs(5));
+/// ```
+pub struct ToolRoute {
+    pub(crate) tool: Tool,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) input: Arc<jsonschema::Validator>,
+    handler: ErasedTool,
+}
+
+impl fmt::Debug for ToolRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolRoute").field("tool", &self.tool).field("deadline", &self.deadline).finish_non_exhaustive()
+    }
+}
+
+impl ToolRoute {
+    /// A tool named `name` that calls `handler` with its arguments parsed as `A`, and
+    /// answers whatever the handler returns (see [`IntoToolResult`]).
+    ///
+    /// # Panics
+    ///
+    /// If `A`'s schema is not an object schema (arguments are always a JSON object), or
+    /// does not compile.
+    pub fn new<A, H, M>(name: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoToolResult,
+    {
+        let name = name.into();
+        let label = name.clone();
+        let call: ErasedTool = Arc::new(move |args, cx| match parse_args::<A>(&label, args) {
+            Ok(args) => handler.call(args, cx).map(|out| finish(out.into_tool_result())).boxed(),
+            Err(message) => futures::future::ready(Ok(Reply::Complete(error_result(message)))).boxed(),
+        });
+        ToolRoute::build::<A>(name, None, call)
+    }
+
+    /// A tool with a typed output: `outputSchema` comes from the handler's output type, and
+    /// each result carries the value in `structuredContent` and its JSON text in `content`
+    /// (for clients older than 2025-06-18). Output that does not match the schema is a
+    /// server bug: it is logged and the client gets -32603.
+    ///
+    /// # Panics
+    ///
+    /// As [`ToolRoute::new`], and if the output type's schema is not an object schema:
+    /// revisions before 2026-07-28 accept only objects as `structuredContent`.
+    pub fn with_output<A, H, M>(name: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoStructuredResult,
+    {
+        let name = name.into();
+        let output_schema =
+            schema::object_schema_for::<<H::Output as IntoStructuredResult>::Output>(Contract::Serialize)
+                .unwrap_or_else(|e| panic!("tool `{name}`: output: {e}"));
+        let output = Arc::new(schema::compile(&output_schema).unwrap_or_else(|e| panic!("tool `{name}`: output: {e}")));
+        let label: Arc<str> = name.as_str().into();
+        let call: ErasedTool = Arc::new(move |args, cx| match parse_args::<A>(&label, args) {
+            Ok(args) => {
+                let (label, output) = (Arc::clone(&label), Arc::clone(&output));
+                handler.call(args, cx).map(move |out| finish_structured(&label, &output, out.into_structured())).boxed()
+            }
+            Err(message) => futures::future::ready(Ok(Reply::Complete(error_result(message)))).boxed(),
+        });
+        ToolRoute::build::<A>(name, Some(output_schema), call)
+    }
+
+    fn build<A: schemars::JsonSchema>(name: String, output_schema: Option<JsonObject>, call: ErasedTool) -> Self {
+        let input_schema = schema::object_schema_for::<A>(Contract::Deserialize)
+            .unwrap_or_else(|e| panic!("tool `{name}`: arguments: {e}"));
+        let input =
+            Arc::new(schema::compile(&input_schema).unwrap_or_else(|e| panic!("tool `{name}`: arguments: {e}")));
+        if !is_conventional_name(&name) {
+            tracing::warn!(tool = %name, "tool names should be 1-128 characters of A-Z, a-z, 0-9, '_', '-' and '.'");
+        }
+        let tool = Tool { name, input_schema, output_schema, ..Default::default() };
+        ToolRoute { tool, deadline: None, input, handler: call }
+    }
+
+    /// What the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.tool.description = Some(description.into());
+        self
+    }
+
+    /// A display name (2025-06-18 on).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Adds an icon (2025-11-25 on).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.tool.icons.get_or_insert_with(Vec::new).push(icon);
+        self
+    }
+
+    /// Replaces all behaviour hints at once.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+
+    fn hints(&mut self) -> &mut ToolAnnotations {
+        self.tool.annotations.get_or_insert_with(ToolAnnotations::default)
+    }
+
+    /// Hints whether the tool leaves its environment unchanged (`readOnlyHint`).
+    pub fn read_only_hint(mut self, read_only: bool) -> Self {
+        self.hints().read_only_hint = Some(read_only);
+        self
+    }
+
+    /// Hints whether the tool may destroy data (`destructiveHint`; clients assume `true`).
+    pub fn destructive_hint(mut self, destructive: bool) -> Self {
+        self.hints().destructive_hint = Some(destructive);
+        self
+    }
+
+    /// Hints whether a repeated call with the same arguments has no further effect
+    /// (`idempotentHint`).
+    pub fn idempotent_hint(mut self, idempotent: bool) -> Self {
+        self.hints().idempotent_hint = Some(idempotent);
+        self
+    }
+
+    /// Hints whether the tool talks to an open world of external entities
+    /// (`openWorldHint`; clients assume `true`).
+    pub fn open_world_hint(mut self, open_world: bool) -> Self {
+        self.hints().open_world_hint = Some(open_world);
+        self
+    }
+
+    /// Sets the tool's `_meta`.
+    pub fn meta(mut self, meta: Meta) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+
+    /// A deadline for each call of this tool, overriding the runtime's default
+    /// (it is what [`ServerHandler::tool_deadline`](crate::ServerHandler::tool_deadline) answers).
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The definition clients list.
+    pub fn definition(&self) -> &Tool {
+        &self.tool
+    }
+
+    /// Checks `args` against the input schema and, when they pass, calls the handler.
+    pub(crate) fn call(
+        &self,
+        args: Value,
+        cx: RequestContext,
+    ) -> BoxFuture<'static, Result<Reply<CallToolResult>, McpError>> {
+        if let Some(problems) = schema::problems(&self.input, &args) {
+            let message = format!("Invalid arguments for tool {}:\n{problems}", self.tool.name);
+            return futures::future::ready(Ok(Reply::Complete(error_result(message)))).boxed();
+        }
+        (self.handler)(args, cx)
+    }
+}
+
+/// Parses validated arguments. A type whose `Deserialize` is stricter than its schema can
+/// still refuse them; that is an argument problem too, so the model sees it.
+fn parse_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result<A, String> {
+    serde_json::from_value(args).map_err(|e| format!("Invalid arguments for tool {tool}: {e}"))
+}
+
+fn finish(result: Result<Reply<CallToolResult>, ToolError>) -> Result<Reply<CallToolResult>, McpError> {
+    match result {
+        Ok(reply) => Ok(reply),
+        Err(e) => e.into_call_result().map(Reply::Complete),
+    }
+}
+
+fn finish_structured<T: serde::Serialize>(
+    tool: &str,
+    output: &jsonschema::Validator,
+    result: Result<Reply<T>, ToolError>,
+) -> Result<Reply<CallToolResult>, McpError> {
+    let value = match result {
+        Ok(Reply::Complete(value)) => value,
+        Ok(Reply::InputRequired(input)) => return Ok(Reply::InputRequired(input)),
+        Err(e) => return e.into_call_result().map(Reply::Complete),
+    };
+    let value = serde_json::to_value(&value).map_err(|e| {
+        tracing::error!(tool, error = %e, "tool output does not serialise");
+        McpError::internal(format!("Tool {tool} produced output that does not serialise"))
+    })?;
+    if let Some(problems) = schema::problems(output, &value) {
+        // A bug in the server, not something the model can fix: log it where the operator
+        // looks, and tell the client only that it happened.
+        tracing::error!(tool, %problems, "tool output does not match its outputSchema");
+        return Err(McpError::internal(format!("Tool {tool} produced output that does not match its outputSchema")));
+    }
+    Ok(Reply::Complete(structured(value)))
+}
+
+/// The spec's SHOULD for tool names: 1–128 characters of `[A-Za-z0-9_.-]`.
+fn is_conventional_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+}
