@@ -19,11 +19,12 @@ use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::common::{Implementation, ProgressToken};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponses;
-use arbor_protocol::version::ProtocolVersion;
+use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::Value;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// What is known about the connection a request arrived on.
@@ -51,6 +52,42 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value);
 }
 
+/// Whether a request is still running, shared by every context built for it and by the
+/// runtime's guard in the request task. One allocation per request, no channel: the
+/// runtime stops a request by dropping its future, so the signal only has to reach
+/// clones of the context that outlive it (spawned helpers, blocking work).
+#[derive(Debug, Default)]
+pub(crate) struct RequestSignal {
+    state: AtomicU8,
+    stopped: Notify,
+}
+
+const RUNNING: u8 = 0;
+const FINISHED: u8 = 1;
+const STOPPED: u8 = 2;
+
+impl RequestSignal {
+    /// The request answered: nothing more may be sent for it.
+    pub(crate) fn finish(&self) {
+        let _ = self.state.compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The request was stopped before it answered (cancelled, timed out, shut down).
+    pub(crate) fn stop(&self) {
+        if self.state.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            self.stopped.notify_waiters();
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RUNNING
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::Acquire) == STOPPED
+    }
+}
+
 /// The context of one request. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct RequestContext {
@@ -61,11 +98,11 @@ pub struct RequestContext {
 struct Inner {
     id: RequestId,
     meta: Meta,
-    connection: ConnectionInfo,
+    connection: Arc<ConnectionInfo>,
     progress_token: Option<ProgressToken>,
     log_level: Option<LoggingLevel>,
     deadline: Option<Instant>,
-    cancelled: watch::Receiver<bool>,
+    signal: Arc<RequestSignal>,
     input_responses: Option<InputResponses>,
     input_state: Option<Value>,
     sink: Option<Arc<dyn RequestSink>>,
@@ -75,13 +112,16 @@ struct Inner {
 #[derive(Debug)]
 pub(crate) struct ContextParts {
     pub(crate) id: RequestId,
+    /// The request's `_meta`, moved out of its params (so `params.meta` is `None` in
+    /// what the handler gets; this is where it reads `_meta`).
     pub(crate) meta: Meta,
-    pub(crate) connection: ConnectionInfo,
+    /// Shared by every request of a legacy session.
+    pub(crate) connection: Arc<ConnectionInfo>,
     pub(crate) progress_token: Option<ProgressToken>,
     /// The lowest level the client wants to see; `None` means send no logs.
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) deadline: Option<Instant>,
-    pub(crate) cancelled: watch::Receiver<bool>,
+    pub(crate) signal: Arc<RequestSignal>,
     pub(crate) input_responses: Option<InputResponses>,
     pub(crate) input_state: Option<Value>,
     pub(crate) sink: Option<Arc<dyn RequestSink>>,
@@ -89,7 +129,6 @@ pub(crate) struct ContextParts {
 
 impl RequestContext {
     /// Built by the runtime once a request's terms are checked.
-    #[allow(dead_code)] // Used by the runtime modules.
     pub(crate) fn from_parts(parts: ContextParts) -> Self {
         let ContextParts {
             id,
@@ -98,7 +137,7 @@ impl RequestContext {
             progress_token,
             log_level,
             deadline,
-            cancelled,
+            signal,
             input_responses,
             input_state,
             sink,
@@ -111,7 +150,7 @@ impl RequestContext {
                 progress_token,
                 log_level,
                 deadline,
-                cancelled,
+                signal,
                 input_responses,
                 input_state,
                 sink,
@@ -122,15 +161,14 @@ impl RequestContext {
     /// A context attached to no connection, for calling handlers directly in tests:
     /// progress and logs go nowhere, it is never cancelled and has no deadline.
     pub fn detached(connection: ConnectionInfo) -> Self {
-        let (_tx, cancelled) = watch::channel(false);
         RequestContext::from_parts(ContextParts {
             id: RequestId::from(0),
             meta: Meta::new(),
-            connection,
+            connection: Arc::new(connection),
             progress_token: None,
             log_level: None,
             deadline: None,
-            cancelled,
+            signal: Arc::default(),
             input_responses: None,
             input_state: None,
             sink: None,
@@ -158,10 +196,16 @@ impl RequestContext {
     }
 
     /// Reports progress, if the client asked for it (a `progressToken` in `_meta`);
-    /// otherwise does nothing.
+    /// otherwise does nothing. Nothing is sent once the request has answered or was
+    /// stopped: the spec allows progress only for active requests.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let (Some(token), Some(sink)) = (&self.inner.progress_token, &self.inner.sink) {
-            sink.progress(token, progress, total, message);
+            if self.inner.signal.is_running() {
+                // 2024-11-05 has no progress message.
+                let version = self.inner.connection.protocol_version;
+                let message = message.filter(|_| version.supports(Feature::ProgressMessage));
+                sink.progress(token, progress, total, message);
+            }
         }
     }
 
@@ -174,23 +218,51 @@ impl RequestContext {
     /// (legacy `logging/setLevel`, or the request's `logLevel` in 2026-07-28).
     pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
         if let (Some(min), Some(sink)) = (self.inner.log_level, &self.inner.sink) {
-            if level >= min {
+            if level >= min && self.inner.signal.is_running() {
                 sink.log(level, logger, data);
             }
         }
     }
 
-    /// Whether the request was cancelled. A cancelled handler is also stopped by the
-    /// runtime; this lets long loops finish early and cleanly.
+    /// Whether the request was stopped before it answered: cancelled by the client, past
+    /// its deadline, or its connection closed. The runtime also drops the handler's future
+    /// then; this is for work the handler handed elsewhere (spawned tasks, blocking code).
     pub fn is_cancelled(&self) -> bool {
-        *self.inner.cancelled.borrow()
+        self.inner.signal.is_stopped()
     }
 
-    /// Resolves when the request is cancelled.
+    /// Resolves when the request is stopped (see [`RequestContext::is_cancelled`]); never
+    /// resolves for a request that answers normally.
     pub async fn cancelled(&self) {
-        let mut rx = self.inner.cancelled.clone();
-        // An error means the runtime dropped the sender: the request is over either way.
-        let _ = rx.wait_for(|c| *c).await;
+        let signal = &self.inner.signal;
+        loop {
+            let notified = signal.stopped.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a stop in between is not missed.
+            notified.as_mut().enable();
+            if signal.is_stopped() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A context for calling the same handler again with the client's answers to its
+    /// input requests (legacy era): same request, same signal, new input.
+    pub(crate) fn with_input(&self, responses: Option<InputResponses>, state: Option<Value>) -> RequestContext {
+        let i = &self.inner;
+        RequestContext::from_parts(ContextParts {
+            id: i.id.clone(),
+            meta: i.meta.clone(),
+            connection: i.connection.clone(),
+            progress_token: i.progress_token.clone(),
+            log_level: i.log_level,
+            deadline: i.deadline,
+            signal: i.signal.clone(),
+            input_responses: responses,
+            input_state: state,
+            sink: i.sink.clone(),
+        })
     }
 
     /// The instant the request will be stopped, if it has a deadline.

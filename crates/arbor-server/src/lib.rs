@@ -13,15 +13,27 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod config;
+mod connection;
 pub mod context;
+pub mod error;
 pub mod handler;
 pub mod input;
 pub mod reply;
+mod request;
 pub mod router;
+mod serve;
+mod tree;
 
 pub use arbor_protocol::error::McpError;
+pub use arbor_transport::{Transport, TransportConfig};
+pub use config::ServerConfig;
+pub use connection::Connection;
 pub use context::{ConnectionInfo, RequestContext};
+pub use error::{ConnectError, ServeError, StartError};
 pub use handler::{ListKind, ServerHandler, ServerInfo};
 pub use input::StateKey;
 pub use reply::{InputRequired, Reply};
 pub use router::{Router, RouterHandle, ToolError};
+pub use serve::{ConnectOptions, Server};
+pub use tree::DEFAULT_TENANT;

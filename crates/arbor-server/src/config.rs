@@ -1,0 +1,135 @@
+//! The server runtime's settings: limits, deadlines, the state key, supported versions.
+//!
+//! Plain data, read when a [`Server`](crate::Server) is built and shared read-only by every
+//! connection; nothing here acts. It is not the handler's configuration (what the server
+//! offers is the handler's business) and not the transport's (the frame cap is copied into
+//! each transport the server opens).
+//!
+//! Invariant: every limit has a finite, safe default, so a server built with
+//! `ServerConfig::default()` never queues work without bound and never lets a request run
+//! forever.
+
+use std::time::Duration;
+
+use arbor_otp::Gauge;
+use arbor_protocol::era::SupportedVersions;
+use arbor_protocol::model::common::CacheScope;
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::version::ProtocolVersion;
+
+use crate::input::StateKey;
+
+/// Settings of a [`Server`](crate::Server).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Requests one connection may have in flight; beyond it a request is refused at once
+    /// with the overload error (-32000, retry hint in `data`). Default 1024.
+    pub max_in_flight_per_connection: usize,
+    /// Requests all connections of one tenant may have in flight together. Default 16384.
+    pub max_in_flight_per_tenant: usize,
+    /// How long a request may run before it is stopped and answered with a timeout error;
+    /// `ServerHandler::tool_deadline` overrides it per tool. Default 60 s.
+    pub default_deadline: Duration,
+    /// The retry hint sent with an overload error. Default 50 ms.
+    pub overload_retry_after: Duration,
+    /// The longest frame accepted on stdio and the streams [`Server::serve_transport`]
+    /// opens by default, in bytes. Default 4 MiB.
+    ///
+    /// [`Server::serve_transport`]: crate::Server::serve_transport
+    pub max_frame_bytes: usize,
+    /// The protocol revisions served, across both eras. Default: all of them.
+    pub supported_versions: SupportedVersions,
+    /// The secret that seals 2026-07-28 `requestState`. Default: random per process, so
+    /// states do not survive a restart; set one to share states across instances.
+    pub state_key: StateKey,
+    /// The most rounds of legacy input (server-to-client requests) one request may take.
+    /// Default 8.
+    pub max_input_rounds: usize,
+    /// Cache hints put on 2026-07-28 cacheable results whose handler set none.
+    /// Default: `ttlMs` 0 (stale at once) and `cacheScope` private, which is always safe.
+    pub cache_ttl: Duration,
+    /// See [`ServerConfig::cache_ttl`].
+    pub cache_scope: CacheScope,
+    /// The level legacy sessions log at before the client sends `logging/setLevel`, if the
+    /// server advertises `logging`. Default `info`.
+    pub default_log_level: Option<LoggingLevel>,
+    /// The gauge the runtime's actors and tasks count in; a fresh one per test lets it
+    /// assert nothing leaked. Default: the process-wide gauge.
+    pub gauge: Option<Gauge>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_in_flight_per_connection: 1024,
+            max_in_flight_per_tenant: 16 * 1024,
+            default_deadline: Duration::from_secs(60),
+            overload_retry_after: Duration::from_millis(50),
+            max_frame_bytes: arbor_transport::DEFAULT_MAX_FRAME_BYTES,
+            supported_versions: SupportedVersions::all(),
+            state_key: StateKey::random(),
+            max_input_rounds: 8,
+            cache_ttl: Duration::ZERO,
+            cache_scope: CacheScope::Private,
+            default_log_level: Some(LoggingLevel::Info),
+            gauge: None,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Sets [`ServerConfig::max_in_flight_per_connection`].
+    pub fn max_in_flight_per_connection(mut self, max: usize) -> Self {
+        self.max_in_flight_per_connection = max;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_in_flight_per_tenant`].
+    pub fn max_in_flight_per_tenant(mut self, max: usize) -> Self {
+        self.max_in_flight_per_tenant = max;
+        self
+    }
+
+    /// Sets [`ServerConfig::default_deadline`].
+    pub fn default_deadline(mut self, deadline: Duration) -> Self {
+        self.default_deadline = deadline;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_frame_bytes`].
+    pub fn max_frame_bytes(mut self, max: usize) -> Self {
+        self.max_frame_bytes = max;
+        self
+    }
+
+    /// Serves only `versions`.
+    pub fn supported_versions(mut self, versions: impl IntoIterator<Item = ProtocolVersion>) -> Self {
+        self.supported_versions = SupportedVersions::new(versions);
+        self
+    }
+
+    /// Sets [`ServerConfig::state_key`].
+    pub fn state_key(mut self, key: StateKey) -> Self {
+        self.state_key = key;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_input_rounds`].
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+
+    /// Sets the default cache hints ([`ServerConfig::cache_ttl`], [`ServerConfig::cache_scope`]).
+    pub fn cache(mut self, ttl: Duration, scope: CacheScope) -> Self {
+        self.cache_ttl = ttl;
+        self.cache_scope = scope;
+        self
+    }
+
+    /// Counts the runtime's actors and tasks in `gauge`.
+    pub fn gauge(mut self, gauge: Gauge) -> Self {
+        self.gauge = Some(gauge);
+        self
+    }
+}

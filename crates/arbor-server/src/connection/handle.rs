@@ -1,0 +1,101 @@
+//! The connection actor's client API: [`ConnectionHandle`] inside the crate, and the public
+//! [`Connection`] a server runner holds.
+//!
+//! Call sites read like `connection.subscribed(uri, true)` or `requester.request(input)`;
+//! the message enum and ractor types stay behind this module. The handle never waits on
+//! the actor except in [`ClientRequester::request`], which waits for the client's answer
+//! (on the request task, never on the actor).
+//!
+//! Invariant: nothing here exposes ractor in the crate's public API; [`Connection`] holds
+//! only a crate-private handle.
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
+use ractor::ActorRef;
+use tokio::sync::oneshot;
+
+use super::ConnMsg;
+use crate::handler::ListKind;
+use crate::input::ClientRequester;
+
+/// The crate's handle on a connection actor. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct ConnectionHandle {
+    actor: ActorRef<ConnMsg>,
+}
+
+impl std::fmt::Debug for ConnectionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionHandle").field("actor", &self.actor.get_id()).finish()
+    }
+}
+
+impl ConnectionHandle {
+    pub(crate) fn new(actor: ActorRef<ConnMsg>) -> ConnectionHandle {
+        ConnectionHandle { actor }
+    }
+
+    /// Records that the client (un)subscribed to `uri`, after the handler agreed.
+    pub(crate) fn subscribed(&self, uri: String, on: bool) {
+        let _ = self.actor.cast(ConnMsg::Subscribed { uri, on });
+    }
+
+    /// Tells the connection a list changed.
+    pub(crate) fn list_changed(&self, kind: ListKind) -> bool {
+        self.actor.cast(ConnMsg::ListChanged(kind)).is_ok()
+    }
+
+    fn is_alive(&self) -> bool {
+        self.actor.get_status() < ractor::ActorStatus::Stopping
+    }
+
+    async fn wait(&self) {
+        let _ = self.actor.get_cell().wait(None).await;
+    }
+
+    fn close(&self) {
+        let _ = self.actor.cast(ConnMsg::Close);
+    }
+}
+
+#[async_trait::async_trait]
+impl ClientRequester for ConnectionHandle {
+    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+        let (reply, answer) = oneshot::channel();
+        self.actor
+            .cast(ConnMsg::Ask { request: Box::new(request), reply })
+            .map_err(|_| McpError::internal("the connection to the client is closed"))?;
+        // Dropping this future drops `answer`, which makes the pending entry dead.
+        answer.await.map_err(|_| McpError::internal("the connection closed before the client answered"))?
+    }
+}
+
+/// A running connection: one peer served by its own supervised actor.
+#[derive(Clone, Debug)]
+pub struct Connection {
+    handle: ConnectionHandle,
+}
+
+impl Connection {
+    pub(crate) fn new(handle: ConnectionHandle) -> Connection {
+        Connection { handle }
+    }
+
+    /// Waits until the connection has stopped (the peer closed its input, the writer broke,
+    /// or [`Connection::close`] was called), its requests were stopped, and its output was
+    /// flushed.
+    pub async fn closed(&self) {
+        self.handle.wait().await;
+    }
+
+    /// Asks the connection to stop: in-flight requests are stopped without answers,
+    /// queued output is flushed, then the transport is closed.
+    pub fn close(&self) {
+        self.handle.close();
+    }
+
+    /// Whether the connection is still running.
+    pub fn is_open(&self) -> bool {
+        self.handle.is_alive()
+    }
+}

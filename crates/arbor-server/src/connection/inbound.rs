@@ -1,0 +1,154 @@
+//! The connection's reader: frames from the transport, decoded once into typed messages.
+//!
+//! A plain tokio task owned by the connection actor. It drains every frame already
+//! buffered, decodes each with the one-pass typed path (`ClientRequest::decode_frame`),
+//! and hands the whole burst to the actor in one message, so a pipelined client costs one
+//! actor message per read, not per request. Decoding here, outside the actor, keeps the
+//! actor's turn short. Only frames the fast path refuses (notifications, responses, errors)
+//! are decoded a second time, to learn what they are.
+//!
+//! It answers nothing and decides nothing: malformed frames become [`Inbound::Refused`]
+//! with the error to send, and the actor sends it. Invariant: the number of bursts waiting
+//! in the actor's mailbox is bounded by [`MAX_BURSTS`]; the reader waits beyond it, which
+//! pushes back on the peer through the transport.
+
+use std::sync::Arc;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::{
+    decode_frame, decode_raw, Batching, ErrorResponse, Frame, Message, RawMessage, RequestId,
+};
+use arbor_protocol::methods::{ClientNotification, ClientRequest, FrameError};
+use arbor_transport::{FrameReader, FrameWriter, Inbound as Read};
+use ractor::ActorRef;
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::ConnMsg;
+use crate::error::frame_too_long;
+
+/// Bursts the reader may have queued at the actor before it waits.
+pub(crate) const MAX_BURSTS: usize = 32;
+/// Frames per burst at most, so one huge read does not become one huge actor turn.
+const MAX_BURST_LEN: usize = 256;
+
+/// One decoded message from the client.
+// Requests are moved into their task once; boxing them would add an allocation to every
+// request for the sake of the rare variants.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A request of a known method with well-formed params.
+    Request { id: RequestId, request: ClientRequest },
+    /// A notification of a known method.
+    Notification(ClientNotification),
+    /// A response to one of our server-to-client requests.
+    Response { id: RequestId, result: Box<RawValue> },
+    /// An error response to one of our server-to-client requests.
+    Error(ErrorResponse),
+    /// A JSON-RPC batch (2025-03-26 only; the actor checks the session allows it).
+    Batch(Vec<Inbound>),
+    /// A frame to answer with an error (`id` when it could be read).
+    Refused { id: Option<RequestId>, error: McpError },
+    /// A notification that could not be read; notifications are never answered.
+    Ignored,
+}
+
+/// A burst of decoded messages plus the credit it holds in the reader's budget.
+#[derive(Debug)]
+pub(crate) struct Burst {
+    pub(crate) items: Vec<Inbound>,
+    pub(crate) _credit: OwnedSemaphorePermit,
+}
+
+/// Reads until the transport ends or the writer breaks, then tells the actor.
+pub(crate) async fn read_loop(mut reader: FrameReader, writer: FrameWriter, actor: ActorRef<ConnMsg>) {
+    let credits = Arc::new(Semaphore::new(MAX_BURSTS));
+    let mut items = Vec::new();
+    'read: loop {
+        while let Some(read) = reader.next_buffered() {
+            items.push(decode(read));
+            if items.len() >= MAX_BURST_LEN && !send(&actor, &credits, &mut items).await {
+                break 'read;
+            }
+        }
+        if !items.is_empty() && !send(&actor, &credits, &mut items).await {
+            break;
+        }
+        tokio::select! {
+            filled = reader.fill() => match filled {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(err) => {
+                    tracing::debug!(%err, "connection input failed");
+                    break;
+                }
+            },
+            () = writer.closed() => break,
+        }
+    }
+    let _ = actor.cast(ConnMsg::InputClosed);
+}
+
+async fn send(actor: &ActorRef<ConnMsg>, credits: &Arc<Semaphore>, items: &mut Vec<Inbound>) -> bool {
+    let Ok(credit) = credits.clone().acquire_owned().await else { return false };
+    let burst = Burst { items: std::mem::take(items), _credit: credit };
+    actor.cast(ConnMsg::Inbound(burst)).is_ok()
+}
+
+fn decode(read: Read<'_>) -> Inbound {
+    match read {
+        Read::Oversized { limit } => Inbound::Refused { id: None, error: frame_too_long(limit) },
+        Read::Frame(bytes) => decode_bytes(bytes),
+    }
+}
+
+/// Decodes one frame: the typed one-pass path for requests, the two-step path otherwise.
+pub(crate) fn decode_bytes(bytes: &[u8]) -> Inbound {
+    if bytes.first() == Some(&b'[') {
+        return decode_batch(bytes);
+    }
+    match ClientRequest::decode_frame(bytes) {
+        Ok((id, request)) => Inbound::Request { id, request },
+        Err(FrameError::Decode(err)) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        Err(FrameError::Method(_)) => classify(bytes),
+    }
+}
+
+/// The slow path: what is this frame, if not a request we can serve?
+fn classify(bytes: &[u8]) -> Inbound {
+    match decode_raw(bytes) {
+        Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        Ok(RawMessage::Request { id, method, params }) => match ClientRequest::decode(&method, params) {
+            Ok(request) => Inbound::Request { id, request },
+            Err(err) => Inbound::Refused { id: Some(id), error: McpError::from(&err) },
+        },
+        Ok(RawMessage::Notification { method, params }) => match ClientNotification::decode(&method, params) {
+            Ok(notification) => Inbound::Notification(notification),
+            Err(err) => {
+                tracing::debug!(%err, %method, "ignoring a notification that could not be read");
+                Inbound::Ignored
+            }
+        },
+        Ok(RawMessage::Response { id, result }) => Inbound::Response { id, result: result.to_owned() },
+        Ok(RawMessage::Error(err)) => Inbound::Error(err),
+    }
+}
+
+/// A batch: each element decoded on its own, so one bad element costs only its own error.
+fn decode_batch(bytes: &[u8]) -> Inbound {
+    let items = match decode_frame(bytes, Batching::Allowed) {
+        Ok(Frame::Batch(items)) => items,
+        Ok(Frame::Single(_)) => return classify(bytes),
+        Err(err) => return Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+    };
+    let decoded = items
+        .into_iter()
+        .map(|item| match item {
+            // Rare path: re-encode the element and take the usual route.
+            Ok(message) => decode_bytes(&Message::to_vec(&message)),
+            Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        })
+        .collect();
+    Inbound::Batch(decoded)
+}

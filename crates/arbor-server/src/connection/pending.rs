@@ -1,0 +1,78 @@
+//! Server-to-client requests waiting for the client's answer (legacy era only).
+//!
+//! When a legacy request task needs input, the connection sends `elicitation/create`,
+//! `sampling/createMessage` or `roots/list` with a fresh id and files the waiting task's
+//! reply channel here under that id. The client's response is decoded with the pending
+//! method's result type (never by guessing its shape) and sent back. It is not the request
+//! task's timer: the task's deadline drops its receiver, and a dropped receiver makes the
+//! entry dead, swept on the next insert.
+//!
+//! Invariant: ids handed out here are unique for the life of the connection, so a late
+//! response can never be taken for the answer to a newer request.
+
+use std::collections::HashMap;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::{ErrorObject, RequestId};
+use arbor_protocol::method::{decode_result, encode_request};
+use arbor_protocol::methods::{CreateMessage, Elicit, ListRoots, MethodName};
+use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
+use arbor_transport::FrameWriter;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+/// Where a request task waits for the client's answer.
+pub(crate) type AnswerTx = oneshot::Sender<Result<InputResponse, McpError>>;
+
+/// The table of server-to-client requests in flight.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    next: u64,
+    waiting: HashMap<RequestId, (MethodName, AnswerTx)>,
+    sweep_at: usize,
+}
+
+impl Pending {
+    /// Sends `request` to the client and files `reply` under its new id.
+    pub(crate) fn ask(&mut self, writer: &FrameWriter, request: InputRequest, reply: AnswerTx) {
+        self.next += 1;
+        let id = RequestId::from(self.next as i64);
+        let (method, frame) = match &request {
+            InputRequest::Elicit(r) => (MethodName::Elicit, encode_request::<Elicit>(&id, &r.params)),
+            InputRequest::CreateMessage(r) => {
+                (MethodName::CreateMessage, encode_request::<CreateMessage>(&id, &r.params))
+            }
+            InputRequest::ListRoots(r) => {
+                (MethodName::ListRoots, encode_request::<ListRoots>(&id, &r.params.clone().unwrap_or_default()))
+            }
+        };
+        if writer.send(&frame).is_err() {
+            let _ = reply.send(Err(McpError::internal("the connection to the client is closed")));
+            return;
+        }
+        if self.waiting.len() >= self.sweep_at {
+            self.waiting.retain(|_, (_, tx)| !tx.is_closed());
+            self.sweep_at = (self.waiting.len() * 2).max(16);
+        }
+        self.waiting.insert(id, (method, reply));
+    }
+
+    /// The client answered `id`. Unknown ids (late or made up) are ignored.
+    pub(crate) fn answer(&mut self, id: &RequestId, result: &RawValue) {
+        let Some((method, reply)) = self.waiting.remove(id) else { return };
+        let decoded = match method {
+            MethodName::Elicit => decode_result::<Elicit>(result).map(InputResponse::Elicit),
+            MethodName::CreateMessage => decode_result::<CreateMessage>(result).map(InputResponse::CreateMessage),
+            _ => decode_result::<ListRoots>(result).map(InputResponse::ListRoots),
+        };
+        let _ = reply.send(decoded.map_err(|e| McpError::internal(format!("The client's answer was malformed: {e}"))));
+    }
+
+    /// The client answered `id` with an error.
+    pub(crate) fn fail(&mut self, id: Option<&RequestId>, error: ErrorObject) {
+        let Some(id) = id else { return };
+        if let Some((_, reply)) = self.waiting.remove(id) {
+            let _ = reply.send(Err(McpError::from(error)));
+        }
+    }
+}

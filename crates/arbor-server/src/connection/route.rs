@@ -1,0 +1,401 @@
+//! The connection actor's routing: which era a request belongs to, whether it may be served,
+//! and where it goes.
+//!
+//! For each request: a request carrying the modern terms in `_meta` is checked by
+//! `era::per_request` and served statelessly, whatever else happened on the connection;
+//! `initialize` opens a handshake session (`era::handshake`); anything else belongs to
+//! that session, or, with no session, is a modern request missing its terms (-32602), with
+//! `ping` allowed before `initialize` as the legacy lifecycle says. Methods are then gated
+//! by the revision in force (`ProtocolVersion::supports`) and by the capabilities the
+//! server advertised, and the rest become request tasks.
+//!
+//! This is bookkeeping only: nothing here awaits, and the only user code it calls is the
+//! handler's synchronous `tool_deadline`, behind `catch_unwind`. Invariant: every request
+//! that reaches this module is answered exactly once, at once (refusals, housekeeping) or
+//! by its task's report, unless the client cancels it.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
+use arbor_protocol::era::{self, Terms};
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::{self, Meta};
+use arbor_protocol::method::encode_response;
+use arbor_protocol::methods::{
+    ClientNotification, ClientRequest, MethodName, PromptListChanged, ResourceListChanged, ToolListChanged,
+};
+use arbor_protocol::model::common::{EmptyResult, Implementation, NotificationParams};
+use arbor_protocol::model::lifecycle::{InitializeRequestParams, InitializeResult};
+use arbor_protocol::version::{Era, Feature, ProtocolVersion};
+use tokio::time::Instant;
+
+use super::inbound::Inbound;
+use super::{ConnState, Legacy};
+use crate::context::ConnectionInfo;
+use crate::error::{already_initialized, duplicate_id, overloaded, panicked, timed_out, OverloadScope};
+use crate::handler::ListKind;
+use crate::request::sink::notify;
+use crate::request::{error_frame, JobTerms, RequestJob};
+
+/// The revision feature a client→server method needs, if any.
+fn gate(method: MethodName) -> Option<Feature> {
+    Some(match method {
+        MethodName::Initialize => Feature::InitializeHandshake,
+        MethodName::Ping => Feature::Ping,
+        MethodName::Discover => Feature::ServerDiscover,
+        MethodName::SubscriptionsListen => Feature::SubscriptionsListen,
+        MethodName::Subscribe | MethodName::Unsubscribe => Feature::ResourceSubscribe,
+        MethodName::SetLevel => Feature::SetLogLevel,
+        MethodName::GetTaskPayload | MethodName::ListTasks => Feature::CoreTasks,
+        _ => return None,
+    })
+}
+
+/// Moves the request's `_meta` out of its params; the context carries it from here on.
+fn take_meta(request: &mut ClientRequest) -> Option<Meta> {
+    match request {
+        ClientRequest::Initialize(p) => p.meta.take(),
+        ClientRequest::Ping(p) | ClientRequest::Discover(p) => p.meta.take(),
+        ClientRequest::ListTools(p)
+        | ClientRequest::ListResources(p)
+        | ClientRequest::ListResourceTemplates(p)
+        | ClientRequest::ListPrompts(p)
+        | ClientRequest::ListTasks(p) => p.meta.take(),
+        ClientRequest::CallTool(p) => p.meta.take(),
+        ClientRequest::ReadResource(p) => p.meta.take(),
+        ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => p.meta.take(),
+        ClientRequest::SubscriptionsListen(p) => p.meta.take(),
+        ClientRequest::GetPrompt(p) => p.meta.take(),
+        ClientRequest::Complete(p) => p.meta.take(),
+        ClientRequest::SetLevel(p) => p.meta.take(),
+        ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.take(),
+        ClientRequest::UpdateTask(p) => p.meta.take(),
+    }
+}
+
+/// Whether `_meta` carries either modern term key, as `era::arrival` decides: a request
+/// with one and not the other is a malformed modern request, not a legacy one.
+fn carries_modern_terms(meta: &Meta) -> bool {
+    meta.get(meta::PROTOCOL_VERSION).is_some() || meta.get(meta::CLIENT_CAPABILITIES).is_some()
+}
+
+/// How the terms of one request were established.
+enum Served {
+    Modern(Terms),
+    Legacy,
+}
+
+impl ConnState {
+    pub(super) fn on_inbound(&mut self, item: Inbound) {
+        match item {
+            Inbound::Request { id, request } => self.on_request(id, request),
+            Inbound::Notification(n) => self.on_notification(n),
+            Inbound::Response { id, result } => self.pending.answer(&id, &result),
+            Inbound::Error(e) => self.pending.fail(e.id.as_ref(), e.error),
+            Inbound::Refused { id, error } => self.reply_error(id, &error),
+            Inbound::Batch(items) => {
+                let allowed = self.legacy.as_ref().is_some_and(|l| l.session.version().supports(Feature::Batching));
+                if allowed {
+                    for item in items {
+                        self.on_inbound(item);
+                    }
+                } else {
+                    let error = McpError::InvalidRequest {
+                        message: "Invalid Request: JSON-RPC batches are not supported by this protocol revision".into(),
+                        data: None,
+                    };
+                    self.reply_error(None, &error);
+                }
+            }
+            Inbound::Ignored => {}
+        }
+    }
+
+    fn on_request(&mut self, id: RequestId, mut request: ClientRequest) {
+        let method = request.method();
+        let meta = take_meta(&mut request);
+        let served = if meta.as_ref().is_some_and(carries_modern_terms) {
+            match self.shared.per_request.terms(meta.as_ref(), era::Transport::Stdio) {
+                Ok(terms) => Served::Modern(terms),
+                Err(err) => return self.reply_error(Some(id), &err),
+            }
+        } else if let ClientRequest::Initialize(params) = request {
+            return self.on_initialize(id, params);
+        } else if self.legacy.is_some() {
+            Served::Legacy
+        } else if method == MethodName::Ping {
+            // The legacy lifecycle allows ping before initialize.
+            return self.reply(&id, &EmptyResult::default());
+        } else {
+            let err = match self.shared.per_request.terms(meta.as_ref(), era::Transport::Stdio) {
+                Err(err) => err,
+                Ok(_) => McpError::invalid_params("Missing required _meta terms"),
+            };
+            let err = McpError::invalid_params(format!("{} (or send initialize first)", err.message()));
+            return self.reply_error(Some(id), &err);
+        };
+        let version = match &served {
+            Served::Modern(terms) => terms.version(),
+            Served::Legacy => self.legacy.as_ref().map_or(ProtocolVersion::LATEST_LEGACY, |l| l.session.version()),
+        };
+        if gate(method).is_some_and(|feature| !version.supports(feature)) || !self.offers(method) {
+            return self.reply_error(Some(id), &McpError::method_not_found(method.as_str()));
+        }
+        match method {
+            MethodName::Ping => return self.reply(&id, &EmptyResult::default()),
+            MethodName::SetLevel => {
+                if let (ClientRequest::SetLevel(params), Some(legacy)) = (&request, self.legacy.as_mut()) {
+                    // Applies to every later request of the session, even before the
+                    // handler's own callback has run.
+                    legacy.session.set_log_level(params.level);
+                    legacy.log_level = Some(params.level);
+                }
+            }
+            // A second `initialize` carried modern terms: refused by the gate above.
+            MethodName::Initialize => return self.reply_error(Some(id), &already_initialized()),
+            _ => {}
+        }
+        let terms = self.job_terms(served, meta.as_ref(), version);
+        self.spawn(id, request, meta.unwrap_or_default(), terms);
+    }
+
+    /// Whether the server offers `method` at all: its capability was advertised, and it is
+    /// a method the runtime serves (not yet `subscriptions/listen`, nor the tasks methods).
+    fn offers(&self, method: MethodName) -> bool {
+        let caps = &self.shared.capabilities;
+        match method {
+            MethodName::ListTools | MethodName::CallTool => caps.tools.is_some(),
+            MethodName::ListResources | MethodName::ListResourceTemplates | MethodName::ReadResource => {
+                caps.resources.is_some()
+            }
+            MethodName::Subscribe | MethodName::Unsubscribe => {
+                caps.resources.as_ref().and_then(|r| r.subscribe).unwrap_or(false)
+            }
+            MethodName::ListPrompts | MethodName::GetPrompt => caps.prompts.is_some(),
+            MethodName::Complete => caps.completions.is_some(),
+            MethodName::SetLevel => caps.logging.is_some(),
+            MethodName::Initialize | MethodName::Ping | MethodName::Discover => true,
+            _ => false,
+        }
+    }
+
+    fn job_terms(&self, served: Served, meta: Option<&Meta>, version: ProtocolVersion) -> JobTerms {
+        let may_log = self.shared.capabilities.logging.is_some();
+        match served {
+            Served::Modern(terms) => {
+                let client_info = meta
+                    .and_then(Meta::client_info)
+                    .and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok());
+                let connection = Arc::new(ConnectionInfo {
+                    tenant: self.tenant.name().to_owned(),
+                    auth: self.auth.clone(),
+                    client_info,
+                    client_capabilities: terms.typed_client_capabilities(),
+                    protocol_version: version,
+                });
+                JobTerms {
+                    version,
+                    connection,
+                    progress_token: terms.progress_token().cloned(),
+                    log_level: terms.log_level().filter(|_| may_log),
+                }
+            }
+            Served::Legacy => {
+                let legacy = self.legacy.as_ref().expect("legacy terms need a session");
+                JobTerms {
+                    version,
+                    connection: legacy.info.clone(),
+                    progress_token: meta.and_then(Meta::progress_token),
+                    log_level: legacy.log_level.filter(|_| may_log),
+                }
+            }
+        }
+    }
+
+    fn on_initialize(&mut self, id: RequestId, params: InitializeRequestParams) {
+        if self.legacy.is_some() {
+            return self.reply_error(Some(id), &already_initialized());
+        }
+        let handshake = &self.shared.handshake;
+        let opened = handshake.answer(&params.protocol_version).and_then(|v| handshake.open(v, &params.capabilities));
+        let session = match opened {
+            Ok(session) => session,
+            Err(err) => return self.reply_error(Some(id), &err),
+        };
+        let version = session.version();
+        let info = Arc::new(ConnectionInfo {
+            tenant: self.tenant.name().to_owned(),
+            auth: self.auth.clone(),
+            client_info: Some(params.client_info),
+            client_capabilities: params.capabilities,
+            protocol_version: version,
+        });
+        let log_level = self.shared.config.default_log_level;
+        self.legacy = Some(Legacy { session, initialized: false, info, log_level });
+        let result = InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities: self.shared.legacy_capabilities(version),
+            server_info: self.shared.info.implementation.clone(),
+            instructions: self.shared.info.instructions.clone(),
+            ..Default::default()
+        };
+        self.reply(&id, &result);
+    }
+
+    fn spawn(&mut self, id: RequestId, request: ClientRequest, meta: Meta, terms: JobTerms) {
+        if self.in_flight.get(&id).is_some_and(|task| !task.is_finished()) {
+            return self.reply_error(Some(id), &duplicate_id());
+        }
+        let config = &self.shared.config;
+        if !self.tenant.try_acquire() {
+            let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
+            return self.reply_error(Some(id), &err);
+        }
+        let method = request.method();
+        let deadline = match &request {
+            ClientRequest::CallTool(p) => {
+                let handler = &self.shared.handler;
+                // A panicking override falls back to the default rather than taking the
+                // connection down with it.
+                std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
+            }
+            _ => None,
+        }
+        .unwrap_or(config.default_deadline);
+        let job = RequestJob {
+            shared: self.shared.clone(),
+            id: id.clone(),
+            request,
+            meta,
+            terms,
+            deadline: Some(Instant::now() + deadline),
+            sink: self.sink.clone(),
+            requester: self.me.clone(),
+            signal: Default::default(),
+        };
+        let report = {
+            let (id, writer, tenant) = (id.clone(), self.writer.clone(), self.tenant.clone());
+            move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
+                tenant.release();
+                let frame = match outcome {
+                    TaskOutcome::Completed(frame) => frame,
+                    TaskOutcome::Failed(never) => match never {},
+                    TaskOutcome::Panicked(message) => {
+                        tracing::error!(%id, %method, %message, "request handler panicked");
+                        error_frame(&id, &panicked(method))
+                    }
+                    TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
+                    // Cancelled by the client, or the connection is stopping: no answer.
+                    TaskOutcome::Cancelled | TaskOutcome::Shutdown => return,
+                };
+                let _ = writer.send(&frame);
+            }
+        };
+        let work = async move { Ok(job.run().await) };
+        match self.tasks.spawn_reporting(TaskOptions::deadline(deadline), work, report) {
+            Ok(task) => {
+                if self.in_flight.len() >= self.sweep_at {
+                    self.in_flight.retain(|_, task| !task.is_finished());
+                    self.sweep_at = (self.in_flight.len() * 2).max(64);
+                }
+                self.in_flight.insert(id, task);
+            }
+            Err(refused) => {
+                // The report was dropped unrun with the refused work; give the slot back.
+                self.tenant.release();
+                let err = match refused {
+                    SpawnError::Overloaded { max } => {
+                        overloaded(OverloadScope::Connection, max, config.overload_retry_after)
+                    }
+                    SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
+                };
+                self.reply_error(Some(id), &err);
+            }
+        }
+    }
+
+    fn on_notification(&mut self, notification: ClientNotification) {
+        match notification {
+            ClientNotification::Cancelled(params) => {
+                // Ids are looked up in this connection's table only; unknown or finished
+                // ids are ignored, as the spec allows.
+                if let Some(task) = params.request_id.and_then(|id| self.in_flight.remove(&id)) {
+                    let _ = task.cancel();
+                }
+            }
+            ClientNotification::Initialized(_) => {
+                if let Some(legacy) = self.legacy.as_mut() {
+                    legacy.initialized = true;
+                }
+            }
+            other => self.forward_notification(other),
+        }
+    }
+
+    /// Hands a notification to the handler, in arrival order, on the notification worker.
+    fn forward_notification(&mut self, notification: ClientNotification) {
+        if self.notifications.is_none() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let handler = self.shared.handler.clone();
+            let info = self.notification_info();
+            self.workers.push(tokio::spawn(async move {
+                use futures::FutureExt;
+                while let Some(n) = rx.recv().await {
+                    let call = AssertUnwindSafe(handler.on_notification(n, (*info).clone()));
+                    if call.catch_unwind().await.is_err() {
+                        tracing::error!("notification handler panicked");
+                    }
+                }
+            }));
+            self.notifications = Some(tx);
+        }
+        if let Some(tx) = &self.notifications {
+            let _ = tx.send(notification);
+        }
+    }
+
+    fn notification_info(&self) -> Arc<ConnectionInfo> {
+        match &self.legacy {
+            Some(legacy) => legacy.info.clone(),
+            None => Arc::new(ConnectionInfo {
+                tenant: self.tenant.name().to_owned(),
+                auth: self.auth.clone(),
+                client_info: None,
+                client_capabilities: Default::default(),
+                protocol_version: ProtocolVersion::newest(
+                    self.shared.config.supported_versions.versions().iter().copied(),
+                )
+                .unwrap_or(ProtocolVersion::LATEST),
+            }),
+        }
+    }
+
+    /// Tells an initialized legacy session that a list changed, if the server advertised
+    /// `listChanged` for it. Modern clients learn it on `subscriptions/listen` streams.
+    pub(super) fn on_list_changed(&mut self, kind: ListKind) {
+        let Some(legacy) = &self.legacy else { return };
+        if !legacy.initialized || legacy.session.version().era() != Era::Legacy {
+            return;
+        }
+        let caps = &self.shared.capabilities;
+        let params = NotificationParams::default();
+        match kind {
+            ListKind::Tools if caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true) => {
+                notify::<ToolListChanged>(&self.writer, &params)
+            }
+            ListKind::Prompts if caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true) => {
+                notify::<PromptListChanged>(&self.writer, &params)
+            }
+            ListKind::Resources if caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true) => {
+                notify::<ResourceListChanged>(&self.writer, &params)
+            }
+            _ => {}
+        }
+    }
+
+    fn reply<T: serde::Serialize>(&self, id: &RequestId, result: &T) {
+        let _ = self.writer.send(&encode_response(id, result));
+    }
+}

@@ -1,0 +1,106 @@
+//! The runtime's errors, named after the operation that failed, and the protocol errors
+//! the runtime itself answers with (overload, timeout, panic).
+//!
+//! The Rust errors ([`StartError`], [`ConnectError`], [`ServeError`]) are for the code that
+//! runs a server; they never travel. The protocol errors are built here as [`McpError`]
+//! values, which become wire JSON in exactly one place, `arbor-protocol`'s error module.
+//! Invariant: every error the runtime sends on its own (not the handler's) comes from a
+//! constructor in this file, so their codes and `data` shapes are defined once.
+
+use std::time::Duration;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::methods::MethodName;
+use serde_json::json;
+
+/// Starting the server's supervision tree failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("starting the server runtime failed: {0}")]
+pub struct StartError(pub(crate) String);
+
+/// Opening a connection failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The runtime is shutting down or gone.
+    #[error("the server runtime is shutting down")]
+    ShuttingDown,
+    /// The tenant's or connection's supervisor refused to start it.
+    #[error("starting the connection failed: {0}")]
+    Start(String),
+}
+
+/// Serving a transport failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServeError {
+    /// The runtime did not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The connection did not open.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+}
+
+/// Which bound refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OverloadScope {
+    Connection,
+    Tenant,
+}
+
+/// -32000 "Server busy": the request was refused at once because `limit` requests are
+/// already in flight. The code is the legacy implementation-defined range, where the spec
+/// lets servers put errors of their own; `data.retryAfterMs` says when to try again.
+pub(crate) fn overloaded(scope: OverloadScope, limit: usize, retry_after: Duration) -> McpError {
+    let scope = match scope {
+        OverloadScope::Connection => "connection",
+        OverloadScope::Tenant => "tenant",
+    };
+    McpError::Other {
+        code: -32000,
+        message: format!("Server busy: {limit} requests already in flight for this {scope}; retry later"),
+        data: Some(json!({
+            "reason": "overloaded",
+            "scope": scope,
+            "limit": limit,
+            "retryAfterMs": retry_after.as_millis() as u64,
+        })),
+    }
+}
+
+/// -32603 naming the deadline that stopped the request.
+pub(crate) fn timed_out(method: MethodName, deadline: Duration) -> McpError {
+    McpError::Internal {
+        message: format!("Request timed out: {method} did not answer within {} ms", deadline.as_millis()),
+        data: Some(json!({ "reason": "timeout", "timeoutMs": deadline.as_millis() as u64 })),
+    }
+}
+
+/// -32603 for a handler that panicked. The panic message stays in the server's logs: it
+/// may hold details the client should not see.
+pub(crate) fn panicked(method: MethodName) -> McpError {
+    McpError::internal(format!("Internal error: the {method} handler failed"))
+}
+
+/// -32600 for a request whose id is already in flight on this connection.
+pub(crate) fn duplicate_id() -> McpError {
+    McpError::InvalidRequest {
+        message: "Invalid Request: a request with this id is already in flight on this connection".to_owned(),
+        data: None,
+    }
+}
+
+/// -32600 for a frame longer than the transport's cap.
+pub(crate) fn frame_too_long(limit: usize) -> McpError {
+    McpError::InvalidRequest {
+        message: format!("Invalid Request: message longer than the {limit}-byte limit"),
+        data: Some(json!({ "reason": "frameTooLong", "limitBytes": limit })),
+    }
+}
+
+/// -32600 for a second `initialize` on one connection.
+pub(crate) fn already_initialized() -> McpError {
+    McpError::InvalidRequest {
+        message: "Invalid Request: initialize was already received on this connection".to_owned(),
+        data: None,
+    }
+}

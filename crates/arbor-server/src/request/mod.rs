@@ -1,0 +1,300 @@
+//! Request execution: what one supervised request task does.
+//!
+//! A [`RequestJob`] is built by the connection actor from a decoded request and the terms
+//! it was checked under, and runs on the connection's task supervisor. It builds the
+//! [`RequestContext`], calls the handler, finishes the result for its era (`resultType`,
+//! cache fields), and returns the encoded response frame. Errors are mapped through
+//! [`McpError`] once, here. "Input required" is resolved here too: sealed into an MRTR
+//! result in 2026-07-28 (`input::modern`), driven through server-to-client requests in the
+//! legacy era (`input::legacy`).
+//!
+//! It does not write the response itself: the task's report (see `connection`) writes it
+//! once the task is known to have finished, so a cancelled or timed-out task can never
+//! answer. Invariant: a job returns exactly one frame, the response to its own id.
+
+pub(crate) mod shape;
+pub(crate) mod sink;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::{Meta, SERVER_INFO};
+use arbor_protocol::method::encode_response;
+use arbor_protocol::methods::{ClientRequest, MethodName};
+use arbor_protocol::model::common::{EmptyResult, ProgressToken};
+use arbor_protocol::model::lifecycle::DiscoverResult;
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::mrtr::{InputResponses, Outcome};
+use arbor_protocol::version::{Era, ProtocolVersion};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::connection::ConnectionHandle;
+use crate::context::{ConnectionInfo, ContextParts, RequestContext, RequestSignal, RequestSink};
+use crate::input;
+use crate::reply::Reply;
+use crate::serve::Shared;
+use shape::{CacheDefaults, Shape};
+
+/// The terms a request runs under, whichever era supplied them.
+#[derive(Debug)]
+pub(crate) struct JobTerms {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) connection: Arc<ConnectionInfo>,
+    pub(crate) progress_token: Option<ProgressToken>,
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+/// One request, ready to run.
+pub(crate) struct RequestJob {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: RequestId,
+    pub(crate) request: ClientRequest,
+    pub(crate) meta: Meta,
+    pub(crate) terms: JobTerms,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) sink: Arc<dyn RequestSink>,
+    /// How to reach the client, for legacy input requests.
+    pub(crate) requester: ConnectionHandle,
+    pub(crate) signal: Arc<RequestSignal>,
+}
+
+/// Marks the request's signal when the task ends: finished if it answered, stopped if its
+/// future was dropped first (cancel, deadline, shutdown) or it panicked.
+struct SignalGuard(Arc<RequestSignal>, bool);
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.finish();
+        } else {
+            self.0.stop();
+        }
+    }
+}
+
+impl RequestJob {
+    /// Runs the request and returns its encoded response.
+    pub(crate) async fn run(self) -> Vec<u8> {
+        let mut guard = SignalGuard(self.signal.clone(), false);
+        let id = self.id.clone();
+        let frame = match self.dispatch().await {
+            Ok(frame) => frame,
+            Err(err) => error_frame(&id, &err),
+        };
+        guard.1 = true;
+        frame
+    }
+
+    async fn dispatch(self) -> Result<Vec<u8>, McpError> {
+        let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal } = self;
+        let modern = terms.version.era() == Era::Modern;
+        let version = terms.version;
+        let cx = RequestContext::from_parts(ContextParts {
+            id: id.clone(),
+            meta,
+            connection: terms.connection,
+            progress_token: terms.progress_token,
+            log_level: terms.log_level,
+            deadline,
+            signal,
+            input_responses: None,
+            input_state: None,
+            sink: Some(sink),
+        });
+        let exec = Exec { shared: &shared, modern, version, requester: &requester };
+        let handler = &*shared.handler;
+        let mut cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
+        let finish = |result: &mut dyn Shape, cache: &CacheDefaults| result.shape(modern, cache);
+        match request {
+            ClientRequest::ListTools(p) => {
+                let mut r = handler.list_tools(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::CallTool(mut p) => {
+                let (state, responses) = (p.request_state.take(), p.input_responses.take());
+                let subject = p.name.clone();
+                cache.uncacheable = state.is_some();
+                let outcome = exec
+                    .resolve(MethodName::CallTool, &subject, p, state, responses, cx, |p, cx| handler.call_tool(p, cx))
+                    .await?;
+                Ok(encode_outcome(&id, outcome, modern, &cache))
+            }
+            ClientRequest::ListResources(p) => {
+                let mut r = handler.list_resources(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::ListResourceTemplates(p) => {
+                let mut r = handler.list_resource_templates(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::ReadResource(mut p) => {
+                let (state, responses) = (p.request_state.take(), p.input_responses.take());
+                let subject = p.uri.clone();
+                cache.uncacheable = state.is_some();
+                let outcome = exec
+                    .resolve(MethodName::ReadResource, &subject, p, state, responses, cx, |p, cx| {
+                        handler.read_resource(p, cx)
+                    })
+                    .await?;
+                Ok(encode_outcome(&id, outcome, modern, &cache))
+            }
+            ClientRequest::ListPrompts(p) => {
+                let mut r = handler.list_prompts(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::GetPrompt(mut p) => {
+                let (state, responses) = (p.request_state.take(), p.input_responses.take());
+                let subject = p.name.clone();
+                let outcome = exec
+                    .resolve(MethodName::GetPrompt, &subject, p, state, responses, cx, |p, cx| {
+                        handler.get_prompt(p, cx)
+                    })
+                    .await?;
+                Ok(encode_outcome(&id, outcome, modern, &cache))
+            }
+            ClientRequest::Complete(p) => {
+                let mut r = handler.complete(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::Subscribe(p) => {
+                let uri = p.uri.clone();
+                handler.subscribe(p, cx).await?;
+                requester.subscribed(uri, true);
+                Ok(empty(&id, modern))
+            }
+            ClientRequest::Unsubscribe(p) => {
+                let uri = p.uri.clone();
+                handler.unsubscribe(p, cx).await?;
+                requester.subscribed(uri, false);
+                Ok(empty(&id, modern))
+            }
+            ClientRequest::SetLevel(p) => {
+                handler.set_log_level(p.level, cx.connection().clone()).await?;
+                Ok(empty(&id, modern))
+            }
+            ClientRequest::Discover(_) => {
+                let mut r = discover(&shared);
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            // The connection answers or refuses everything else before spawning a task.
+            other => Err(McpError::method_not_found(other.method().as_str())),
+        }
+    }
+}
+
+/// What resolving "input required" needs besides the handler.
+struct Exec<'a> {
+    shared: &'a Shared,
+    modern: bool,
+    version: ProtocolVersion,
+    requester: &'a ConnectionHandle,
+}
+
+impl Exec<'_> {
+    /// Calls a handler that may answer "input required", and resolves that the era's way.
+    #[allow(clippy::too_many_arguments)] // One call site per method; a struct would only rename them.
+    async fn resolve<P, T, F, Fut>(
+        &self,
+        method: MethodName,
+        subject: &str,
+        params: P,
+        request_state: Option<String>,
+        responses: Option<InputResponses>,
+        cx: RequestContext,
+        invoke: F,
+    ) -> Result<Outcome<T>, McpError>
+    where
+        P: Clone,
+        F: Fn(P, RequestContext) -> Fut,
+        Fut: Future<Output = Result<Reply<T>, McpError>>,
+    {
+        let key = &self.shared.config.state_key;
+        if self.modern {
+            let resumed = input::modern::open(key, method, subject, request_state.as_deref(), responses)?;
+            let cx = match (resumed.responses, resumed.state) {
+                (None, None) => cx,
+                (responses, state) => cx.with_input(responses, state),
+            };
+            let caps = cx.client_capabilities().clone();
+            return match invoke(params, cx).await? {
+                Reply::Complete(result) => Ok(Outcome::Complete(result)),
+                Reply::InputRequired(input) => {
+                    input::modern::seal(key, method, subject, input, &caps).map(Outcome::InputRequired)
+                }
+            };
+        }
+        // Legacy: the handler may be called again with the client's answers, so keep a
+        // copy of the params, but only when the client could answer at all.
+        let caps = cx.client_capabilities().clone();
+        let could_answer = caps.elicitation.is_some() || caps.sampling.is_some() || caps.roots.is_some();
+        let spare = could_answer.then(|| params.clone());
+        let mut first = Some(params);
+        let invoke = |responses: Option<InputResponses>, state: Option<Value>| {
+            let params = first.take().or_else(|| spare.clone());
+            let cx = if responses.is_none() && state.is_none() { cx.clone() } else { cx.with_input(responses, state) };
+            let call = params.map(|p| invoke(p, cx));
+            async move {
+                match call {
+                    Some(call) => call.await,
+                    None => Err(McpError::internal(
+                        "Cannot ask the client for input: it declared no elicitation, sampling or roots capability",
+                    )),
+                }
+            }
+        };
+        let max_rounds = self.shared.config.max_input_rounds;
+        input::legacy::drive(invoke, self.requester, &caps, self.version, max_rounds).await.map(Outcome::Complete)
+    }
+}
+
+fn encode_outcome<T: Shape + Serialize>(
+    id: &RequestId,
+    outcome: Outcome<T>,
+    modern: bool,
+    cache: &CacheDefaults,
+) -> Vec<u8> {
+    match outcome {
+        Outcome::Complete(mut result) => {
+            result.shape(modern, cache);
+            encode_response(id, &result)
+        }
+        other => encode_response(id, &other),
+    }
+}
+
+fn empty(id: &RequestId, modern: bool) -> Vec<u8> {
+    let result = if modern { EmptyResult::complete() } else { EmptyResult::default() };
+    encode_response(id, &result)
+}
+
+/// The `server/discover` result: versions, capabilities as served per request,
+/// instructions, and the server's identity in `_meta`.
+fn discover(shared: &Shared) -> DiscoverResult {
+    let mut meta = Meta::new();
+    meta.insert(SERVER_INFO, serde_json::to_value(&shared.info.implementation).unwrap_or(Value::Null));
+    DiscoverResult {
+        meta: Some(meta),
+        result_type: None,
+        supported_versions: shared.config.supported_versions.strings(),
+        capabilities: shared.modern_capabilities.clone(),
+        instructions: shared.info.instructions.clone(),
+        ttl_ms: None,
+        cache_scope: None,
+        extra: Default::default(),
+    }
+}
+
+/// The error response to `id`.
+pub(crate) fn error_frame(id: &RequestId, err: &McpError) -> Vec<u8> {
+    err.to_response(Some(id.clone())).to_vec()
+}

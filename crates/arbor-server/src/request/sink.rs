@@ -1,0 +1,81 @@
+//! Where a request's progress and log notifications go: its connection's writer.
+//!
+//! One [`ConnectionSink`] per connection, shared by all its requests (a clone of an `Arc`
+//! per request, no allocation). Notifications are encoded straight into the writer's batch
+//! buffer. This module does not decide whether a notification may be sent (the
+//! [`RequestContext`](crate::RequestContext) checks the token, the level and that the
+//! request is still running); it only writes.
+//!
+//! Invariant: what it writes is a complete `notifications/progress` or
+//! `notifications/message` frame, or nothing (a closed writer drops it).
+
+use arbor_protocol::method::{Notification, NotificationFrame};
+use arbor_protocol::methods::{LoggingMessage, Progress};
+use arbor_protocol::model::common::ProgressToken;
+use arbor_protocol::model::logging::{LoggingLevel, LoggingMessageNotificationParams};
+use arbor_protocol::model::utilities::ProgressNotificationParams;
+use arbor_transport::FrameWriter;
+use serde::Serialize;
+use serde_json::{Number, Value};
+
+use crate::context::RequestSink;
+
+/// Writes a connection's request-scoped notifications.
+#[derive(Debug)]
+pub(crate) struct ConnectionSink {
+    writer: FrameWriter,
+}
+
+impl ConnectionSink {
+    pub(crate) fn new(writer: FrameWriter) -> ConnectionSink {
+        ConnectionSink { writer }
+    }
+}
+
+/// Encodes one notification frame into the writer's buffer.
+pub(crate) fn notify<N: Notification>(writer: &FrameWriter, params: &N::Params) {
+    write_frame(writer, &NotificationFrame { method: N::METHOD.as_str(), params });
+}
+
+/// Encodes any frame into the writer's buffer; a closed writer drops it.
+pub(crate) fn write_frame<T: Serialize>(writer: &FrameWriter, frame: &T) {
+    // Our model types serialise to compact JSON without raw newlines, so this cannot be
+    // refused; a closed writer means the peer is gone and the frame has nowhere to go.
+    let _ = writer.send_with(|buf| {
+        serde_json::to_writer(buf, frame).expect("a model type always serialises");
+    });
+}
+
+/// A JSON number for a progress value: integral values stay integers (`50`, not `50.0`).
+fn number(value: f64) -> Number {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        Number::from(value as i64)
+    } else {
+        Number::from_f64(value).unwrap_or_else(|| Number::from(0))
+    }
+}
+
+impl RequestSink for ConnectionSink {
+    fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>) {
+        let params = ProgressNotificationParams {
+            meta: None,
+            progress_token: token.clone(),
+            progress: number(progress),
+            total: total.map(number),
+            message,
+            extra: Default::default(),
+        };
+        notify::<Progress>(&self.writer, &params);
+    }
+
+    fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        let params = LoggingMessageNotificationParams {
+            meta: None,
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            extra: Default::default(),
+        };
+        notify::<LoggingMessage>(&self.writer, &params);
+    }
+}

@@ -1,0 +1,172 @@
+//! The server's supervision tree, and the only place its top-level actors are spawned.
+//!
+//! ```text
+//! root                     one_for_one, permanent children
+//! └─ tenant:<name>         supervisor, one per tenant ("default" when nothing names one)
+//!    └─ connections        dynamic supervisor, children temporary
+//!       └─ connection      temporary: one actor per peer
+//!          └─ requests     task supervisor (linked, stopped in the connection's post_stop):
+//!                          one supervised task per in-flight request, bounded
+//! ```
+//!
+//! Tenants are started on demand, the first time a connection names them, and each keeps
+//! an in-flight counter shared by its connections ([`TenantLimits`]). Connections are
+//! temporary: restarting one would invent a session the peer never agreed to. This module
+//! does not route or serve anything; `connection` does.
+//!
+//! Invariant: when [`Tree::shutdown`] returns, every connection, request task and worker
+//! of the server has stopped (each supervisor stops its children before it exits).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arbor_otp::{
+    ChildSpec, ChildStartError, DynamicSupervisorHandle, DynamicSupervisorSpec, Gauge, NodeSnapshot, Restart, Shutdown,
+    StartContext, Started, Strategy, SupervisorHandle, SupervisorSpec,
+};
+use ractor::{Actor, ActorRef};
+
+use crate::connection::{ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
+use crate::error::{ConnectError, StartError};
+
+/// The tenant every connection belongs to when nothing identifies tenants.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// A tenant's shared in-flight bound.
+#[derive(Debug)]
+pub(crate) struct TenantLimits {
+    name: String,
+    in_flight: AtomicUsize,
+    max: usize,
+}
+
+impl TenantLimits {
+    pub(crate) fn new(name: &str, max: usize) -> TenantLimits {
+        TenantLimits { name: name.to_owned(), in_flight: AtomicUsize::new(0), max }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Takes one slot; refused at once when all are taken.
+    pub(crate) fn try_acquire(&self) -> bool {
+        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    pub(crate) fn release(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[derive(Clone)]
+struct Tenant {
+    connections: DynamicSupervisorHandle,
+    limits: Arc<TenantLimits>,
+}
+
+/// The running tree of one server.
+pub(crate) struct Tree {
+    root: SupervisorHandle,
+    tenants: tokio::sync::Mutex<HashMap<String, Tenant>>,
+    max_per_tenant: usize,
+    gauge: Gauge,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree").field("gauge", &self.gauge).finish_non_exhaustive()
+    }
+}
+
+impl Tree {
+    /// Starts the root supervisor.
+    pub(crate) async fn start(gauge: Gauge, max_per_tenant: usize) -> Result<Tree, StartError> {
+        let spec = SupervisorSpec::new("arbor-server")
+            .strategy(Strategy::OneForOne)
+            .intensity(10, std::time::Duration::from_secs(10))
+            .gauge(gauge.clone());
+        let root = SupervisorHandle::start(spec).await.map_err(|e| StartError(e.to_string()))?;
+        Ok(Tree { root, tenants: Default::default(), max_per_tenant, gauge })
+    }
+
+    pub(crate) fn gauge(&self) -> &Gauge {
+        &self.gauge
+    }
+
+    /// The tenant's supervisor, started if this is its first connection.
+    async fn tenant(&self, name: &str) -> Result<Tenant, ConnectError> {
+        let mut tenants = self.tenants.lock().await;
+        if let Some(tenant) = tenants.get(name) {
+            if tenant.connections.is_alive() {
+                return Ok(tenant.clone());
+            }
+        }
+        let id = format!("tenant:{name}");
+        let spec = SupervisorSpec::new(id.clone())
+            .strategy(Strategy::OneForOne)
+            .child(ChildSpec::dynamic_supervisor("connections", DynamicSupervisorSpec::new("connections")));
+        // A tenant that stopped (its supervisor gave up) is replaced by a fresh one.
+        let _ = self.root.terminate_child(&id).await;
+        let _ = self.root.delete_child(&id).await;
+        self.root.start_child(ChildSpec::supervisor(id.clone(), spec)).await.map_err(|e| match e {
+            arbor_otp::StartChildError::Gone(_) => ConnectError::ShuttingDown,
+            other => ConnectError::Start(other.to_string()),
+        })?;
+        let tenant_sup: SupervisorHandle =
+            self.root.child_handle(&id).await.ok_or_else(|| ConnectError::Start(format!("{id} did not start")))?;
+        let connections: DynamicSupervisorHandle = tenant_sup
+            .child_handle("connections")
+            .await
+            .ok_or_else(|| ConnectError::Start(format!("{id}/connections did not start")))?;
+        let limits = Arc::new(TenantLimits::new(name, self.max_per_tenant));
+        let tenant = Tenant { connections, limits };
+        tenants.insert(name.to_owned(), tenant.clone());
+        Ok(tenant)
+    }
+
+    /// Starts a connection actor under its tenant's connections supervisor.
+    pub(crate) async fn start_connection(
+        &self,
+        tenant: &str,
+        make_args: impl FnOnce(Arc<TenantLimits>, Gauge) -> ConnectionArgs,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let tenant = self.tenant(tenant).await?;
+        let args = make_args(tenant.limits.clone(), self.gauge.clone());
+        // The start function is `Fn` (a supervisor may call it again to restart), but a
+        // temporary child is started once: the arguments are taken on that one call.
+        let slot = Arc::new(Mutex::new(Some(args)));
+        let spec = ChildSpec::new("connection", move |ctx: StartContext| {
+            let args = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            async move {
+                let args = args.ok_or_else(|| ChildStartError("a connection is never restarted".to_owned()))?;
+                let (actor, _) = Actor::spawn_linked(None, ConnectionActor, args, ctx.supervisor()).await?;
+                Ok(Started::actor(actor))
+            }
+        })
+        .restart(Restart::Temporary)
+        .shutdown(Shutdown::Timeout(std::time::Duration::from_secs(5)));
+        let cell = tenant.connections.start_child(spec).await.map_err(|e| ConnectError::Start(e.to_string()))?;
+        Ok(ConnectionHandle::new(ActorRef::<ConnMsg>::from(cell)))
+    }
+
+    /// A JSON-ready view of the whole tree.
+    pub(crate) async fn snapshot(&self) -> NodeSnapshot {
+        self.root.snapshot().await
+    }
+
+    /// Stops every tenant, connection and request, in order, and waits for them.
+    pub(crate) async fn shutdown(&self) {
+        self.root.shutdown().await;
+        self.tenants.lock().await.clear();
+    }
+}

@@ -1,0 +1,61 @@
+use crate::support::{modern_meta, Harness};
+use serde_json::json;
+
+#[tokio::test]
+async fn modern_input_required_round_trips_through_sealed_request_state() {
+    let mut h = Harness::start().await;
+    let meta = modern_meta(json!({"elicitation": {}}));
+    let first = h.peer.call(1, "tools/call", json!({"_meta": meta, "name": "ask"})).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(result["inputRequests"]["name"]["method"], "elicitation/create");
+    let state = result["requestState"].as_str().expect("a sealed state").to_owned();
+    let retry = h
+        .peer
+        .call(
+            2,
+            "tools/call",
+            json!({
+                "_meta": meta,
+                "name": "ask",
+                "inputResponses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
+                "requestState": state,
+            }),
+        )
+        .await;
+    assert_eq!(retry["result"]["resultType"], "complete", "{retry}");
+    assert_eq!(retry["result"]["content"][0]["text"], "hello Ada ({\"round\":1})");
+    // A tampered state is refused.
+    let mut forged = state.clone();
+    forged.replace_range(forged.len() - 2.., "AA");
+    let tampered = h
+        .peer
+        .call(3, "tools/call", json!({"_meta": meta, "name": "ask", "inputResponses": {}, "requestState": forged}))
+        .await;
+    assert_eq!(tampered["error"]["code"], -32602, "{tampered}");
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn modern_input_for_an_undeclared_capability_is_refused() {
+    let mut h = Harness::start().await;
+    let refused = h.peer.call(1, "tools/call", json!({"_meta": modern_meta(json!({})), "name": "ask"})).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn legacy_input_is_asked_with_a_server_to_client_request() {
+    let mut h = Harness::start().await;
+    h.peer.initialize("2025-06-18", json!({"elicitation": {}})).await;
+    h.peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}}));
+    let ask = h.peer.recv().await;
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "What is your name?");
+    let ask_id = ask["id"].clone();
+    h.peer.send(json!({"jsonrpc": "2.0", "id": ask_id, "result": {"action": "accept", "content": {"name": "Grace"}}}));
+    let done = h.peer.recv().await;
+    assert_eq!(done["id"], 1);
+    assert_eq!(done["result"]["content"][0]["text"], "hello Grace ({\"round\":1})", "{done}");
+    h.finish().await;
+}

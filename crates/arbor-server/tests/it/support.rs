@@ -1,0 +1,277 @@
+//! The harness: a minimal raw `ServerHandler`, a `ScriptedPeer` that speaks raw JSON lines
+//! over the in-memory transport, and the leak check every test ends with.
+
+use std::time::Duration;
+
+use arbor_otp::Gauge;
+use arbor_protocol::error::McpError;
+use arbor_protocol::model::capabilities::{
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
+};
+use arbor_protocol::model::common::PaginatedRequestParams;
+use arbor_protocol::model::content::ContentBlock;
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::mrtr::InputResponse;
+use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use arbor_server::{
+    ConnectOptions, Connection, InputRequired, ListKind, Reply, RequestContext, Server, ServerConfig, ServerHandler,
+    ServerInfo, Transport,
+};
+use arbor_transport::{FrameReader, FrameWriter};
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+/// A raw handler with a few tools that exercise the runtime.
+pub struct TestHandler {
+    pub changes: broadcast::Sender<ListKind>,
+}
+
+impl TestHandler {
+    pub fn new() -> TestHandler {
+        TestHandler { changes: broadcast::channel(16).0 }
+    }
+}
+
+fn text(result: impl Into<String>) -> CallToolResult {
+    CallToolResult { content: vec![ContentBlock::text(result)], ..Default::default() }
+}
+
+#[async_trait::async_trait]
+impl ServerHandler for TestHandler {
+    fn info(&self) -> ServerInfo {
+        ServerInfo { instructions: Some("test server".into()), ..ServerInfo::new("arbor-test", "0.0.1") }
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            prompts: Some(PromptsCapability::default()),
+            logging: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+
+    fn tool_deadline(&self, tool: &str) -> Option<Duration> {
+        (tool == "hang_briefly").then(|| Duration::from_secs(1))
+    }
+
+    fn list_changes(&self) -> Option<broadcast::Receiver<ListKind>> {
+        Some(self.changes.subscribe())
+    }
+
+    async fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Result<ListToolsResult, McpError> {
+        let tool = |name: &str| Tool {
+            name: name.into(),
+            input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
+            ..Default::default()
+        };
+        Ok(ListToolsResult { tools: vec![tool("echo"), tool("hang")], ..Default::default() })
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<CallToolResult>, McpError> {
+        let arg = |name: &str| params.arguments.as_ref().and_then(|a| a.get(name)).cloned().unwrap_or(Value::Null);
+        match params.name.as_str() {
+            "echo" => Ok(text(arg("message").as_str().unwrap_or_default()).into()),
+            "hang" | "hang_briefly" => {
+                std::future::pending::<()>().await;
+                unreachable!()
+            }
+            "sleep" => {
+                tokio::time::sleep(Duration::from_millis(arg("ms").as_u64().unwrap_or(0))).await;
+                Ok(text("slept").into())
+            }
+            "panic" => panic!("the tool broke"),
+            "progress" => {
+                cx.progress(1.0, Some(2.0), Some("half".into()));
+                cx.progress(2.0, Some(2.0), None);
+                Ok(text("done").into())
+            }
+            "log" => {
+                cx.log(LoggingLevel::Debug, Some("test"), json!("debug line"));
+                cx.log(LoggingLevel::Warning, Some("test"), json!("warning line"));
+                Ok(text("logged").into())
+            }
+            "ask" => match cx.input_responses().and_then(|r| r.get("name")) {
+                Some(InputResponse::Elicit(answer)) => {
+                    let name = answer.content.as_ref().and_then(|c| c.get("name")).cloned().unwrap_or(Value::Null);
+                    let seen = cx.input_state().cloned().unwrap_or(Value::Null);
+                    Ok(text(format!("hello {} ({seen})", name.as_str().unwrap_or("?"))).into())
+                }
+                _ => {
+                    let params = serde_json::from_value(json!({
+                        "message": "What is your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                    }))
+                    .unwrap();
+                    Ok(Reply::InputRequired(InputRequired::new().elicit("name", params).state(json!({"round": 1}))))
+                }
+            },
+            other => Err(McpError::invalid_params(format!("Unknown tool: {other}"))),
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        _: RequestContext,
+    ) -> Result<Reply<ReadResourceResult>, McpError> {
+        let contents = serde_json::from_value(json!([{"uri": params.uri, "text": "hello"}])).unwrap();
+        Ok(ReadResourceResult { contents, ..Default::default() }.into())
+    }
+
+    async fn subscribe(&self, _: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {
+        Ok(())
+    }
+}
+
+/// The client side of an in-memory connection, speaking raw JSON lines.
+pub struct ScriptedPeer {
+    reader: FrameReader,
+    writer: FrameWriter,
+}
+
+impl ScriptedPeer {
+    pub fn new(transport: Transport) -> ScriptedPeer {
+        let (reader, writer) = transport.into_parts();
+        ScriptedPeer { reader, writer }
+    }
+
+    /// Sends one JSON value as a line.
+    pub fn send(&self, message: Value) {
+        self.writer.send(message.to_string().as_bytes()).unwrap();
+    }
+
+    /// Sends raw bytes as a line.
+    pub fn send_raw(&self, line: &str) {
+        self.writer.send(line.as_bytes()).unwrap();
+    }
+
+    /// The next message from the server; panics after 30 s (of the test's clock).
+    pub async fn recv(&mut self) -> Value {
+        let next = tokio::time::timeout(Duration::from_secs(30), self.reader.recv()).await;
+        let frame = next.expect("no message within 30 s").unwrap().expect("the server closed the connection");
+        serde_json::from_slice(&frame.unwrap()).unwrap()
+    }
+
+    /// The next message that is not a notification.
+    pub async fn recv_response(&mut self) -> Value {
+        loop {
+            let message = self.recv().await;
+            if message.get("id").is_some() {
+                return message;
+            }
+        }
+    }
+
+    /// Sends a request and returns its response, skipping notifications.
+    pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let response = self.recv_response().await;
+        assert_eq!(response["id"], json!(id), "{response}");
+        response
+    }
+
+    /// Sends a request and counts the notifications that arrive before its response.
+    pub async fn recv_response_after(&mut self, id: i64, method: &str, params: Value) -> usize {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut notes = 0;
+        loop {
+            let message = self.recv().await;
+            if message.get("id").is_some() {
+                assert_eq!(message["id"], json!(id), "{message}");
+                return notes;
+            }
+            notes += 1;
+        }
+    }
+
+    /// Asserts the server sends nothing for `wait`.
+    pub async fn expect_silence(&mut self, wait: Duration) {
+        if let Ok(next) = tokio::time::timeout(wait, self.reader.recv()).await {
+            let frame = next.unwrap().map(|f| String::from_utf8(f.unwrap()).unwrap());
+            panic!("expected silence, got {frame:?}");
+        }
+    }
+
+    /// `initialize` at `version` plus `notifications/initialized`; returns the result.
+    pub async fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
+        let response = self
+            .call(
+                0,
+                "initialize",
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": "scripted", "version": "1"}
+                }),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        response["result"].clone()
+    }
+
+    /// Closes the client's output: the server sees end of input.
+    pub async fn close(&self) {
+        self.writer.close().await;
+    }
+}
+
+/// `_meta` of a 2026-07-28 request.
+pub fn modern_meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// A running server with one connection over the in-memory transport.
+pub struct Harness {
+    pub server: Server,
+    pub connection: Connection,
+    pub peer: ScriptedPeer,
+    pub gauge: Gauge,
+    pub changes: broadcast::Sender<ListKind>,
+}
+
+impl Harness {
+    pub async fn start() -> Harness {
+        Harness::with_config(ServerConfig::default()).await
+    }
+
+    pub async fn with_config(config: ServerConfig) -> Harness {
+        let gauge = Gauge::new();
+        let handler = TestHandler::new();
+        let changes = handler.changes.clone();
+        let server = Server::with_config(handler, config.gauge(gauge.clone()));
+        let (server_side, client_side) = Transport::memory_pair();
+        let connection = server.connect(server_side, ConnectOptions::default()).await.unwrap();
+        Harness { server, connection, peer: ScriptedPeer::new(client_side), gauge, changes }
+    }
+
+    /// Another connection to the same server.
+    pub async fn connect(&self, options: ConnectOptions) -> (Connection, ScriptedPeer) {
+        let (server_side, client_side) = Transport::memory_pair();
+        let connection = self.server.connect(server_side, options).await.unwrap();
+        (connection, ScriptedPeer::new(client_side))
+    }
+
+    /// Closes the client side, waits for the connection to stop, shuts the server down and
+    /// checks that no actor or task outlived it.
+    pub async fn finish(self) {
+        self.peer.close().await;
+        self.connection.closed().await;
+        self.server.shutdown().await;
+        assert_eq!(self.gauge.alive_tasks(), 0, "request tasks leaked");
+        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
+    }
+}
