@@ -7,6 +7,9 @@
 //! keeps a reference); what remains means the same in both dialects. Validators are
 //! compiled once, at registration, with no network or file `$ref` resolution compiled in.
 //!
+//! Argument schemas are also checked for the 2026-07-28 `x-mcp-header` rules, since HTTP
+//! clients drop a tool that breaks them without telling anyone.
+//!
 //! Invariant: every schema handed out here that is used as a tool `inputSchema` or
 //! `outputSchema` has `"type": "object"` at its root, as every revision's `Tool` demands.
 
@@ -52,7 +55,76 @@ pub(crate) fn object_schema_for<T: JsonSchema + ?Sized>(contract: Contract) -> R
         ));
     }
     normalise_properties(&mut object);
+    if let Contract::Deserialize = contract {
+        check_mcp_headers(&object)?;
+    }
     Ok(object)
+}
+
+/// Checks the `x-mcp-header` annotations (SEP-2243, 2026-07-28) of an input schema. HTTP
+/// clients silently drop a tool whose annotations break the rules, so a broken one is
+/// refused here, where its author sees why: the value must be a non-empty RFC 9110 token,
+/// unique within the tool ignoring ASCII case, on a `string`, `integer` or `boolean`
+/// property (never `number`) reached from the root through `properties` alone.
+fn check_mcp_headers(schema: &JsonObject) -> Result<(), String> {
+    let mut seen = Vec::new();
+    walk_headers(&Value::Object(schema.clone()), true, "", &mut seen)
+}
+
+fn walk_headers(schema: &Value, reachable: bool, path: &str, seen: &mut Vec<String>) -> Result<(), String> {
+    match schema {
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk_headers(item, false, &format!("{path}/{i}"), seen)?;
+            }
+        }
+        Value::Object(map) => {
+            if let Some(header) = map.get("x-mcp-header") {
+                let at = if path.is_empty() { "/" } else { path };
+                let header = header
+                    .as_str()
+                    .filter(|h| is_token(h))
+                    .ok_or_else(|| format!("x-mcp-header at {at} must be a non-empty header token, not {header}"))?;
+                if !reachable || path.is_empty() {
+                    return Err(format!(
+                        "x-mcp-header {header} at {at} is not on a property reached through `properties` alone"
+                    ));
+                }
+                let types: Vec<&str> = match map.get("type") {
+                    Some(Value::String(t)) => vec![t.as_str()],
+                    Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect(),
+                    _ => Vec::new(),
+                };
+                if types.len() != 1 || !["string", "integer", "boolean"].contains(&types[0]) {
+                    return Err(format!(
+                        "x-mcp-header {header} at {at} must be on a string, integer or boolean property"
+                    ));
+                }
+                if seen.iter().any(|s| s.eq_ignore_ascii_case(header)) {
+                    return Err(format!("x-mcp-header {header} is used twice"));
+                }
+                seen.push(header.to_owned());
+            }
+            for (key, value) in map {
+                if key == "properties" {
+                    if let Value::Object(properties) = value {
+                        for (name, property) in properties {
+                            walk_headers(property, reachable, &format!("{path}/properties/{name}"), seen)?;
+                        }
+                    }
+                } else if key != "x-mcp-header" {
+                    walk_headers(value, false, &format!("{path}/{key}"), seen)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// RFC 9110 `token`: one or more `tchar`.
+fn is_token(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// A root made of `oneOf`/`anyOf` branches that are all objects (a serde-tagged enum) is
@@ -99,6 +171,10 @@ pub(crate) fn compile(schema: &JsonObject) -> Result<jsonschema::Validator, Stri
 /// fix, not to dump the whole walk.
 pub(crate) fn problems(validator: &jsonschema::Validator, instance: &Value) -> Option<String> {
     const MAX: usize = 8;
+    // The common case, valid input, stops at the first failure and builds no messages.
+    if validator.is_valid(instance) {
+        return None;
+    }
     let mut lines = Vec::new();
     for error in validator.iter_errors(instance).take(MAX + 1) {
         if lines.len() == MAX {

@@ -92,10 +92,13 @@ async fn reserved_variables_span_slashes_and_maps_take_any_variables() {
 
 #[tokio::test]
 async fn a_reader_returning_none_is_not_found() {
-    let router =
-        Router::new("s", "1").resource_template("test://maybe/{name}", "m", "", "text/plain", |v: NameVars| async move {
-            (v.name == "yes").then_some("found")
-        });
+    let router = Router::new("s", "1").resource_template(
+        "test://maybe/{name}",
+        "m",
+        "",
+        "text/plain",
+        |v: NameVars| async move { (v.name == "yes").then_some("found") },
+    );
     assert_eq!(only_text(&read(&router, "test://maybe/yes").await.unwrap().contents), "found");
     assert!(read(&router, "test://maybe/no").await.unwrap_err().is_resource_not_found());
 }

@@ -1,4 +1,5 @@
-//! The router's results, serialised, against the vendored schemas' result definitions.
+//! The router's results, serialised, against the result definitions of every vendored
+//! revision's schema.
 //!
 //! For 2026-07-28 the test first adds what the runtime adds on the way out (`resultType`,
 //! and `ttlMs`/`cacheScope` on the cacheable list results), since the router leaves those
@@ -10,7 +11,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-const LEGACY: &str = "2025-11-25";
+/// Every handshake-era revision: a result the router makes must suit each of them.
+const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 const MODERN: &str = "2026-07-28";
 
 fn schema(revision: &str) -> Value {
@@ -23,18 +25,22 @@ fn schema(revision: &str) -> Value {
 /// definition `definition`.
 fn assert_valid(revision: &str, definition: &str, instance: &Value) {
     static CACHE: OnceLock<Mutex<HashMap<(String, String), &'static jsonschema::Validator>>> = OnceLock::new();
-    let validator = *CACHE
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap()
-        .entry((revision.into(), definition.into()))
-        .or_insert_with(|| {
-            // The whole document with a root `$ref` validates exactly the named definition.
+    let key = (revision.to_owned(), definition.to_owned());
+    let cached = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+    let validator = match cached {
+        Some(v) => v,
+        None => {
+            // The whole document with a root `$ref` validates exactly the named definition;
+            // draft-07 revisions keep definitions under `definitions`, 2020-12 ones under `$defs`.
             let mut doc = schema(revision);
-            assert!(doc["$defs"].get(definition).is_some(), "{revision} has no {definition}");
-            doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/$defs/{definition}")));
-            Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()))
-        });
+            let defs = if doc.get("$defs").is_some() { "$defs" } else { "definitions" };
+            assert!(doc[defs].get(definition).is_some(), "{revision} has no {definition}");
+            doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/{defs}/{definition}")));
+            let v: &'static jsonschema::Validator = Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()));
+            CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).insert(key, v);
+            v
+        }
+    };
     let errors: Vec<String> =
         validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "{revision}#{definition} rejects {instance:#}:\n{}", errors.join("\n"));
@@ -53,12 +59,14 @@ fn stamped(mut result: Value, cacheable: bool) -> Value {
 
 fn check(definition: &str, result: &impl Serialize, cacheable: bool) {
     let value = serde_json::to_value(result).unwrap();
-    assert_valid(LEGACY, definition, &value);
+    for revision in LEGACY {
+        assert_valid(revision, definition, &value);
+    }
     assert_valid(MODERN, definition, &stamped(value, cacheable));
 }
 
 #[tokio::test]
-async fn list_results_are_valid_in_both_eras() {
+async fn list_results_are_valid_in_every_revision() {
     let router = fixture().page_size(2);
     let tools = router.list_tools(first_page(), cx()).await.unwrap();
     assert!(tools.next_cursor.is_some());
@@ -69,7 +77,7 @@ async fn list_results_are_valid_in_both_eras() {
 }
 
 #[tokio::test]
-async fn tool_schemas_of_awkward_argument_types_are_valid_in_both_eras() {
+async fn tool_schemas_of_awkward_argument_types_are_valid_in_every_revision() {
     #[derive(Deserialize, JsonSchema)]
     #[allow(dead_code)]
     struct Inner {
@@ -111,7 +119,7 @@ async fn tool_schemas_of_awkward_argument_types_are_valid_in_both_eras() {
 }
 
 #[tokio::test]
-async fn tool_results_are_valid_in_both_eras() {
+async fn tool_results_are_valid_in_every_revision() {
     let router = fixture();
     check("CallToolResult", &call(&router, "add", json!({"a": 1, "b": 2})).await.unwrap(), false);
     check("CallToolResult", &call(&router, "add", json!({"a": "x"})).await.unwrap(), false);
@@ -120,7 +128,7 @@ async fn tool_results_are_valid_in_both_eras() {
 }
 
 #[tokio::test]
-async fn prompt_read_and_completion_results_are_valid_in_both_eras() {
+async fn prompt_read_and_completion_results_are_valid_in_every_revision() {
     use arbor_protocol::model::completion::{CompleteArgument, CompleteRequestParams, PromptReference, Reference};
     use arbor_protocol::model::prompts::GetPromptRequestParams;
     use arbor_protocol::model::resources::ReadResourceRequestParams;

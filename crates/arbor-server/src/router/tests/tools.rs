@@ -185,3 +185,49 @@ fn a_non_object_argument_type_is_refused_at_registration() {
 fn a_duplicate_tool_is_refused_at_registration() {
     let _ = Router::new("s", "1").tool("add", "", add).tool("add", "", add);
 }
+
+#[test]
+fn mcp_header_annotations_are_kept_when_valid_and_refused_when_clients_would_drop_the_tool() {
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Good {
+        #[schemars(extend("x-mcp-header" = "Region"))]
+        region: String,
+        #[schemars(extend("x-mcp-header" = "Dry-Run"))]
+        dry_run: Option<bool>,
+    }
+    let route = ToolRoute::new("good", |_: Good| async { "" });
+    assert_eq!(route.definition().input_schema["properties"]["region"]["x-mcp-header"], "Region");
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct OnNumber {
+        #[schemars(extend("x-mcp-header" = "Ratio"))]
+        ratio: f64,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct OnArray {
+        #[schemars(extend("x-mcp-header" = "Tag"))]
+        tags: Vec<String>,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Twice {
+        #[schemars(extend("x-mcp-header" = "Id"))]
+        a: String,
+        #[schemars(extend("x-mcp-header" = "ID"))]
+        b: String,
+    }
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct NotAToken {
+        #[schemars(extend("x-mcp-header" = "two words"))]
+        a: String,
+    }
+    let refused = |f: fn()| std::panic::catch_unwind(f).is_err();
+    assert!(refused(|| drop(ToolRoute::new("t", |_: OnNumber| async { "" }))));
+    assert!(refused(|| drop(ToolRoute::new("t", |_: OnArray| async { "" }))));
+    assert!(refused(|| drop(ToolRoute::new("t", |_: Twice| async { "" }))));
+    assert!(refused(|| drop(ToolRoute::new("t", |_: NotAToken| async { "" }))));
+}
