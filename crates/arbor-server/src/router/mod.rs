@@ -11,8 +11,10 @@
 //! The router is not the runtime: it never sees JSON-RPC ids, eras or connections, and it
 //! does not stamp `resultType` or the 2026-07-28 cache fields (`ttlMs`, `cacheScope`).
 //! Those depend on the request's revision and are required of every cacheable result,
-//! whichever handler produced it, so the runtime writes them (keeping any value a handler
-//! set) on its way out; the router leaves them unset.
+//! whichever handler produced it, so the runtime writes them on its way out (its
+//! `ServerConfig` holds the defaults), keeping any value a handler set and removing them
+//! for legacy revisions. The router sets them only where an author asked for a
+//! resource's own hint ([`ResourceRoute::cache_hint`]).
 //!
 //! Invariant: nothing is advertised that is not served, and what is served stays
 //! advertised: a capability appears once something of its kind is registered (or
@@ -44,7 +46,7 @@ pub use schema::NoArgs;
 /// The schemars version the router derives schemas with. Derive
 /// `schemars::JsonSchema` with the same major version (1.x).
 pub use schemars;
-pub use tool::ToolRoute;
+pub use tool::{Tool, ToolRoute};
 
 use crate::context::RequestContext;
 use crate::handler::{ListKind, ServerHandler, ServerInfo};

@@ -18,7 +18,7 @@ use crate::context::RequestContext;
 use crate::reply::Reply;
 use arbor_protocol::error::McpError;
 use arbor_protocol::meta::Meta;
-use arbor_protocol::model::common::{Annotations, Icon};
+use arbor_protocol::model::common::{Annotations, CacheScope, Icon};
 use arbor_protocol::model::resources::{ReadResourceResult, Resource, ResourceTemplate};
 use futures::future::BoxFuture;
 use futures::FutureExt as _;
@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 type ReadFuture = BoxFuture<'static, Result<Reply<ReadResourceResult>, McpError>>;
 
@@ -34,6 +35,20 @@ type ReadFuture = BoxFuture<'static, Result<Reply<ReadResourceResult>, McpError>
 pub(crate) struct ReadCall {
     pub(crate) uri: String,
     pub(crate) mime_type: Option<String>,
+    pub(crate) cache: Option<CacheHint>,
+}
+
+/// A route's own `ttlMs`/`cacheScope` for its reads (2026-07-28).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CacheHint {
+    ttl_ms: u64,
+    scope: CacheScope,
+}
+
+impl CacheHint {
+    fn new(ttl: Duration, scope: CacheScope) -> Self {
+        CacheHint { ttl_ms: u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX), scope }
+    }
 }
 
 fn finish<R: IntoReadResult>(
@@ -41,7 +56,15 @@ fn finish<R: IntoReadResult>(
     version: arbor_protocol::version::ProtocolVersion,
     out: R,
 ) -> Result<Reply<ReadResourceResult>, McpError> {
-    out.into_read_result(&ReadTarget { uri: &call.uri, mime_type: call.mime_type.as_deref(), version })
+    let mut reply =
+        out.into_read_result(&ReadTarget { uri: &call.uri, mime_type: call.mime_type.as_deref(), version })?;
+    // Fields the reader set itself win over the route's hint. The runtime removes both for
+    // the legacy revisions, which have no cache fields.
+    if let (Reply::Complete(result), Some(hint)) = (&mut reply, call.cache) {
+        result.ttl_ms.get_or_insert(hint.ttl_ms);
+        result.cache_scope.get_or_insert(hint.scope);
+    }
+    Ok(reply)
 }
 
 // ===== static resources =====
@@ -62,6 +85,7 @@ type ErasedRead = Arc<dyn Fn(ReadCall, RequestContext) -> ReadFuture + Send + Sy
 /// ```
 pub struct ResourceRoute {
     pub(crate) resource: Resource,
+    cache: Option<CacheHint>,
     reader: ErasedRead,
 }
 
@@ -83,7 +107,7 @@ impl ResourceRoute {
             reader.call(cx).map(move |out| finish(&call, version, out)).boxed()
         });
         let resource = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
-        ResourceRoute { resource, reader }
+        ResourceRoute { resource, cache: None, reader }
     }
 
     /// What the resource is.
@@ -128,13 +152,23 @@ impl ResourceRoute {
         self
     }
 
+    /// How long a 2026-07-28 client may cache a read of this resource, and who may share the
+    /// copy (`ttlMs`, `cacheScope`). Without it the runtime's defaults apply
+    /// (`ServerConfig::cache_ttl`, `ServerConfig::cache_scope`); a reader that sets the fields
+    /// itself wins over both.
+    pub fn cache_hint(mut self, ttl: Duration, scope: CacheScope) -> Self {
+        self.cache = Some(CacheHint::new(ttl, scope));
+        self
+    }
+
     /// The definition clients list.
     pub fn definition(&self) -> &Resource {
         &self.resource
     }
 
     pub(crate) fn read(&self, cx: RequestContext) -> ReadFuture {
-        let call = ReadCall { uri: self.resource.uri.clone(), mime_type: self.resource.mime_type.clone() };
+        let call =
+            ReadCall { uri: self.resource.uri.clone(), mime_type: self.resource.mime_type.clone(), cache: self.cache };
         (self.reader)(call, cx)
     }
 }
@@ -162,6 +196,7 @@ type ErasedTemplateRead = Arc<dyn Fn(ReadCall, Map<String, Value>, RequestContex
 pub struct TemplateRoute {
     pub(crate) template: ResourceTemplate,
     pub(crate) parsed: UriTemplate,
+    cache: Option<CacheHint>,
     reader: ErasedTemplateRead,
     pub(crate) completers: HashMap<String, Completer>,
 }
@@ -199,7 +234,7 @@ impl TemplateRoute {
             Some(reader.call(vars, cx).map(move |out| finish(&call, version, out)).boxed())
         });
         let template = ResourceTemplate { uri_template, name: name.into(), ..Default::default() };
-        TemplateRoute { template, parsed, reader, completers: HashMap::new() }
+        TemplateRoute { template, parsed, cache: None, reader, completers: HashMap::new() }
     }
 
     /// What the resources are.
@@ -238,6 +273,15 @@ impl TemplateRoute {
         self
     }
 
+    /// How long a 2026-07-28 client may cache a read of this template's resources, and who
+    /// may share the copy (`ttlMs`, `cacheScope`). Without it the runtime's defaults apply
+    /// (`ServerConfig::cache_ttl`, `ServerConfig::cache_scope`); a reader that sets the fields
+    /// itself wins over both.
+    pub fn cache_hint(mut self, ttl: Duration, scope: CacheScope) -> Self {
+        self.cache = Some(CacheHint::new(ttl, scope));
+        self
+    }
+
     /// Completes values of the template variable `variable` with `completer`
     /// (`completion/complete` with a `ref/resource` reference to this template).
     ///
@@ -268,7 +312,7 @@ impl TemplateRoute {
     pub(crate) fn read(&self, uri: &str, cx: RequestContext) -> Option<ReadFuture> {
         let vars: Map<String, Value> =
             self.parsed.matches(uri)?.into_iter().map(|(name, value)| (name, Value::String(value))).collect();
-        let call = ReadCall { uri: uri.to_owned(), mime_type: self.template.mime_type.clone() };
+        let call = ReadCall { uri: uri.to_owned(), mime_type: self.template.mime_type.clone(), cache: self.cache };
         (self.reader)(call, vars, cx)
     }
 

@@ -19,12 +19,13 @@ use crate::reply::Reply;
 use arbor_protocol::error::McpError;
 use arbor_protocol::meta::Meta;
 use arbor_protocol::model::common::{Icon, JsonObject};
-use arbor_protocol::model::tools::{CallToolResult, Tool, ToolAnnotations};
+use arbor_protocol::model::tools::{CallToolResult, Tool as ToolDefinition, ToolAnnotations};
 use futures::future::BoxFuture;
 use futures::FutureExt as _;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ type ErasedTool =
 ///     .deadline(Duration::from_secs(5));
 /// ```
 pub struct ToolRoute {
-    pub(crate) tool: Tool,
+    pub(crate) tool: ToolDefinition,
     pub(crate) deadline: Option<Duration>,
     pub(crate) input: Arc<jsonschema::Validator>,
     handler: ErasedTool,
@@ -119,6 +120,41 @@ impl ToolRoute {
         ToolRoute::build::<A>(name, Some(output_schema), call)
     }
 
+    /// A tool from a type implementing [`Tool`], for tools that hold state.
+    ///
+    /// # Panics
+    ///
+    /// As [`ToolRoute::new`].
+    pub fn from_tool<T>(name: impl Into<String>, tool: T) -> Self
+    where
+        T: Tool,
+        T::Output: IntoToolResult,
+    {
+        let tool = Arc::new(tool);
+        ToolRoute::new(name, move |input: T::Input, cx: RequestContext| {
+            let tool = Arc::clone(&tool);
+            async move { tool.call(input, cx).await }
+        })
+    }
+
+    /// A tool with a typed output from a type implementing [`Tool`]; see
+    /// [`ToolRoute::with_output`].
+    ///
+    /// # Panics
+    ///
+    /// As [`ToolRoute::with_output`].
+    pub fn from_tool_with_output<T>(name: impl Into<String>, tool: T) -> Self
+    where
+        T: Tool,
+        T::Output: IntoStructuredResult,
+    {
+        let tool = Arc::new(tool);
+        ToolRoute::with_output(name, move |input: T::Input, cx: RequestContext| {
+            let tool = Arc::clone(&tool);
+            async move { tool.call(input, cx).await }
+        })
+    }
+
     fn build<A: schemars::JsonSchema>(name: String, output_schema: Option<JsonObject>, call: ErasedTool) -> Self {
         let input_schema = schema::object_schema_for::<A>(Contract::Deserialize)
             .unwrap_or_else(|e| panic!("tool `{name}`: arguments: {e}"));
@@ -127,7 +163,7 @@ impl ToolRoute {
         if !is_conventional_name(&name) {
             tracing::warn!(tool = %name, "tool names should be 1-128 characters of A-Z, a-z, 0-9, '_', '-' and '.'");
         }
-        let tool = Tool { name, input_schema, output_schema, ..Default::default() };
+        let tool = ToolDefinition { name, input_schema, output_schema, ..Default::default() };
         ToolRoute { tool, deadline: None, input, handler: call }
     }
 
@@ -199,7 +235,7 @@ impl ToolRoute {
     }
 
     /// The definition clients list.
-    pub fn definition(&self) -> &Tool {
+    pub fn definition(&self) -> &ToolDefinition {
         &self.tool
     }
 
@@ -215,6 +251,46 @@ impl ToolRoute {
         }
         (self.handler)(args, cx)
     }
+}
+
+/// A tool as a type: the same job as an async function, for tools that hold state (a
+/// connection pool, a cache) or are easier to read as a type. Register it with
+/// [`ToolRoute::from_tool`].
+///
+/// ```
+/// use arbor_server::router::{NoArgs, Router, Tool, ToolRoute};
+/// use arbor_server::RequestContext;
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// #[derive(Default)]
+/// struct Counter(AtomicU64);
+///
+/// impl Tool for Counter {
+///     type Input = NoArgs;
+///     type Output = String;
+///
+///     async fn call(&self, _: NoArgs, _cx: RequestContext) -> String {
+///         (self.0.fetch_add(1, Ordering::Relaxed) + 1).to_string()
+///     }
+/// }
+///
+/// let router = Router::new("s", "1")
+///     .tool_route(ToolRoute::from_tool("count", Counter::default()).description("Counts calls"));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `Tool`",
+    label = "register this with `Router::tool` if it is an async fn, or implement `Tool` for it",
+    note = "a `Tool` names its argument type (`type Input`), its result type (`type Output`) and an `async fn call(&self, input, cx)`"
+)]
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments; their schema is the tool's `inputSchema`.
+    type Input: DeserializeOwned + schemars::JsonSchema + Send + 'static;
+    /// The result: an [`IntoToolResult`], or an [`IntoStructuredResult`] for
+    /// [`ToolRoute::from_tool_with_output`].
+    type Output: Send + 'static;
+
+    /// Runs the tool.
+    fn call(&self, input: Self::Input, cx: RequestContext) -> impl Future<Output = Self::Output> + Send;
 }
 
 /// Parses validated arguments. A type whose `Deserialize` is stricter than its schema can

@@ -231,3 +231,63 @@ fn mcp_header_annotations_are_kept_when_valid_and_refused_when_clients_would_dro
     assert!(refused(|| drop(ToolRoute::new("t", |_: Twice| async { "" }))));
     assert!(refused(|| drop(ToolRoute::new("t", |_: NotAToken| async { "" }))));
 }
+
+#[tokio::test]
+async fn a_tool_type_keeps_its_state_across_calls() {
+    use crate::router::Tool;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    #[derive(Default)]
+    struct Accumulator(AtomicI64);
+
+    impl Tool for Accumulator {
+        type Input = AddArgs;
+        type Output = Result<Quotient, ToolError>;
+
+        async fn call(&self, input: AddArgs, _cx: RequestContext) -> Self::Output {
+            let total = self.0.fetch_add(input.a + input.b, Ordering::SeqCst) + input.a + input.b;
+            Ok(Quotient { quotient: total as f64 })
+        }
+    }
+
+    let router = Router::new("s", "1").tool_route(ToolRoute::from_tool_with_output("acc", Accumulator::default()));
+    call(&router, "acc", json!({"a": 1, "b": 2})).await.unwrap();
+    let second = call(&router, "acc", json!({"a": 3, "b": 4})).await.unwrap();
+    assert_eq!(second.structured_content, Some(json!({"quotient": 10.0})));
+}
+
+#[tokio::test]
+async fn resource_cache_hints_fill_only_what_the_reader_left_unset() {
+    use crate::router::ResourceRoute;
+    use arbor_protocol::model::common::CacheScope;
+    use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult};
+    let router = Router::new("s", "1")
+        .resource_route(
+            ResourceRoute::new("test://hinted", "h", || async { "x" })
+                .cache_hint(Duration::from_secs(60), CacheScope::Public),
+        )
+        .resource_route(
+            ResourceRoute::new("test://own", "o", |cx: RequestContext| async move {
+                let _ = cx;
+                ReadResourceResult { ttl_ms: Some(5), ..Default::default() }
+            })
+            .cache_hint(Duration::from_secs(60), CacheScope::Public),
+        )
+        .template_route(
+            TemplateRoute::new("test://t/{name}", "t", named)
+                .cache_hint(Duration::from_millis(1500), CacheScope::Private),
+        );
+    let read = |uri: &'static str| {
+        let router = router.clone();
+        async move {
+            let params = ReadResourceRequestParams { uri: uri.into(), ..Default::default() };
+            match router.read_resource(params, cx()).await.unwrap() {
+                Reply::Complete(r) => (r.ttl_ms, r.cache_scope),
+                Reply::InputRequired(_) => panic!(),
+            }
+        }
+    };
+    assert_eq!(read("test://hinted").await, (Some(60_000), Some(CacheScope::Public)));
+    assert_eq!(read("test://own").await, (Some(5), Some(CacheScope::Public)), "the reader's own ttl wins");
+    assert_eq!(read("test://t/x").await, (Some(1500), Some(CacheScope::Private)));
+}
