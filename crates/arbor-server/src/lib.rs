@@ -1,7 +1,7 @@
 //! The Arbor MCP server runtime.
 //!
 //! A server author describes what the server offers, either declaratively with a
-//! [`Router`](crate::router::Router) of plain async functions or by implementing the raw
+//! [`Router`] of plain async functions or by implementing the raw
 //! [`ServerHandler`] trait, and Arbor serves it to any client of any protocol revision.
 //! Each connection is a supervised actor and each in-flight request a supervised task
 //! under that connection's task supervisor, so a panicking or hung handler costs one
