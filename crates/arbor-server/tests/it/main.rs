@@ -11,4 +11,5 @@ mod input_required_works_in_both_eras;
 mod overload_is_refused_at_once;
 mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
+mod router_is_served_in_both_eras;
 mod stdio_exits_cleanly_on_eof;
