@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# End-to-end tests: independent MCP clients against Arbor's demo server over real stdio pipes.
+#
+#   tests/e2e/run.sh
+#
+# Scenarios (each under a timeout):
+#   python-legacy      official Python SDK (mcp==2.3.0), initialize handshake
+#   python-modern      official Python SDK, 2026-07-28 (server/discover, MRTR)
+#   typescript-legacy  official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), initialize handshake
+#
+# Every client talks to the server through tests/e2e/tap.py, which records what
+# each side wrote; tests/e2e/validate.py then checks every server message
+# against the negotiated revision's schema (tests/fixtures/spec/<revision>/).
+#
+# Installs what it needs when missing or out of date: a venv at tests/e2e/.venv
+# from python/requirements.txt, and `npm ci` in typescript/. Builds the server
+# with `cargo build --example demo_server`.
+#
+# Environment:
+#   E2E_SERVER_CMD   run this server command instead of building demo_server
+#                    (split on whitespace; `--stdio` is not added)
+#   E2E_TIMEOUT      seconds per scenario (default 120)
+#   E2E_CAPTURES     capture folder (default tests/e2e/captures)
+#   E2E_ONLY         run only the scenarios named here (space-separated)
+#   PYTHON           interpreter for the venv (default python3)
+#
+# Ends with the line `N passed, M failed` (one count per client check and per
+# validated capture) and exits non-zero if anything failed.
+
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+VENV="$HERE/.venv"
+TS_DIR="$HERE/typescript"
+CAPTURES="${E2E_CAPTURES:-$HERE/captures}"
+TIMEOUT="${E2E_TIMEOUT:-120}"
+PYTHON="${PYTHON:-python3}"
+
+passed=0
+failed=0
+
+log() { printf '== %s\n' "$*"; }
+fail_setup() {
+  # A setup step failed: every scenario counts as failed.
+  printf 'FAIL: setup: %s\n' "$*"
+  failed=$((failed + 1))
+}
+sha() { sha256sum "$@" | sha256sum | cut -d' ' -f1; }
+
+setup_python() {
+  local stamp="$VENV/.requirements.sha256" want
+  want="$(sha "$HERE/python/requirements.txt")"
+  if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  log "python: creating $VENV and installing python/requirements.txt"
+  if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+    echo "run.sh: $PYTHON is older than 3.10 (mcp 2.3.0 needs >= 3.10); set PYTHON=" >&2
+    return 1
+  fi
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV" || { echo "run.sh: '$PYTHON -m venv' failed (Debian: apt-get install python3-venv)" >&2; return 1; }
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$HERE/python/requirements.txt" || return 1
+  echo "$want" >"$stamp"
+}
+
+setup_node() {
+  local stamp="$TS_DIR/node_modules/.arbor-lock.sha256" want
+  want="$(sha "$TS_DIR/package.json" "$TS_DIR/package-lock.json")"
+  if [[ -d "$TS_DIR/node_modules/@modelcontextprotocol/sdk" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  command -v npm >/dev/null || { echo "run.sh: npm not found (Node 20 is required)" >&2; return 1; }
+  log "typescript: npm ci"
+  (cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+  echo "$want" >"$stamp"
+}
+
+# Sets SERVER_CMD (an array) to the server command.
+setup_server() {
+  if [[ -n "${E2E_SERVER_CMD:-}" ]]; then
+    read -r -a SERVER_CMD <<<"$E2E_SERVER_CMD"
+    log "server: $E2E_SERVER_CMD (from E2E_SERVER_CMD)"
+    return 0
+  fi
+  log "server: cargo build --example demo_server"
+  local messages exe
+  messages="$(mktemp)"
+  (cd "$ROOT" && cargo build --example demo_server --message-format=json-render-diagnostics >"$messages") || {
+    rm -f "$messages"
+    return 1
+  }
+  exe="$("$PYTHON" - "$messages" <<'EOF'
+import json, sys
+exe = ""
+for line in open(sys.argv[1], encoding="utf-8"):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "demo_server" and m.get("executable"):
+        exe = m["executable"]
+print(exe)
+EOF
+)"
+  rm -f "$messages"
+  if [[ -z "$exe" || ! -x "$exe" ]]; then
+    echo "run.sh: cargo built no demo_server executable" >&2
+    return 1
+  fi
+  SERVER_CMD=("$exe" --stdio)
+}
+
+# reap PIDFILE: a tap or server the client left running is ended, by its pid.
+reap() {
+  [[ -f "$1" ]] || return 0
+  local pid left=()
+  for pid in $(cat "$1"); do
+    kill -0 "$pid" 2>/dev/null && left+=("$pid")
+  done
+  [[ ${#left[@]} -eq 0 ]] && return 0
+  sleep 2
+  for pid in "${left[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "run.sh: pid $pid still running after the client finished; killing it" >&2
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
+}
+
+# run_scenario NAME CMD... : runs a driver, counts its PASS/FAIL lines.
+run_scenario() {
+  local name="$1"
+  shift
+  local dir="$CAPTURES/$name"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  log "scenario $name"
+  local tap=("$VENV/bin/python" "$HERE/tap.py" --server-log "$dir/server.jsonl" --client-log "$dir/client.jsonl"
+    --server-stderr "$dir/server.stderr" --pid-file "$dir/pids" -- "${SERVER_CMD[@]}")
+  local status=0
+  # timeout signals the driver's whole process group: driver, tap and server.
+  timeout -k 10 "$TIMEOUT" "$@" "${tap[@]}" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
+  reap "$dir/pids"
+  cat "$dir/driver.out"
+  local p f
+  p="$(grep -c '^PASS: ' "$dir/driver.out")"
+  f="$(grep -c '^FAIL: ' "$dir/driver.out")"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [[ $status -ne 0 && $f -eq 0 ]]; then
+    if [[ $status -eq 124 || $status -eq 137 ]]; then
+      echo "FAIL: $name: timed out after ${TIMEOUT}s"
+    else
+      echo "FAIL: $name: driver exited with status $status"
+    fi
+    failed=$((failed + 1))
+  fi
+  if [[ $status -ne 0 ]]; then
+    echo "-- $name: last lines of the server's stderr ($dir/server.stderr):"
+    tail -n 30 "$dir/server.stderr" 2>/dev/null | sed 's/^/   /'
+    echo "-- $name: last lines of the client's stderr ($dir/stderr.log):"
+    tail -n 12 "$dir/stderr.log" | sed 's/^/   /'
+  fi
+}
+
+validate_capture() {
+  local name="$1" dir="$CAPTURES/$1"
+  if "$VENV/bin/python" "$HERE/validate.py" --schemas "$ROOT/tests/fixtures/spec" "$dir"; then
+    echo "PASS: $name: every server message is valid for its revision"
+    passed=$((passed + 1))
+  else
+    echo "FAIL: $name: server messages invalid for their revision (see above)"
+    failed=$((failed + 1))
+  fi
+}
+
+wanted() { [[ -z "${E2E_ONLY:-}" || " $E2E_ONLY " == *" $1 "* ]]; }
+
+main() {
+  mkdir -p "$CAPTURES"
+  local python_ok=1 node_ok=1 server_ok=1
+  setup_python || { fail_setup "python venv"; python_ok=0; }
+  setup_node || { fail_setup "npm ci"; node_ok=0; }
+  setup_server || { fail_setup "demo server build"; server_ok=0; }
+
+  local scenarios=()
+  if [[ $python_ok -eq 1 && $server_ok -eq 1 ]]; then
+    if wanted python-legacy; then
+      run_scenario python-legacy "$VENV/bin/python" "$HERE/python/driver.py" --mode legacy --timeout $((TIMEOUT - 10)) --
+      scenarios+=(python-legacy)
+    fi
+    if wanted python-modern; then
+      run_scenario python-modern "$VENV/bin/python" "$HERE/python/driver.py" --mode modern --timeout $((TIMEOUT - 10)) --
+      scenarios+=(python-modern)
+    fi
+  fi
+  if [[ $node_ok -eq 1 && $python_ok -eq 1 && $server_ok -eq 1 ]] && wanted typescript-legacy; then
+    run_scenario typescript-legacy node "$TS_DIR/driver.mjs" --timeout $((TIMEOUT - 10)) --
+    scenarios+=(typescript-legacy)
+  fi
+
+  if [[ ${#scenarios[@]} -gt 0 ]]; then
+    log "schema validation"
+    for name in "${scenarios[@]}"; do
+      validate_capture "$name"
+    done
+  fi
+
+  echo "captures: $CAPTURES"
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}
+
+main

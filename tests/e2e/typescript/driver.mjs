@@ -1,0 +1,203 @@
+#!/usr/bin/env node
+// End-to-end driver: the official MCP TypeScript SDK client (@modelcontextprotocol/sdk 1.32.2)
+// against Arbor's demo server, legacy era, over real stdio pipes.
+//
+// Usage: node driver.mjs [--timeout SECONDS] -- SERVER_CMD [ARGS...]
+//
+// The SDK's StdioClientTransport launches SERVER_CMD (run.sh passes the tap
+// wrapper around the demo server). The client offers 2025-11-25 in
+// initialize, declares form-mode elicitation, and runs: ping, the four lists,
+// echo/add, resources/read of a resource and a template, prompts/get, and
+// confirm_delete answered through the elicitation/create request handler
+// (once accepted, once declined).
+//
+// Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status
+// is non-zero if any check failed or the run broke off.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+
+const ECHO_MESSAGE = 'héllo from TypeScript ✓ "quoted" \\ back\\slash';
+const DELETE_PATH = 'notes/ts-draft.txt';
+const KEEP_PATH = 'notes/ts-keep.txt';
+
+let passed = 0;
+let failed = 0;
+
+function check(name, condition, detail = '') {
+  const label = `typescript-legacy: ${name}`;
+  if (condition) {
+    passed += 1;
+    console.log(`PASS: ${label}`);
+  } else {
+    failed += 1;
+    const why = typeof detail === 'string' ? detail : JSON.stringify(detail);
+    console.log(`FAIL: ${label}: ${why}`);
+  }
+  return condition;
+}
+
+function equal(name, actual, expected) {
+  return check(name, JSON.stringify(actual) === JSON.stringify(expected), `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+/** The text of a result whose content is exactly one text block, else undefined. */
+function onlyText(result) {
+  const content = result?.content;
+  if (!Array.isArray(content) || content.length !== 1 || content[0]?.type !== 'text') return undefined;
+  return content[0].text;
+}
+
+function confirmSchemaOk(params) {
+  const mode = params?.mode ?? 'form';
+  if (mode !== 'form') return [false, `expected form mode, got ${mode}`];
+  const schema = params.requestedSchema ?? {};
+  const confirm = schema.properties?.confirm;
+  if (schema.type !== 'object' || confirm?.type !== 'boolean') {
+    return [false, `requestedSchema lacks a boolean 'confirm' property: ${JSON.stringify(schema)}`];
+  }
+  if (!(schema.required ?? []).includes('confirm')) return [false, `'confirm' is not required: ${JSON.stringify(schema)}`];
+  return [true, ''];
+}
+
+function parseArgs(argv) {
+  let timeout = 60;
+  const rest = [...argv];
+  while (rest.length && rest[0] !== '--') {
+    const flag = rest.shift();
+    if (flag === '--timeout') timeout = Number(rest.shift());
+    else throw new Error(`unknown option ${flag}`);
+  }
+  rest.shift(); // '--'
+  if (!rest.length) throw new Error('usage: driver.mjs [--timeout S] -- SERVER_CMD [ARGS...]');
+  return { timeout, command: rest };
+}
+
+async function scenario(client, command, timeoutMs) {
+  const elicitations = [];
+  let answer = { action: 'accept', content: { confirm: true } };
+
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    elicitations.push(request.params);
+    return answer;
+  });
+
+  const transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });
+  // Sniff the initialize result (Protocol.connect chains an onmessage set before it).
+  let negotiated;
+  transport.onmessage = (message) => {
+    if (message?.id !== undefined && typeof message?.result?.protocolVersion === 'string' && negotiated === undefined) {
+      negotiated = message.result.protocolVersion;
+    }
+  };
+  const options = { timeout: timeoutMs };
+
+  await client.connect(transport, options);
+
+  equal('initialize: negotiated the SDK offer', negotiated, LATEST_PROTOCOL_VERSION);
+  const info = client.getServerVersion();
+  check('initialize: serverInfo present', Boolean(info?.name), info);
+  const caps = client.getServerCapabilities() ?? {};
+  check('initialize: tools, resources and prompts capabilities', Boolean(caps.tools && caps.resources && caps.prompts), caps);
+
+  const pong = await client.ping(options);
+  check('ping answered', pong !== undefined && typeof pong === 'object', pong);
+
+  const tools = await client.listTools(undefined, options);
+  const byName = Object.fromEntries(tools.tools.map((t) => [t.name, t]));
+  check('tools/list names', ['echo', 'add', 'confirm_delete'].every((n) => n in byName), Object.keys(byName));
+  const echoSchema = byName.echo?.inputSchema ?? {};
+  check(
+    "echo inputSchema has a required string 'message'",
+    echoSchema.properties?.message?.type === 'string' && (echoSchema.required ?? []).includes('message'),
+    echoSchema,
+  );
+  const pathProp = byName.confirm_delete?.inputSchema?.properties?.path;
+  check("confirm_delete inputSchema has a string 'path'", pathProp?.type === 'string', byName.confirm_delete);
+
+  let result = await client.callTool({ name: 'echo', arguments: { message: ECHO_MESSAGE } }, undefined, options);
+  equal('tools/call echo returns exactly the message', onlyText(result), ECHO_MESSAGE);
+  check('tools/call echo is not an error', !result.isError, result);
+
+  result = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } }, undefined, options);
+  check('tools/call add 2+3 = 5', Number(onlyText(result)) === 5, `got ${JSON.stringify(onlyText(result))}`);
+  result = await client.callTool({ name: 'add', arguments: { a: 0.25, b: 0.5 } }, undefined, options);
+  check('tools/call add 0.25+0.5 = 0.75', Number(onlyText(result)) === 0.75, `got ${JSON.stringify(onlyText(result))}`);
+
+  const resources = await client.listResources(undefined, options);
+  const uris = resources.resources.map((r) => r.uri);
+  check('resources/list has demo://readme', uris.includes('demo://readme'), uris);
+
+  const templates = await client.listResourceTemplates(undefined, options);
+  const utemplates = templates.resourceTemplates.map((t) => t.uriTemplate);
+  check('resources/templates/list has demo://notes/{id}', utemplates.includes('demo://notes/{id}'), utemplates);
+
+  let read = await client.readResource({ uri: 'demo://readme' }, options);
+  equal('resources/read demo://readme: one content', read.contents.length, 1);
+  equal('resources/read demo://readme: uri', read.contents[0]?.uri, 'demo://readme');
+  check('resources/read demo://readme: non-empty text', typeof read.contents[0]?.text === 'string' && read.contents[0].text.trim() !== '', read.contents[0]);
+
+  read = await client.readResource({ uri: 'demo://notes/7' }, options);
+  equal('resources/read demo://notes/7: one content', read.contents.length, 1);
+  equal('resources/read demo://notes/7: uri', read.contents[0]?.uri, 'demo://notes/7');
+  check('resources/read demo://notes/7: text names the id', typeof read.contents[0]?.text === 'string' && read.contents[0].text.includes('7'), read.contents[0]);
+
+  const prompts = await client.listPrompts(undefined, options);
+  const greet = prompts.prompts.find((p) => p.name === 'greet');
+  check('prompts/list has greet', greet !== undefined, prompts.prompts.map((p) => p.name));
+  check("greet takes a 'name' argument", (greet?.arguments ?? []).some((a) => a.name === 'name'), greet);
+
+  const got = await client.getPrompt({ name: 'greet', arguments: { name: 'Grace Hopper' } }, options);
+  check('prompts/get greet: at least one message', got.messages.length >= 1, got);
+  equal('prompts/get greet: first message role', got.messages[0]?.role, 'user');
+  const content = got.messages[0]?.content;
+  check('prompts/get greet: first message is text naming the person', content?.type === 'text' && content.text.includes('Grace Hopper'), content);
+
+  // elicitation/create sent by the server while tools/call is in flight
+  answer = { action: 'accept', content: { confirm: true } };
+  result = await client.callTool({ name: 'confirm_delete', arguments: { path: DELETE_PATH } }, undefined, options);
+  equal('confirm_delete (accept): server asked the client exactly once', elicitations.length, 1);
+  if (elicitations.length) {
+    const [ok, why] = confirmSchemaOk(elicitations[0]);
+    check("confirm_delete (accept): form asks for boolean 'confirm'", ok, why);
+    check('confirm_delete (accept): message names the path', String(elicitations[0].message).includes(DELETE_PATH), elicitations[0].message);
+  }
+  equal('confirm_delete (accept): result text', onlyText(result), `Deleted ${DELETE_PATH}`);
+
+  elicitations.length = 0;
+  answer = { action: 'decline' };
+  result = await client.callTool({ name: 'confirm_delete', arguments: { path: KEEP_PATH } }, undefined, options);
+  equal('confirm_delete (decline): server asked the client exactly once', elicitations.length, 1);
+  equal('confirm_delete (decline): result text', onlyText(result), `Kept ${KEEP_PATH}`);
+}
+
+async function main() {
+  const { timeout, command } = parseArgs(process.argv.slice(2));
+  const timeoutMs = timeout * 1000;
+  const client = new Client(
+    { name: 'arbor-e2e-typescript', version: '1.32.2' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  let timer;
+  try {
+    await Promise.race([
+      scenario(client, command, timeoutMs),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`scenario timed out after ${timeout}s`)), timeoutMs);
+      }),
+    ]);
+    check('scenario ran to the end', true);
+  } catch (error) {
+    console.error(error?.stack ?? String(error));
+    check('scenario ran to the end', false, `${error?.name ?? 'Error'}: ${error?.message ?? String(error)} (stack on stderr)`);
+  } finally {
+    clearTimeout(timer);
+    // Ends the server: stdin closed, then SIGTERM, then SIGKILL (the SDK's own shutdown).
+    await client.close().catch(() => {});
+  }
+  console.log(`typescript-legacy: ${passed} checks passed, ${failed} failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main();
