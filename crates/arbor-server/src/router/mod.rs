@@ -106,7 +106,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// [`Router::resource_template`]); the `*_route` methods take a route builder for the
 /// less common metadata (titles, icons, annotations, deadlines, completions).
 ///
-/// Cloning a router is cheap and the clones share their lists.
+/// Cloning a router is cheap, and the clones share their lists: what is registered through
+/// one is served by all (the page size and the subscription flag are each clone's own).
 #[derive(Clone, Debug)]
 pub struct Router {
     info: ServerInfo,
