@@ -201,6 +201,19 @@ main() {
     scenarios+=(typescript-legacy)
   fi
 
+  if [[ $python_ok -eq 1 ]]; then
+    log "validator self-test"
+    local out
+    out="$("$VENV/bin/python" "$HERE/validate.py" --schemas "$ROOT/tests/fixtures/spec" --selftest "$HERE"/selftest/*/ 2>&1)"
+    echo "$out"
+    passed=$((passed + $(grep -c '^PASS: ' <<<"$out")))
+    failed=$((failed + $(grep -c '^FAIL: ' <<<"$out")))
+    if ! grep -q '^PASS: ' <<<"$out"; then
+      echo "FAIL: validator self-test did not run"
+      failed=$((failed + 1))
+    fi
+  fi
+
   if [[ ${#scenarios[@]} -gt 0 ]]; then
     log "schema validation"
     for name in "${scenarios[@]}"; do

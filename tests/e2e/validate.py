@@ -37,12 +37,16 @@ What is checked:
 
 Prints one line per invalid message, a count per capture and in total, and
 exits 1 if any message is invalid or a capture holds no server message.
+
+With --selftest, the folders are the validator's own test captures
+(selftest/valid-*: must pass; selftest/invalid-*: every line must be flagged).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,7 +148,7 @@ class Schema:
     def has(self, name: str) -> bool:
         return name in self.defs
 
-    def errors(self, instance: Any, name: str) -> list[str]:
+    def errors(self, instance: Any, name: str, prefix: str = "") -> list[str]:
         """Schema errors of instance against definition `name`, most relevant first."""
         validator = self._validators.get(name)
         if validator is None:
@@ -152,11 +156,11 @@ class Schema:
             validator = self.validator_cls(ref, registry=self.registry)
             self._validators[name] = validator
         found = sorted(validator.iter_errors(instance), key=lambda e: jsonschema.exceptions.relevance(e), reverse=True)
-        return [_describe(e) for e in found[:3]]
+        return [_describe(e, prefix) for e in found[:3]]
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
-    where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+def _describe(error: jsonschema.ValidationError, prefix: str = "") -> str:
+    where = "/".join([prefix] * bool(prefix) + [str(p) for p in error.absolute_path]) or "(root)"
     best = jsonschema.exceptions.best_match([error])
     message = best.message if best is not None else error.message
     if len(message) > 300:
@@ -347,7 +351,10 @@ def _validate_message(
         specific = schema.error_defs.get(code) if isinstance(code, int) else None
         if specific is not None:
             name, level = specific
-            problems += schema.errors(message if level == "response" else message.get("error"), name)
+            if level == "response":
+                problems += schema.errors(message, name)
+            else:
+                problems += schema.errors(message.get("error"), name, prefix="error")
         if problems:
             what = f"error response to {request.method if request else '?'} ({revision})"
             report.bad(number, what, problems)
@@ -382,7 +389,7 @@ def _validate_message(
             problems += _mrtr_rules(result, request)
         elif modern and result_type != "complete":
             problems.append(f"resultType must be 'complete' or 'input_required', got {result_type!r}")
-        problems += schema.errors(result, result_def)
+        problems += schema.errors(result, result_def, prefix="result")
     if problems:
         report.bad(number, what, problems)
 
@@ -417,9 +424,48 @@ def _elicitation_mode_rule(params: Any, declared: dict[str, Any], where: str) ->
     return [] if mode in modes else [f"{where} uses {mode}-mode elicitation, which the client did not declare"]
 
 
+def selftest(folders: list[Path], schemas: dict[str, Schema]) -> int:
+    """Check the validator itself on hand-made captures.
+
+    A folder named `valid-*` must pass without a problem; in a folder named
+    `invalid-*` every line of server.jsonl is a different violation and each
+    one must be reported, with the text that `expected.tsv` gives for it.
+    """
+    failures = 0
+    for folder in folders:
+        report = validate_capture(folder, schemas)
+        flagged = {int(m.group(1)) for p in report.problems if (m := re.search(r"server\.jsonl line (\d+):", p))}
+        lines = {n for n, _ in _read_jsonl(folder / "server.jsonl")}
+        if folder.name.startswith("invalid-"):
+            # expected.tsv: `LINE<TAB>text the report for that line must contain`.
+            expected: dict[int, str] = {}
+            expected_path = folder / "expected.tsv"
+            if expected_path.exists():
+                for row in expected_path.read_text(encoding="utf-8").splitlines():
+                    if "\t" in row:
+                        number, text = row.split("\t", 1)
+                        expected[int(number)] = text
+            missed = sorted(lines - flagged)
+            wrong = [
+                n for n, text in sorted(expected.items())
+                if not any(f"server.jsonl line {n}:" in p and text in p for p in report.problems)
+            ]
+            ok = bool(lines) and not missed and not wrong
+            what = f"rejects every message of {folder.name} ({len(lines)}) for the expected reason"
+            why = f"lines not flagged: {missed}; lines flagged for another reason than expected.tsv says: {wrong}"
+        else:
+            ok = bool(lines) and not report.problems
+            what = f"accepts every message of {folder.name} ({len(lines)})"
+            why = "; ".join(report.problems) or "no server message"
+        print(f"PASS: validator self-test: {what}" if ok else f"FAIL: validator self-test: {what}: {why}")
+        failures += not ok
+    return 1 if failures else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Validate captured MCP server messages against the spec schemas")
     parser.add_argument("--schemas", type=Path, default=DEFAULT_SCHEMAS, help="folder of <revision>/schema.json")
+    parser.add_argument("--selftest", action="store_true", help="the captures are valid-*/invalid-* test folders")
     parser.add_argument("captures", type=Path, nargs="+", help="capture folders (server.jsonl + client.jsonl)")
     args = parser.parse_args()
 
@@ -431,6 +477,8 @@ def main() -> int:
     if not schemas:
         print(f"validate: no schemas under {args.schemas}", file=sys.stderr)
         return 2
+    if args.selftest:
+        return selftest(args.captures, schemas)
 
     total = invalid = 0
     failed_captures = 0
