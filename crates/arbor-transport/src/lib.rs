@@ -40,6 +40,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 mod error;
+mod memory;
 mod reader;
 mod writer;
 
@@ -98,13 +99,13 @@ impl Transport {
         Transport { name: "stdio", ..Transport::new(tokio::io::stdin(), tokio::io::stdout()) }
     }
 
-    /// Two connected in-memory transports: what one writes, the other reads.
+    /// Two connected in-memory transports: what one writes, the other reads. Each
+    /// direction is a bounded in-memory pipe (256 KiB), so a stalled peer cannot make
+    /// the other use unbounded memory.
     pub fn memory_pair() -> (Transport, Transport) {
-        // 256 KiB of pipe buffer per direction is plenty for tests and keeps a stalled
-        // peer from using unbounded memory.
-        let (a, b) = tokio::io::duplex(256 * 1024);
-        let (a_read, a_write) = tokio::io::split(a);
-        let (b_read, b_write) = tokio::io::split(b);
+        const CAPACITY: usize = 256 * 1024;
+        let (a_read, b_write) = memory::pipe(CAPACITY);
+        let (b_read, a_write) = memory::pipe(CAPACITY);
         (
             Transport { name: "memory", ..Transport::new(a_read, a_write) },
             Transport { name: "memory", ..Transport::new(b_read, b_write) },

@@ -225,28 +225,56 @@ impl Exec<'_> {
                 (None, None) => cx,
                 (responses, state) => cx.with_input(responses, state),
             };
-            let caps = cx.client_capabilities().clone();
+            let keep = cx.clone();
             return match invoke(params, cx).await? {
                 Reply::Complete(result) => Ok(Outcome::Complete(result)),
                 Reply::InputRequired(input) => {
-                    input::modern::seal(key, method, subject, input, &caps).map(Outcome::InputRequired)
+                    input::modern::seal(key, method, subject, input, keep.client_capabilities())
+                        .map(Outcome::InputRequired)
                 }
             };
         }
-        // Legacy: the handler may be called again with the client's answers, so keep a
-        // copy of the params, but only when the client could answer at all.
-        let caps = cx.client_capabilities().clone();
+        // Legacy: the first call runs inline. Only if it asks for input does the driver
+        // (server-to-client requests, further calls) start, boxed, so the common path's
+        // future stays small. The handler may be called again, so keep a copy of the
+        // params, but only when the client could answer at all.
+        let caps = cx.client_capabilities();
         let could_answer = caps.elicitation.is_some() || caps.sampling.is_some() || caps.roots.is_some();
         let spare = could_answer.then(|| params.clone());
-        let mut first = Some(params);
+        match invoke(params, cx.clone()).await? {
+            Reply::Complete(result) => Ok(Outcome::Complete(result)),
+            input => Box::pin(self.drive_legacy(input, spare, cx, invoke)).await,
+        }
+    }
+
+    /// Legacy input: the driver asks the client and calls the handler again until it
+    /// completes. `first` is the handler's first answer, already in hand.
+    async fn drive_legacy<P, T, F, Fut>(
+        &self,
+        first: Reply<T>,
+        spare: Option<P>,
+        cx: RequestContext,
+        invoke: F,
+    ) -> Result<Outcome<T>, McpError>
+    where
+        P: Clone,
+        F: Fn(P, RequestContext) -> Fut,
+        Fut: Future<Output = Result<Reply<T>, McpError>>,
+    {
+        let caps = cx.client_capabilities().clone();
+        let mut first = Some(first);
         let invoke = |responses: Option<InputResponses>, state: Option<Value>| {
-            let params = first.take().or_else(|| spare.clone());
-            let cx = if responses.is_none() && state.is_none() { cx.clone() } else { cx.with_input(responses, state) };
-            let call = params.map(|p| invoke(p, cx));
+            // The driver's first call gets the answer the handler already gave.
+            let answered = first.take();
+            let call = match answered {
+                Some(_) => None,
+                None => spare.clone().map(|p| invoke(p, cx.with_input(responses, state))),
+            };
             async move {
-                match call {
-                    Some(call) => call.await,
-                    None => Err(McpError::internal(
+                match (answered, call) {
+                    (Some(reply), _) => Ok(reply),
+                    (None, Some(call)) => call.await,
+                    (None, None) => Err(McpError::internal(
                         "Cannot ask the client for input: it declared no elicitation, sampling or roots capability",
                     )),
                 }

@@ -45,3 +45,23 @@ async fn memory_pairs_carry_frames_both_ways() {
     assert_eq!(right_rx.recv().await.unwrap(), Some(Ok(b"ping".to_vec())));
     assert_eq!(left_rx.recv().await.unwrap(), Some(Ok(b"pong".to_vec())));
 }
+
+#[tokio::test]
+async fn a_memory_pair_pushes_back_when_its_reader_stalls_and_ends_when_its_writer_closes() {
+    let (left, right) = Transport::memory_pair();
+    let (_left_rx, left_tx) = left.into_parts();
+    let (mut right_rx, _right_tx) = right.into_parts();
+    // Far more than the pipe holds: the writer task waits for the reader instead of failing.
+    let line = vec![b'x'; 1000];
+    for _ in 0..1000 {
+        left_tx.send(&line).unwrap();
+    }
+    let closing = tokio::spawn(async move { left_tx.close().await });
+    let mut n = 0;
+    while let Some(frame) = right_rx.recv().await.unwrap() {
+        assert_eq!(frame.unwrap().len(), 1000);
+        n += 1;
+    }
+    assert_eq!(n, 1000);
+    closing.await.unwrap();
+}
