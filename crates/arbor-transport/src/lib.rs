@@ -94,8 +94,18 @@ impl Transport {
     }
 
     /// The process's stdin and stdout. Nothing else may write to stdout while it is in
-    /// use: logs belong on stderr.
+    /// use: logs belong on stderr. Must be called inside a tokio runtime with IO enabled.
+    ///
+    /// When both are pipes (the usual case: a client launched this process), they are
+    /// driven by the runtime's reactor directly, in non-blocking mode; otherwise (a
+    /// terminal, a file) through tokio's blocking-pool stdio. The reactor path saves two
+    /// thread hops per round trip, which is most of a one-at-a-time request's latency. It
+    /// also leaves stdout non-blocking, one more reason never to `println!`.
     pub fn stdio() -> Transport {
+        #[cfg(unix)]
+        if let Some((read, write)) = stdio_pipes() {
+            return Transport { name: "stdio", ..Transport::new(read, write) };
+        }
         Transport { name: "stdio", ..Transport::new(tokio::io::stdin(), tokio::io::stdout()) }
     }
 
@@ -141,4 +151,26 @@ impl Transport {
         let writer = FrameWriter::spawn(self.write);
         (reader, writer)
     }
+}
+
+/// stdin and stdout as reactor-driven pipes, if both are pipes.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
+    use std::os::fd::{AsFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    fn fifo(fd: &OwnedFd) -> bool {
+        let Ok(fd) = fd.try_clone() else { return false };
+        std::fs::File::from(fd).metadata().is_ok_and(|m| m.file_type().is_fifo())
+    }
+    // Duplicates, so dropping the transport closes neither fd 0 nor fd 1 behind std's back.
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    // Both are checked before either is switched to non-blocking mode, so a fallback to
+    // the blocking-pool stdio never meets a non-blocking fd.
+    if !fifo(&stdin) || !fifo(&stdout) {
+        return None;
+    }
+    let read = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin).ok()?;
+    let write = tokio::net::unix::pipe::Sender::from_owned_fd(stdout).ok()?;
+    Some((read, write))
 }
