@@ -1,11 +1,13 @@
 //! Integration tests for arbor-server: one binary, one module per behaviour, raw JSON at the boundary.
 
+mod schema;
 mod support;
 
 mod bad_input_gets_the_spec_error;
 mod cancelled_request_stops_its_task;
 mod connection_survives_handler_panic;
 mod deadline_stops_a_hung_handler;
+mod every_message_matches_the_negotiated_schema;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
 mod overload_is_refused_at_once;
