@@ -19,6 +19,7 @@
 //! with its requests; a request's response is written by its task's report, which runs
 //! only after the task finished, so a cancelled request is never answered.
 
+mod batch;
 mod handle;
 pub(crate) mod inbound;
 mod pending;
@@ -39,6 +40,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use batch::BatchReply;
 pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
@@ -103,6 +105,8 @@ pub(crate) struct ConnState {
     legacy: Option<Legacy>,
     pending: Pending,
     subscriptions: HashSet<String>,
+    /// While the actor handles the members of a batch: where their responses go.
+    batch: Option<Arc<BatchReply>>,
     sink: Arc<dyn RequestSink>,
     notifications: Option<mpsc::UnboundedSender<ClientNotification>>,
     workers: Vec<JoinHandle<()>>,
@@ -163,6 +167,7 @@ impl Actor for ConnectionActor {
             legacy: None,
             pending: Pending::default(),
             subscriptions: HashSet::new(),
+            batch: None,
             notifications: None,
             workers,
             _live: gauge.actor_token(),
@@ -223,8 +228,18 @@ impl Actor for ConnectionActor {
 }
 
 impl ConnState {
-    /// Writes an error response, or nothing if the output is closed.
+    /// Sends a response frame: into the current batch's array, or straight out.
+    fn respond(&self, frame: Vec<u8>) {
+        match &self.batch {
+            Some(batch) => batch.report(Some(frame)),
+            None => {
+                let _ = self.writer.send(&frame);
+            }
+        }
+    }
+
+    /// Sends an error response.
     fn reply_error(&self, id: Option<RequestId>, error: &McpError) {
-        crate::request::sink::write_frame(&self.writer, &error.to_response(id));
+        self.respond(error.to_response(id).to_vec());
     }
 }

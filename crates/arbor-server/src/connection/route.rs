@@ -32,7 +32,7 @@ use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use tokio::time::Instant;
 
 use super::inbound::Inbound;
-use super::{ConnState, Legacy};
+use super::{BatchReply, ConnState, Legacy};
 use crate::context::ConnectionInfo;
 use crate::error::{already_initialized, duplicate_id, overloaded, panicked, timed_out, OverloadScope};
 use crate::handler::ListKind;
@@ -97,17 +97,22 @@ impl ConnState {
             Inbound::Refused { id, error } => self.reply_error(id, &error),
             Inbound::Batch(items) => {
                 let allowed = self.legacy.as_ref().is_some_and(|l| l.session.version().supports(Feature::Batching));
-                if allowed {
-                    for item in items {
-                        self.on_inbound(item);
-                    }
-                } else {
+                if !allowed {
                     let error = McpError::InvalidRequest {
                         message: "Invalid Request: JSON-RPC batches are not supported by this protocol revision".into(),
                         data: None,
                     };
-                    self.reply_error(None, &error);
+                    return self.reply_error(None, &error);
                 }
+                let expected =
+                    items.iter().filter(|i| matches!(i, Inbound::Request { .. } | Inbound::Refused { .. })).count();
+                let batch = Arc::new(BatchReply::new(self.writer.clone(), expected));
+                self.batch = Some(batch);
+                for item in items {
+                    // A batch inside a batch is not JSON-RPC; the decoder never makes one.
+                    self.on_inbound(item);
+                }
+                self.batch = None;
             }
             Inbound::Ignored => {}
         }
@@ -276,7 +281,8 @@ impl ConnState {
             signal: Default::default(),
         };
         let report = {
-            let (id, writer, tenant) = (id.clone(), self.writer.clone(), self.tenant.clone());
+            let (id, writer, tenant, batch) =
+                (id.clone(), self.writer.clone(), self.tenant.clone(), self.batch.clone());
             move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
                 tenant.release();
                 let frame = match outcome {
@@ -288,9 +294,19 @@ impl ConnState {
                     }
                     TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
                     // Cancelled by the client, or the connection is stopping: no answer.
-                    TaskOutcome::Cancelled | TaskOutcome::Shutdown => return,
+                    TaskOutcome::Cancelled | TaskOutcome::Shutdown => {
+                        if let Some(batch) = batch {
+                            batch.report(None);
+                        }
+                        return;
+                    }
                 };
-                let _ = writer.send(&frame);
+                match batch {
+                    Some(batch) => batch.report(Some(frame)),
+                    None => {
+                        let _ = writer.send(&frame);
+                    }
+                }
             }
         };
         // Boxed once here, so the task wrapper moves a pointer, not the request's state.
@@ -400,6 +416,6 @@ impl ConnState {
     }
 
     fn reply<T: serde::Serialize>(&self, id: &RequestId, result: &T) {
-        let _ = self.writer.send(&encode_response(id, result));
+        self.respond(encode_response(id, result));
     }
 }

@@ -4,6 +4,7 @@ mod schema;
 mod support;
 
 mod bad_input_gets_the_spec_error;
+mod batches_are_answered_with_one_array;
 mod cancelled_request_stops_its_task;
 mod connection_survives_handler_panic;
 mod deadline_stops_a_hung_handler;
