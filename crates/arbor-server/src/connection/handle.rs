@@ -9,7 +9,10 @@
 //! Invariant: nothing here exposes ractor in the crate's public API; [`Connection`] holds
 //! only a crate-private handle.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
@@ -58,15 +61,38 @@ impl ConnectionHandle {
     }
 }
 
+/// Server-to-client request ids. One counter for the process: ids only need to be unique
+/// per connection, and a shared counter lets the handle name the id before the actor sees
+/// the request, so an abandoned request can be forgotten by id.
+static NEXT_ASK: AtomicI64 = AtomicI64::new(1);
+
+/// Tells the connection to forget a server-to-client request whose waiter went away
+/// (its request task was cancelled or timed out) before the client answered.
+struct Abandon<'a> {
+    handle: &'a ConnectionHandle,
+    id: Option<RequestId>,
+}
+
+impl Drop for Abandon<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let _ = self.handle.actor.cast(ConnMsg::Forget { id });
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl ClientRequester for ConnectionHandle {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
         let (reply, answer) = oneshot::channel();
+        let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
         self.actor
-            .cast(ConnMsg::Ask { request: Box::new(request), reply })
+            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply })
             .map_err(|_| McpError::internal("the connection to the client is closed"))?;
-        // Dropping this future drops `answer`, which makes the pending entry dead.
-        answer.await.map_err(|_| McpError::internal("the connection closed before the client answered"))?
+        let mut abandon = Abandon { handle: self, id: Some(id) };
+        let answered = answer.await;
+        abandon.id = None;
+        answered.map_err(|_| McpError::internal("the connection closed before the client answered"))?
     }
 }
 

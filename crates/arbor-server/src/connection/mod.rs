@@ -60,8 +60,10 @@ pub(crate) enum ConnMsg {
     InputClosed,
     /// A list of the handler's changed.
     ListChanged(ListKind),
-    /// A request task asks the client for input (legacy era).
-    Ask { request: Box<InputRequest>, reply: AnswerTx },
+    /// A request task asks the client for input (legacy era), under a fresh id.
+    Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx },
+    /// The task waiting on server-to-client request `id` went away (cancelled, timed out).
+    Forget { id: RequestId },
     /// A subscription request succeeded.
     Subscribed { uri: String, on: bool },
     /// Stop on request of the server runner.
@@ -187,7 +189,8 @@ impl Actor for ConnectionActor {
                 }
             }
             ConnMsg::ListChanged(kind) => state.on_list_changed(kind),
-            ConnMsg::Ask { request, reply } => state.pending.ask(&state.writer, *request, reply),
+            ConnMsg::Ask { id, request, reply } => state.pending.ask(&state.writer, id, *request, reply),
+            ConnMsg::Forget { id } => state.pending.forget(&state.writer, &id),
             ConnMsg::Subscribed { uri, on } => {
                 if on {
                     state.subscriptions.insert(uri);

@@ -7,16 +7,18 @@
 //! task's timer: the task's deadline drops its receiver, and a dropped receiver makes the
 //! entry dead, swept on the next insert.
 //!
-//! Invariant: ids handed out here are unique for the life of the connection, so a late
-//! response can never be taken for the answer to a newer request.
+//! Invariant: ids (handed out by the connection handle from one process-wide counter) are
+//! never reused, so a late response can never be taken for the answer to a newer request;
+//! a request whose waiter went away is forgotten and cancelled towards the client.
 
 use std::collections::HashMap;
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{ErrorObject, RequestId};
 use arbor_protocol::method::{decode_result, encode_request};
-use arbor_protocol::methods::{CreateMessage, Elicit, ListRoots, MethodName};
+use arbor_protocol::methods::{Cancelled, CreateMessage, Elicit, ListRoots, MethodName};
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
+use arbor_protocol::model::utilities::CancelledNotificationParams;
 use arbor_transport::FrameWriter;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
@@ -27,16 +29,13 @@ pub(crate) type AnswerTx = oneshot::Sender<Result<InputResponse, McpError>>;
 /// The table of server-to-client requests in flight.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    next: u64,
     waiting: HashMap<RequestId, (MethodName, AnswerTx)>,
     sweep_at: usize,
 }
 
 impl Pending {
-    /// Sends `request` to the client and files `reply` under its new id.
-    pub(crate) fn ask(&mut self, writer: &FrameWriter, request: InputRequest, reply: AnswerTx) {
-        self.next += 1;
-        let id = RequestId::from(self.next as i64);
+    /// Sends `request` to the client under `id` and files `reply` there.
+    pub(crate) fn ask(&mut self, writer: &FrameWriter, id: RequestId, request: InputRequest, reply: AnswerTx) {
         let (method, frame) = match &request {
             InputRequest::Elicit(r) => (MethodName::Elicit, encode_request::<Elicit>(&id, &r.params)),
             InputRequest::CreateMessage(r) => {
@@ -55,6 +54,19 @@ impl Pending {
             self.sweep_at = (self.waiting.len() * 2).max(16);
         }
         self.waiting.insert(id, (method, reply));
+    }
+
+    /// The waiter of `id` went away: forget it, and tell the client it need not answer.
+    pub(crate) fn forget(&mut self, writer: &FrameWriter, id: &RequestId) {
+        if self.waiting.remove(id).is_some() {
+            let params = CancelledNotificationParams {
+                meta: None,
+                request_id: Some(id.clone()),
+                reason: Some("the request that needed this input was cancelled or timed out".to_owned()),
+                extra: Default::default(),
+            };
+            crate::request::sink::notify::<Cancelled>(writer, &params);
+        }
     }
 
     /// The client answered `id`. Unknown ids (late or made up) are ignored.

@@ -59,3 +59,24 @@ async fn legacy_input_is_asked_with_a_server_to_client_request() {
     assert_eq!(done["result"]["content"][0]["text"], "hello Grace ({\"round\":1})", "{done}");
     h.finish().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_input_request_left_unanswered_is_cancelled_with_its_request() {
+    let config = arbor_server::ServerConfig::default().default_deadline(std::time::Duration::from_secs(5));
+    let mut h = Harness::with_config(config).await;
+    h.peer.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    h.peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask"}}));
+    let ask = h.peer.recv().await;
+    assert_eq!(ask["method"], "elicitation/create");
+    // The client never answers; at the deadline both the request and the question end.
+    let (a, b) = (h.peer.recv().await, h.peer.recv().await);
+    let (timeout, cancel) = if a.get("id").is_some() { (a, b) } else { (b, a) };
+    assert_eq!(timeout["id"], 1);
+    assert_eq!(timeout["error"]["data"]["reason"], "timeout");
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], ask["id"]);
+    // A late answer is ignored.
+    h.peer.send(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}));
+    assert_eq!(h.peer.call(2, "ping", json!({})).await["result"], json!({}));
+    h.finish().await;
+}
