@@ -1,0 +1,359 @@
+//! The demo server: a small MCP server built with Arbor's declarative `Router`, served
+//! over stdio to any client of any protocol revision.
+//!
+//! ```sh
+//! cargo run --example demo_server -- --stdio
+//! ```
+//!
+//! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
+//! the argument type (`echo`, `add`), a tool that asks the user for confirmation through
+//! elicitation with the same code in both protocol eras (`confirm_delete`), one that asks
+//! the client's model through sampling (`summarize`), one that reports progress and stops
+//! when cancelled (`slow_count`), a static resource, a resource template with completions,
+//! and a prompt with completions.
+//!
+//! The end-to-end tests (`tests/e2e/`) drive this server with the official Python and
+//! TypeScript SDKs and assert exact values, so the names, argument shapes and texts of
+//! `echo`, `add`, `confirm_delete`, `demo://readme`, `demo://notes/{id}` and `greet` are
+//! fixed by `tests/e2e/README.md`.
+//!
+//! Stdout is the protocol channel: nothing but JSON-RPC frames may be written there, so
+//! every log line goes to stderr (`RUST_LOG` chooses the level, `info` by default).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use arbor_protocol::model::common::Role;
+use arbor_protocol::model::content::{ContentBlock, SamplingContent, TextContent};
+use arbor_protocol::model::elicitation::{
+    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, PrimitiveSchema, RequestedSchema,
+};
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::mrtr::InputResponse;
+use arbor_protocol::model::prompts::PromptMessage;
+use arbor_protocol::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
+use arbor_protocol::model::tools::CallToolResult;
+use arbor_server::router::{completion, PromptRoute, Router, TemplateRoute, ToolError, ToolRoute};
+use arbor_server::{InputRequired, McpError, Reply, RequestContext, Server};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+const USAGE: &str = "usage: demo_server [--stdio]\n\
+    Serves the Arbor demo MCP server on stdin/stdout (the default).\n\
+    HTTP (--port N) is not available yet.";
+
+// ===== tools =====
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// The text to send back, unchanged.
+    message: String,
+}
+
+async fn echo(args: EchoArgs) -> String {
+    args.message
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first addend.
+    a: f64,
+    /// The second addend.
+    b: f64,
+}
+
+async fn add(args: AddArgs) -> Result<String, ToolError> {
+    let sum = args.a + args.b;
+    // Two finite numbers can still overflow to infinity, which JSON cannot carry.
+    if !sum.is_finite() {
+        return Err(ToolError::failed("the sum is too large to represent"));
+    }
+    // `f64`'s `Display` writes 5.0 as `5` and never uses an exponent, so the text parses
+    // back as the same number in any client.
+    Ok(sum.to_string())
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct DeleteArgs {
+    /// The path of the file to delete.
+    path: String,
+}
+
+/// The key under which `confirm_delete` asks its question; the answer comes back under it.
+const CONFIRM: &str = "confirm";
+
+/// Asks the user before "deleting" a file. The handler never learns the protocol era: it
+/// answers "input required" on its first call and is called again with the answer, which
+/// the runtime collected either with a server-to-client `elicitation/create` (legacy) or
+/// through the client's retry with `inputResponses` (2026-07-28).
+async fn confirm_delete(args: DeleteArgs, cx: RequestContext) -> Reply<CallToolResult> {
+    let answer = cx.input_responses().and_then(|answers| answers.get(CONFIRM));
+    let Some(answer) = answer else {
+        return Reply::InputRequired(InputRequired::new().elicit(CONFIRM, confirm_form(&args.path)));
+    };
+    let confirmed = match answer {
+        InputResponse::Elicit(result) => {
+            result.action == ElicitAction::Accept
+                && result.content.as_ref().and_then(|c| c.get("confirm")).and_then(|v| v.as_bool()) == Some(true)
+        }
+        // The runtime only hands back answers of the kind that was asked for.
+        _ => false,
+    };
+    // Declining is an answer, not a failure: the model learns the file was kept.
+    let text = if confirmed { format!("Deleted {}", args.path) } else { format!("Kept {}", args.path) };
+    Reply::Complete(CallToolResult { content: vec![ContentBlock::text(text)], ..Default::default() })
+}
+
+/// The form `confirm_delete` shows: one required yes/no field.
+fn confirm_form(path: &str) -> ElicitRequestParams {
+    let confirm = BooleanSchema {
+        title: Some("Delete the file".into()),
+        description: Some(format!("Delete {path} permanently?")),
+        ..Default::default()
+    };
+    ElicitRequestParams::Form(ElicitRequestFormParams {
+        message: format!("Delete {path}? This cannot be undone."),
+        requested_schema: RequestedSchema {
+            properties: [("confirm".to_owned(), PrimitiveSchema::Boolean(confirm))].into(),
+            required: Some(vec!["confirm".into()]),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SummarizeArgs {
+    /// The text to summarise.
+    text: String,
+}
+
+/// Asks the client's model for a summary (sampling), in both eras alike.
+async fn summarize(args: SummarizeArgs, cx: RequestContext) -> Result<Reply<CallToolResult>, ToolError> {
+    const SUMMARY: &str = "summary";
+    let Some(answer) = cx.input_responses().and_then(|answers| answers.get(SUMMARY)) else {
+        let message = SamplingMessage {
+            role: Role::User,
+            content: SamplingMessageContent::One(SamplingContent::Text(TextContent::new(format!(
+                "Summarise the following text in at most three sentences:\n\n{}",
+                args.text
+            )))),
+            meta: None,
+            extra: Default::default(),
+        };
+        let params = CreateMessageRequestParams {
+            messages: vec![message],
+            max_tokens: 300,
+            system_prompt: Some("You write short, faithful summaries.".into()),
+            ..Default::default()
+        };
+        return Ok(Reply::InputRequired(InputRequired::new().sample(SUMMARY, params)));
+    };
+    let InputResponse::CreateMessage(result) = answer else {
+        return Err(ToolError::failed("the client did not answer with a model reply"));
+    };
+    let blocks = match &result.content {
+        SamplingMessageContent::One(block) => std::slice::from_ref(block),
+        SamplingMessageContent::Many(blocks) => blocks.as_slice(),
+    };
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            SamplingContent::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if text.is_empty() {
+        return Err(ToolError::failed("the model's reply had no text"));
+    }
+    Ok(Reply::Complete(CallToolResult { content: vec![ContentBlock::text(text.join("\n"))], ..Default::default() }))
+}
+
+fn default_count() -> u32 {
+    10
+}
+
+fn default_interval() -> u64 {
+    200
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    /// How far to count (1 to 100).
+    #[serde(default = "default_count")]
+    #[schemars(range(min = 1, max = 100))]
+    to: u32,
+    /// Milliseconds between two numbers (at most 2000).
+    #[serde(default = "default_interval")]
+    #[schemars(range(max = 2000))]
+    interval_ms: u64,
+}
+
+/// Counts slowly, reporting each step as progress. Cancellation needs no code here: the
+/// runtime drops this future when the client cancels or the deadline passes, and the
+/// `RequestContext` sends nothing for a stopped request.
+async fn slow_count(args: CountArgs, cx: RequestContext) -> String {
+    let interval = Duration::from_millis(args.interval_ms);
+    for n in 1..=args.to {
+        tokio::time::sleep(interval).await;
+        cx.progress(f64::from(n), Some(f64::from(args.to)), Some(format!("Counted {n} of {}", args.to)));
+        cx.log(LoggingLevel::Debug, Some("slow_count"), json!(format!("counted {n}")));
+    }
+    format!("Counted to {}", args.to)
+}
+
+// ===== resources =====
+
+const README: &str = "# Arbor demo server\n\n\
+This server is an example of the Arbor MCP runtime.\n\n\
+- Tools: `echo`, `add`, `confirm_delete` (asks you first), `summarize` (asks the model), `slow_count` (reports progress).\n\
+- Resources: this readme, and notes at `demo://notes/{id}`.\n\
+- Prompts: `greet`.\n";
+
+/// Ids that `demo://notes/{id}` suggests through completion; any id can be read.
+const NOTE_IDS: [&str; 4] = ["1", "7", "42", "128"];
+
+#[derive(Deserialize)]
+struct NoteVars {
+    id: String,
+}
+
+async fn note(vars: NoteVars) -> Result<String, McpError> {
+    Ok(format!("# Note {id}\n\nThis is demo note {id}. Notes are generated on the fly from their id.\n", id = vars.id))
+}
+
+// ===== prompts =====
+
+#[derive(Deserialize, JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+    /// The tone of the greeting: formal or casual (default casual).
+    style: Option<String>,
+}
+
+async fn greet(args: GreetArgs) -> Vec<PromptMessage> {
+    let tone = match args.style.as_deref() {
+        Some("formal") => "a formal",
+        _ => "a warm, casual",
+    };
+    let text = format!("Write {tone} greeting for {}, in one or two sentences.", args.name);
+    vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }]
+}
+
+fn router() -> Router {
+    Router::new("arbor-demo", env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "A demo of the Arbor runtime: echo and add numbers, confirm a (pretend) deletion, \
+             summarise text with your model, count with progress, read notes, and get a greeting prompt.",
+        )
+        .tool_route(
+            ToolRoute::new("echo", echo)
+                .title("Echo")
+                .description("Returns the message exactly as given.")
+                .read_only_hint(true)
+                .open_world_hint(false),
+        )
+        .tool_route(
+            ToolRoute::new("add", add)
+                .title("Add")
+                .description("Adds two numbers and returns the sum as text.")
+                .read_only_hint(true)
+                .idempotent_hint(true)
+                .open_world_hint(false),
+        )
+        .tool_route(
+            ToolRoute::new("confirm_delete", confirm_delete)
+                .title("Delete a file (with confirmation)")
+                .description(
+                    "Asks the user to confirm deleting a file, then reports `Deleted <path>` or `Kept <path>`. \
+                     A demo of asking the user for input: nothing on disk is touched.",
+                )
+                .destructive_hint(true)
+                .open_world_hint(false),
+        )
+        .tool_route(
+            ToolRoute::new("summarize", summarize)
+                .title("Summarise")
+                .description("Summarises a text in at most three sentences, using the client's model (sampling).")
+                .read_only_hint(true),
+        )
+        .tool_route(
+            ToolRoute::new("slow_count", slow_count)
+                .title("Count slowly")
+                .description(
+                    "Counts from 1 to `to`, one number every `interval_ms`, reporting progress; \
+                     stops as soon as the call is cancelled.",
+                )
+                .read_only_hint(true)
+                .open_world_hint(false)
+                // Longest legitimate run: 100 numbers, 2 s apart.
+                .deadline(Duration::from_secs(210)),
+        )
+        .resource("demo://readme", "readme", "What this demo server offers.", "text/markdown", || async { README })
+        .template_route(
+            TemplateRoute::new("demo://notes/{id}", "note", note)
+                .title("Demo note")
+                .description("A demo note by id; any id can be read.")
+                .mime_type("text/markdown")
+                .complete("id", completion::starting_with(NOTE_IDS)),
+        )
+        .prompt_route(
+            PromptRoute::new("greet", greet)
+                .title("Greet someone")
+                .description("Asks the model to greet a person by name.")
+                .complete("name", completion::starting_with(["Ada Lovelace", "Alan Turing", "Grace Hopper"]))
+                .complete("style", completion::starting_with(["casual", "formal"])),
+        )
+}
+
+/// What the command line asks for.
+enum Mode {
+    Stdio,
+    Help,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Mode, String> {
+    let mut mode = Mode::Stdio;
+    for arg in args {
+        match arg.as_str() {
+            "--stdio" => {}
+            "-h" | "--help" => mode = Mode::Help,
+            "--port" | "--http" => {
+                return Err("HTTP is not available yet (it arrives with a later issue); use --stdio".into())
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(mode)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match parse_args(std::env::args().skip(1)) {
+        Ok(Mode::Stdio) => {}
+        Ok(Mode::Help) => {
+            eprintln!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(why) => {
+            eprintln!("demo_server: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    // Logs go to stderr: stdout carries the protocol and must hold nothing else.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    tracing::info!("demo_server: serving MCP on stdio");
+    match Server::new(router()).serve_stdio().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "demo_server stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
