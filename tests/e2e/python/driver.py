@@ -44,6 +44,7 @@ LEGACY_OFFER = "2025-11-25"  # what mcp 2.3.0 offers in initialize
 ECHO_MESSAGE = "héllo, Arbor ✓ \"quoted\" \\ back\\slash"
 DELETE_PATH = "notes/old-draft.txt"
 KEEP_PATH = "notes/keep-me.txt"
+OTHER_PATH = "notes/precious.txt"
 
 warnings.simplefilter("ignore")  # the SDK flags legacy-only calls (ping) as deprecated
 
@@ -328,6 +329,26 @@ async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> No
                 c.check("MRTR: tampered requestState is not honoured", only_text(bad) != f"Deleted {DELETE_PATH}", bad)
             except MCPError as e:  # an error response is the expected answer
                 c.check("MRTR: tampered requestState is rejected", True, e)
+
+        # The user confirmed deleting DELETE_PATH. Replaying that state and answer
+        # with another path must not delete it: the spec asks servers to bind
+        # requestState to the originating method and a digest of the key params.
+        try:
+            replayed = await session.call_tool(
+                "confirm_delete",
+                {"path": OTHER_PATH},
+                input_responses=responses,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            c.check(
+                "MRTR: a confirmation for one path does not delete another",
+                only_text(replayed) != f"Deleted {OTHER_PATH}",
+                f"replaying the requestState and answer issued for {DELETE_PATH!r} with path {OTHER_PATH!r} "
+                f"returned {only_text(replayed)!r}: the state is not bound to the call's arguments",
+            )
+        except MCPError as e:  # an error response is a fine answer
+            c.check("MRTR: a confirmation for one path does not delete another", True, e)
 
         # MRTR through the SDK's own driver and the elicitation callback.
         elicitor.seen.clear()
