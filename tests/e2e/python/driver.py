@@ -357,6 +357,44 @@ async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> No
         c.equal("MRTR via SDK driver: callback asked exactly once", len(elicitor.seen), 1)
         c.equal("MRTR via SDK driver: result text after decline", only_text(result), f"Kept {KEEP_PATH}")
 
+        # An unknown protocol version: -32022 naming what the server supports.
+        try:
+            raw = await session.send_discover("2099-01-01")
+            c.check("unknown version: server/discover answers -32022", False, f"got a result: {raw!r}")
+        except MCPError as e:
+            c.equal("unknown version: server/discover answers -32022", e.code, types.UNSUPPORTED_PROTOCOL_VERSION)
+            data = e.data if isinstance(e.data, dict) else {}
+            c.check(
+                "unknown version: error data names the supported and requested versions",
+                MODERN_VERSION in (data.get("supported") or []) and data.get("requested") == "2099-01-01",
+                e.data,
+            )
+
+    # A client that declares no elicitation capability: input the server cannot
+    # ask for is refused with -32021 naming the capability, not asked anyway.
+    async with Client(
+        params,
+        mode=MODERN_VERSION,
+        prior_discover=discovered,
+        client_info=client_info,
+        read_timeout_seconds=timeout,
+        cache=None,
+    ) as bare:
+        try:
+            result = await bare.session.call_tool("confirm_delete", {"path": DELETE_PATH}, allow_input_required=True)
+            c.check("no elicitation capability: confirm_delete answers -32021", False, f"got a result: {result!r}")
+        except MCPError as e:
+            c.equal("no elicitation capability: confirm_delete answers -32021", e.code, types.MISSING_REQUIRED_CLIENT_CAPABILITY)
+            data = e.data if isinstance(e.data, dict) else {}
+            c.check(
+                "no elicitation capability: error data names elicitation",
+                "elicitation" in (data.get("requiredCapabilities") or {}),
+                e.data,
+            )
+        # The connection carries on after the refusal.
+        result = await bare.call_tool("echo", {"message": "still here"})
+        c.equal("no elicitation capability: the next call is served", only_text(result), "still here")
+
 
 async def run(mode: str, command: list[str], timeout: float) -> Checks:
     c = Checks(mode)
