@@ -112,6 +112,8 @@ pub(crate) struct ConnState {
     sink: Arc<dyn RequestSink>,
     notifications: Option<mpsc::UnboundedSender<ClientNotification>>,
     workers: Vec<JoinHandle<()>>,
+    /// The connection's tracing span, parent of its requests' spans.
+    span: tracing::Span,
     _live: LiveToken,
 }
 
@@ -126,6 +128,8 @@ impl Actor for ConnectionActor {
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
         let ConnectionArgs { shared, reader, writer, tenant, auth, gauge } = args;
+        let span = tracing::info_span!("connection", id = %myself.get_id(), tenant = tenant.name());
+        tracing::debug!(parent: &span, "connection started");
         let spec = TaskSupervisorSpec::new("requests")
             .max_concurrency(shared.config.max_in_flight_per_connection)
             .gauge(gauge.clone());
@@ -172,6 +176,7 @@ impl Actor for ConnectionActor {
             batch: None,
             notifications: None,
             workers,
+            span,
             _live: gauge.actor_token(),
         })
     }
@@ -217,6 +222,7 @@ impl Actor for ConnectionActor {
     }
 
     async fn post_stop(&self, _myself: ActorRef<ConnMsg>, state: &mut ConnState) -> Result<(), ActorProcessingErr> {
+        tracing::debug!(parent: &state.span, in_flight = state.tasks.in_flight(), "connection stopping");
         for worker in state.workers.drain(..) {
             worker.abort();
         }

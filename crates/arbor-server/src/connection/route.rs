@@ -30,6 +30,7 @@ use arbor_protocol::model::common::{EmptyResult, Implementation, NotificationPar
 use arbor_protocol::model::lifecycle::{InitializeRequestParams, InitializeResult};
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::inbound::Inbound;
 use super::{BatchReply, ConnState, Legacy};
@@ -313,7 +314,10 @@ impl ConnState {
         // Boxed once here (the request's state is several KiB), so the task wrapper and
         // tokio move a pointer instead of copying that state at every layer; this alone
         // tripled pipelined throughput.
-        let work = Box::pin(async move { Ok(job.run().await) });
+        // A span per request, child of the connection's, with the id and method as fields;
+        // without a subscriber interested in debug spans it costs a relaxed load.
+        let span = tracing::debug_span!(parent: &self.span, "request", %id, %method);
+        let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
         match self.tasks.spawn_reporting(TaskOptions::deadline(deadline), work, report) {
             Ok(task) => {
                 if self.in_flight.len() >= self.sweep_at {
