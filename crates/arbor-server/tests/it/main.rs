@@ -16,3 +16,4 @@ mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
 mod router_is_served_in_both_eras;
 mod stdio_exits_cleanly_on_eof;
+mod the_tree_is_root_tenant_connections_connection;
