@@ -67,20 +67,26 @@ fn not_offered(method: MethodName) -> McpError {
 /// it costs only its request a -32603 error.
 #[async_trait]
 pub trait ServerHandler: Send + Sync + 'static {
-    /// The server's identity and instructions.
+    /// The server's identity and instructions. Read once, when the `Server` is built.
     fn info(&self) -> ServerInfo;
 
     /// The capabilities to advertise. Must match what the overridden callbacks serve.
+    /// Read once, when the `Server` is built: every client is told the same, and a
+    /// request for a capability not advertised here is answered -32601 by the runtime.
     fn capabilities(&self) -> ServerCapabilities;
 
     /// A deadline for one `tools/call` of `tool` that overrides the runtime's default.
+    /// Called by the connection actor for every `tools/call`, so it must be quick and
+    /// must not block (a panic in it falls back to the default).
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
         let _ = tool;
         None
     }
 
     /// Changes to the tool, prompt and resource lists, for `list_changed` notifications.
-    /// `None` when the lists never change at run time.
+    /// `None` when the lists never change at run time. Called once per connection; the
+    /// connection forwards each change to its initialized legacy session, if the
+    /// capability advertised `listChanged` for that list.
     fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
         None
     }

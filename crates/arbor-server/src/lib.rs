@@ -7,6 +7,10 @@
 //! under that connection's task supervisor, so a panicking or hung handler costs one
 //! request an error and never the connection.
 //!
+//! Serving is one call: `Server::new(handler).serve_stdio().await` serves stdin/stdout
+//! until stdin ends; [`Server::connect`] serves any [`Transport`] (an in-memory pair in
+//! tests) alongside others, and [`ServerConfig`] sets the limits and deadlines.
+//!
 //! This crate is not a transport: bytes arrive through `arbor-transport` (stdio, the
 //! in-memory pair) or `arbor-http`. Invariant: handlers never learn which protocol era a
 //! request came from; the runtime lifts both eras into the same [`RequestContext`].

@@ -11,7 +11,8 @@
 //!
 //! What it is not: it never awaits user code. Handlers run on request tasks; client
 //! notifications go to a per-connection worker task that calls the handler in arrival
-//! order; the only awaits in the actor are in `post_stop`, on its own children.
+//! order; the only awaits in the actor are on its own children, when it starts its task
+//! supervisor (`pre_start`) and when it stops everything (`post_stop`).
 //!
 //! Invariants: when the actor has stopped, its request tasks, reader and workers have
 //! stopped too (stopped explicitly in `post_stop`, before the output is flushed and
