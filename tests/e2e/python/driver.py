@@ -17,7 +17,13 @@ captured for schema validation).
           `_meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"`);
           the same lists and calls, then confirm_delete as an MRTR round trip,
           once driven by hand (InputRequiredResult -> inputResponses +
-          requestState) and once by the SDK's own input-required driver.
+          requestState) and once by the SDK's own input-required driver;
+          -32022 for an unknown version, -32021 without elicitation.
+
+Both modes also call slow_count (notifications/progress, and debug
+notifications/message: legacy after logging/setLevel, 2026-07-28 through the
+per-request logLevel opt-in) and summarize (sampling: a server-to-client
+sampling/createMessage in legacy, an MRTR input request in 2026-07-28).
 
 Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status is
 non-zero if any check failed or the run broke off.
@@ -101,6 +107,66 @@ class Elicitor:
     async def __call__(self, context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.seen.append(params)
         return self.answer
+
+
+SUMMARY = "Arbor is a supervised MCP runtime."
+TEXT_TO_SUMMARIZE = "Arbor serves MCP tools, resources and prompts, each request in its own supervised actor."
+
+
+class Sampler:
+    """The client's sampling callback: records each request, answers with a fixed model reply."""
+
+    def __init__(self) -> None:
+        self.seen: list[types.CreateMessageRequestParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.seen.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text=SUMMARY), model="e2e-model", stop_reason="endTurn"
+        )
+
+
+class LogSink:
+    """The client's logging callback: keeps every notifications/message."""
+
+    def __init__(self) -> None:
+        self.messages: list[types.LoggingMessageNotificationParams] = []
+
+    async def __call__(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.messages.append(params)
+
+
+async def progress_logging_sampling(c: Checks, client: Client, sampler: Sampler, logs: LogSink) -> None:
+    """slow_count reports progress (and debug logs); summarize asks the client's model."""
+    steps: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append((progress, total, message))
+
+    logs.messages.clear()
+    result = await client.call_tool("slow_count", {"to": 3, "interval_ms": 10}, progress_callback=on_progress)
+    c.equal("tools/call slow_count result", only_text(result), "Counted to 3")
+    c.equal(
+        "slow_count: progress notifications 1..3 of 3",
+        steps,
+        [(1.0, 3.0, "Counted 1 of 3"), (2.0, 3.0, "Counted 2 of 3"), (3.0, 3.0, "Counted 3 of 3")],
+    )
+    counted = [m.data for m in logs.messages if m.logger == "slow_count"]
+    c.equal("slow_count: debug log messages", counted, ["counted 1", "counted 2", "counted 3"])
+
+    result = await client.call_tool("summarize", {"text": TEXT_TO_SUMMARIZE})
+    c.equal("summarize: the server asked the client's model exactly once", len(sampler.seen), 1)
+    if sampler.seen:
+        asked = sampler.seen[0]
+        first = asked.messages[0].content if asked.messages else None
+        c.check(
+            "summarize: the sampling request carries the text",
+            isinstance(first, types.TextContent) and TEXT_TO_SUMMARIZE in first.text and asked.max_tokens > 0,
+            asked,
+        )
+    c.equal("summarize: result is the model's reply", only_text(result), SUMMARY)
 
 
 async def common_surface(c: Checks, client: Client) -> None:
@@ -225,12 +291,14 @@ def _number(text: str | None) -> float | None:
 
 
 async def legacy(c: Checks, params: StdioServerParameters, timeout: float) -> None:
-    elicitor = Elicitor()
+    elicitor, sampler, logs = Elicitor(), Sampler(), LogSink()
     client_info = types.Implementation(name="arbor-e2e-python", version="2.3.0")
     async with Client(
         params,
         mode="legacy",
         elicitation_callback=elicitor,
+        sampling_callback=sampler,
+        logging_callback=logs,
         client_info=client_info,
         read_timeout_seconds=timeout,
         cache=None,
@@ -263,14 +331,21 @@ async def legacy(c: Checks, params: StdioServerParameters, timeout: float) -> No
         c.equal("confirm_delete (decline): server asked the client exactly once", len(elicitor.seen), 1)
         c.equal("confirm_delete (decline): result text", only_text(result), f"Kept {KEEP_PATH}")
 
+        set_level = await client.set_logging_level("debug")
+        c.check("logging/setLevel debug answered", isinstance(set_level, types.EmptyResult), set_level)
+        await progress_logging_sampling(c, client, sampler, logs)
+
 
 async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> None:
-    elicitor = Elicitor()
+    elicitor, sampler, logs = Elicitor(), Sampler(), LogSink()
     client_info = types.Implementation(name="arbor-e2e-python", version="2.3.0")
     async with Client(
         params,
         mode="auto",  # probe server/discover at 2026-07-28; fall back to initialize only if it fails
         elicitation_callback=elicitor,
+        sampling_callback=sampler,
+        logging_callback=logs,
+        log_level="debug",  # the per-request _meta opt-in to notifications/message
         client_info=client_info,
         read_timeout_seconds=timeout,
         cache=None,
@@ -356,6 +431,8 @@ async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> No
         result = await client.call_tool("confirm_delete", {"path": KEEP_PATH})
         c.equal("MRTR via SDK driver: callback asked exactly once", len(elicitor.seen), 1)
         c.equal("MRTR via SDK driver: result text after decline", only_text(result), f"Kept {KEEP_PATH}")
+
+        await progress_logging_sampling(c, client, sampler, logs)
 
         # An unknown protocol version: -32022 naming what the server supports.
         try:

@@ -6,21 +6,30 @@
 //
 // The SDK's StdioClientTransport launches SERVER_CMD (run.sh passes the tap
 // wrapper around the demo server). The client offers 2025-11-25 in
-// initialize, declares form-mode elicitation, and runs: ping, the four lists,
-// echo/add, resources/read of a resource and a template, prompts/get, and
-// confirm_delete answered through the elicitation/create request handler
-// (once accepted, once declined).
+// initialize, declares form-mode elicitation and sampling, and runs: ping, the
+// four lists, echo/add, resources/read of a resource and a template,
+// prompts/get, confirm_delete answered through the elicitation/create request
+// handler (once accepted, once declined), slow_count with progress and debug
+// logging (after logging/setLevel), and summarize answered through the
+// sampling/createMessage request handler.
 //
 // Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status
 // is non-zero if any check failed or the run broke off.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LATEST_PROTOCOL_VERSION,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 
 const ECHO_MESSAGE = 'héllo from TypeScript ✓ "quoted" \\ back\\slash';
 const DELETE_PATH = 'notes/ts-draft.txt';
 const KEEP_PATH = 'notes/ts-keep.txt';
+const SUMMARY = 'Arbor answers TypeScript too.';
+const TEXT_TO_SUMMARIZE = 'A long text about supervised actors, one per MCP request, written for the TypeScript client.';
 
 let passed = 0;
 let failed = 0;
@@ -81,6 +90,15 @@ async function scenario(client, command, timeoutMs) {
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
     elicitations.push(request.params);
     return answer;
+  });
+  const samplings = [];
+  client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+    samplings.push(request.params);
+    return { role: 'assistant', content: { type: 'text', text: SUMMARY }, model: 'e2e-model', stopReason: 'endTurn' };
+  });
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+    logs.push(notification.params);
   });
 
   const transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });
@@ -170,6 +188,48 @@ async function scenario(client, command, timeoutMs) {
   result = await client.callTool({ name: 'confirm_delete', arguments: { path: KEEP_PATH } }, undefined, options);
   equal('confirm_delete (decline): server asked the client exactly once', elicitations.length, 1);
   equal('confirm_delete (decline): result text', onlyText(result), `Kept ${KEEP_PATH}`);
+
+  // slow_count: notifications/progress for the request, and debug log messages once asked for.
+  const setLevel = await client.setLoggingLevel('debug', options);
+  check('logging/setLevel debug answered', setLevel !== undefined && typeof setLevel === 'object', setLevel);
+  const steps = [];
+  logs.length = 0;
+  result = await client.callTool({ name: 'slow_count', arguments: { to: 3, interval_ms: 10 } }, undefined, {
+    ...options,
+    onprogress: (p) => steps.push([p.progress, p.total, p.message]),
+  });
+  equal('tools/call slow_count result', onlyText(result), 'Counted to 3');
+  // The SDK runs notification handlers in a microtask but settles the response at
+  // once, dropping the request's progress handler: a last notification that arrives
+  // in the same read as the response is lost on the client's side. So the steps
+  // seen here must be a non-empty prefix of 1..3 (the Python scenarios check all
+  // three, and the capture shows every one the server sent).
+  const expectedSteps = [
+    [1, 3, 'Counted 1 of 3'],
+    [2, 3, 'Counted 2 of 3'],
+    [3, 3, 'Counted 3 of 3'],
+  ];
+  check(
+    'slow_count: progress notifications count up to 3 of 3',
+    steps.length > 0 && JSON.stringify(steps) === JSON.stringify(expectedSteps.slice(0, steps.length)),
+    `expected a non-empty prefix of ${JSON.stringify(expectedSteps)}, got ${JSON.stringify(steps)}`,
+  );
+  equal(
+    'slow_count: debug log messages',
+    logs.filter((m) => m.logger === 'slow_count').map((m) => m.data),
+    ['counted 1', 'counted 2', 'counted 3'],
+  );
+
+  // summarize: the server asks the client's model with sampling/createMessage.
+  result = await client.callTool({ name: 'summarize', arguments: { text: TEXT_TO_SUMMARIZE } }, undefined, options);
+  equal('summarize: the server asked the client model exactly once', samplings.length, 1);
+  const firstContent = samplings[0]?.messages?.[0]?.content;
+  check(
+    'summarize: the sampling request carries the text',
+    firstContent?.type === 'text' && firstContent.text.includes(TEXT_TO_SUMMARIZE) && samplings[0].maxTokens > 0,
+    samplings[0],
+  );
+  equal("summarize: result is the model's reply", onlyText(result), SUMMARY);
 }
 
 async function main() {
@@ -177,7 +237,7 @@ async function main() {
   const timeoutMs = timeout * 1000;
   const client = new Client(
     { name: 'arbor-e2e-typescript', version: '1.32.2' },
-    { capabilities: { elicitation: { form: {} } } },
+    { capabilities: { elicitation: { form: {} }, sampling: {} } },
   );
   let timer;
   try {
