@@ -112,17 +112,28 @@ EOF
   SERVER_CMD=("$exe" --stdio)
 }
 
+# ours PID START: the process is still the one the tap recorded (same start
+# time in /proc/PID/stat), not a reused pid.
+ours() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "$(cut -d' ' -f20 <<<"$stat")" == "$2" ]]
+}
+
 # reap PIDFILE: a tap or server the client left running is ended, by its pid.
 reap() {
   [[ -f "$1" ]] || return 0
-  local pid left=()
-  for pid in $(cat "$1"); do
-    kill -0 "$pid" 2>/dev/null && left+=("$pid")
-  done
+  local pid start left=()
+  while read -r pid start; do
+    ours "$pid" "$start" && left+=("$pid $start")
+  done <"$1"
   [[ ${#left[@]} -eq 0 ]] && return 0
   sleep 2
-  for pid in "${left[@]}"; do
-    if kill -0 "$pid" 2>/dev/null; then
+  local entry
+  for entry in "${left[@]}"; do
+    read -r pid start <<<"$entry"
+    if ours "$pid" "$start"; then
       echo "run.sh: pid $pid still running after the client finished; killing it" >&2
       kill -KILL "$pid" 2>/dev/null
     fi

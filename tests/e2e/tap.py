@@ -19,7 +19,7 @@ SIGTERM/SIGINT/SIGHUP are forwarded to the server. So that a test run never
 leaves a server behind, a server still running 10 s after its stdin closed,
 or 3 s after a forwarded signal, is sent SIGTERM and then SIGKILL (and the
 tap says so on stderr). With --pid-file, the tap writes its own pid and the
-server's there. Standard library only.
+server's there, each with its start time (so a reused pid is not mistaken). Standard library only.
 """
 
 from __future__ import annotations
@@ -55,11 +55,20 @@ def _pump(src: BinaryIO, dst: BinaryIO, log: BinaryIO, on_eof) -> None:
         on_eof()
 
 
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks (/proc/PID/stat field 22), to tell a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server-log", required=True, help="file that receives every line the server writes")
     parser.add_argument("--client-log", required=True, help="file that receives every line the client writes")
-    parser.add_argument("--pid-file", help="file that receives 'TAP_PID SERVER_PID'")
+    parser.add_argument("--pid-file", help="file that receives 'PID START_TIME' for the tap and the server")
     parser.add_argument("--server-stderr", help="file that receives the server's stderr (default: inherit)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the server command")
     args = parser.parse_args()
@@ -82,7 +91,8 @@ def main() -> int:
 
     if args.pid_file:
         with open(args.pid_file, "w", encoding="ascii") as f:
-            f.write(f"{os.getpid()} {proc.pid}\n")
+            for pid in (os.getpid(), proc.pid):
+                f.write(f"{pid} {_start_time(pid)}\n")
 
     def reap_later(grace: float, why: str) -> None:
         """Make sure the server is gone `grace` seconds from now."""
