@@ -1,0 +1,7 @@
+//! Integration tests for the example servers: each one run as its own process and spoken to
+//! over real stdio pipes with raw JSON lines, one module per behaviour.
+
+mod support;
+
+mod conformance_server_answers_in_both_eras;
+mod demo_server_counts_with_progress_and_stops_when_cancelled;
