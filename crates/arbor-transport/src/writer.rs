@@ -6,8 +6,9 @@
 //! flushes once, so a burst of responses costs one write and one flush instead of one per
 //! message, and the lock is never held across IO.
 //!
-//! It is not a queue with backpressure: sends never wait. Callers bound what they produce
-//! (the server bounds in-flight requests), which bounds what can be queued.
+//! Sends never wait. Backpressure is the reader's job: [`FrameWriter::buffered`] and
+//! [`FrameWriter::drained_below`] let whoever admits work (the server's reader) stop taking
+//! more input while the peer is not reading its output, which bounds what can be queued.
 //!
 //! Invariants: frames reach the stream whole and in the order their sends returned; after
 //! [`FrameWriter::close`] returns, everything sent before it was written and flushed and the
@@ -36,6 +37,8 @@ struct Shared {
     state: Mutex<State>,
     /// Wakes the writer task when the buffer goes from empty to not empty, or on close.
     wake: Notify,
+    /// Wakes those waiting for the buffer to drain, after each batch is written.
+    drained: Notify,
     /// `true` once the writer task has stopped (closed, or the stream broke).
     stopped: watch::Sender<bool>,
 }
@@ -43,6 +46,8 @@ struct Shared {
 #[derive(Default)]
 struct State {
     buf: Vec<u8>,
+    /// Bytes of the batch the task is writing now.
+    writing: usize,
     /// No more sends are accepted; the task writes what is left and stops.
     closing: bool,
 }
@@ -51,7 +56,12 @@ impl FrameWriter {
     /// Starts the writer task over `io`. Must be called inside a tokio runtime.
     pub fn spawn(io: Box<dyn AsyncWrite + Send + Unpin>) -> FrameWriter {
         let (stopped, _) = watch::channel(false);
-        let shared = Arc::new(Shared { state: Mutex::new(State::default()), wake: Notify::new(), stopped });
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+            drained: Notify::new(),
+            stopped,
+        });
         tokio::spawn(write_loop(shared.clone(), io));
         FrameWriter { shared }
     }
@@ -124,6 +134,26 @@ impl FrameWriter {
         let _ = rx.wait_for(|stopped| *stopped).await;
     }
 
+    /// Bytes queued or being written and not yet accepted by the stream.
+    pub fn buffered(&self) -> usize {
+        let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.buf.len() + state.writing
+    }
+
+    /// Resolves once fewer than `limit` bytes are queued, or the writer has stopped.
+    pub async fn drained_below(&self, limit: usize) {
+        loop {
+            let drained = self.shared.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a batch written in between is not missed.
+            drained.as_mut().enable();
+            if self.buffered() < limit || *self.shared.stopped.borrow() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
     /// Whether sends are refused.
     pub fn is_closed(&self) -> bool {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing
@@ -136,6 +166,7 @@ async fn write_loop(shared: Arc<Shared>, mut io: Box<dyn AsyncWrite + Send + Unp
         let closing = {
             let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut state.buf, &mut batch);
+            state.writing = batch.len();
             state.closing
         };
         if batch.is_empty() {
@@ -156,6 +187,8 @@ async fn write_loop(shared: Arc<Shared>, mut io: Box<dyn AsyncWrite + Send + Unp
             break;
         }
         batch.clear();
+        shared.state.lock().unwrap_or_else(|e| e.into_inner()).writing = 0;
+        shared.drained.notify_waiters();
         // A rare huge frame should not pin its memory for the life of the connection.
         if batch.capacity() > 1 << 20 {
             batch = Vec::new();
@@ -163,4 +196,5 @@ async fn write_loop(shared: Arc<Shared>, mut io: Box<dyn AsyncWrite + Send + Unp
     }
     let _ = io.shutdown().await;
     shared.stopped.send_replace(true);
+    shared.drained.notify_waiters();
 }

@@ -8,9 +8,10 @@
 //! are decoded a second time, to learn what they are.
 //!
 //! It answers nothing and decides nothing: malformed frames become [`Inbound::Refused`]
-//! with the error to send, and the actor sends it. Invariant: the number of bursts waiting
-//! in the actor's mailbox is bounded by [`MAX_BURSTS`]; the reader waits beyond it, which
-//! pushes back on the peer through the transport.
+//! with the error to send, and the actor sends it. Invariants: the number of bursts waiting
+//! in the actor's mailbox is bounded by [`MAX_BURSTS`], and the output queued for a peer
+//! that does not read it by [`MAX_UNREAD_OUTPUT`]; past either the reader stops reading,
+//! which pushes back on the peer through the transport.
 
 use std::sync::Arc;
 
@@ -29,6 +30,8 @@ use crate::error::frame_too_long;
 
 /// Bursts the reader may have queued at the actor before it waits.
 pub(crate) const MAX_BURSTS: usize = 32;
+/// Output bytes queued for the peer beyond which no more input is read.
+pub(crate) const MAX_UNREAD_OUTPUT: usize = 8 * 1024 * 1024;
 /// Frames per burst at most, so one huge read does not become one huge actor turn.
 const MAX_BURST_LEN: usize = 256;
 
@@ -74,6 +77,10 @@ pub(crate) async fn read_loop(mut reader: FrameReader, writer: FrameWriter, acto
         }
         if !items.is_empty() && !send(&actor, &credits, &mut items).await {
             break;
+        }
+        if writer.buffered() >= MAX_UNREAD_OUTPUT {
+            // The peer is not reading what we answer: stop taking its requests until it does.
+            writer.drained_below(MAX_UNREAD_OUTPUT / 2).await;
         }
         tokio::select! {
             filled = reader.fill() => match filled {

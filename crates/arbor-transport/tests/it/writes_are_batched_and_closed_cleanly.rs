@@ -52,3 +52,26 @@ async fn frames_cross_a_real_os_pipe() {
     }
     assert_eq!(n, 100);
 }
+
+#[tokio::test]
+async fn queued_output_is_measured_and_drains_when_the_peer_reads() {
+    let (left, right) = Transport::memory_pair();
+    let (_left_rx, writer) = left.into_parts();
+    let (mut reader, _right_tx) = right.into_parts();
+    let line = vec![b'y'; 10_000];
+    for _ in 0..200 {
+        writer.send(&line).unwrap();
+    }
+    // The pipe holds 256 KiB; the rest waits in the writer's queue.
+    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    assert!(writer.buffered() > 1_000_000, "{}", writer.buffered());
+    let drained = tokio::spawn({
+        let writer = writer.clone();
+        async move { writer.drained_below(100_000).await }
+    });
+    for _ in 0..200 {
+        reader.recv().await.unwrap().unwrap().unwrap();
+    }
+    drained.await.unwrap();
+    assert!(writer.buffered() < 100_000);
+}
