@@ -37,7 +37,7 @@ use arbor_server::router::{completion, PromptRoute, Router, TemplateRoute, ToolE
 use arbor_server::{InputRequired, McpError, Reply, RequestContext, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const USAGE: &str = "usage: demo_server [--stdio]\n\
     Serves the Arbor demo MCP server on stdin/stdout (the default).\n\
@@ -88,9 +88,17 @@ const CONFIRM: &str = "confirm";
 /// the runtime collected either with a server-to-client `elicitation/create` (legacy) or
 /// through the client's retry with `inputResponses` (2026-07-28).
 async fn confirm_delete(args: DeleteArgs, cx: RequestContext) -> Reply<CallToolResult> {
-    let answer = cx.input_responses().and_then(|answers| answers.get(CONFIRM));
+    // A confirmation counts only for the path it was asked about. The runtime binds the
+    // sealed state to this tool, not to its arguments, so the path goes into the state:
+    // an answer replayed with another path is asked again, never obeyed.
+    let asked_about = cx.input_state().and_then(|state| state.get("path")).and_then(Value::as_str);
+    let answer = cx
+        .input_responses()
+        .and_then(|answers| answers.get(CONFIRM))
+        .filter(|_| asked_about == Some(args.path.as_str()));
     let Some(answer) = answer else {
-        return Reply::InputRequired(InputRequired::new().elicit(CONFIRM, confirm_form(&args.path)));
+        let ask = InputRequired::new().elicit(CONFIRM, confirm_form(&args.path)).state(json!({ "path": args.path }));
+        return Reply::InputRequired(ask);
     };
     let confirmed = match answer {
         InputResponse::Elicit(result) => {
