@@ -48,6 +48,7 @@ use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::prompts::{GetPromptResult, PromptMessage};
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
 use arbor_protocol::model::tools::CallToolResult;
+use arbor_protocol::version::Feature;
 use arbor_server::router::{
     completion, NoArgs, PromptRoute, ResourceRoute, Router, RouterHandle, TemplateRoute, ToolError, ToolRoute,
 };
@@ -185,14 +186,23 @@ async fn image_content(_: NoArgs) -> ContentBlock {
     image()
 }
 
-async fn audio_content(_: NoArgs) -> ContentBlock {
-    ContentBlock::Audio(AudioContent {
+async fn audio_content(_: NoArgs, cx: RequestContext) -> Result<ContentBlock, ToolError> {
+    // Audio blocks exist from 2025-03-26 on; an older client could not read one, so it is
+    // told why instead (the runtime passes handler content through unchanged).
+    let version = cx.connection().protocol_version;
+    if !version.supports(Feature::AudioContent) {
+        return Err(ToolError::failed(format!(
+            "Audio content needs protocol revision 2025-03-26 or later; this session uses {}",
+            version.as_str()
+        )));
+    }
+    Ok(ContentBlock::Audio(AudioContent {
         data: TEST_AUDIO_BASE64.into(),
         mime_type: "audio/wav".into(),
         annotations: None,
         meta: None,
         extra: Default::default(),
-    })
+    }))
 }
 
 async fn embedded_resource(_: NoArgs) -> ContentBlock {
@@ -383,7 +393,7 @@ async fn elicitation_defaults(_: NoArgs, cx: RequestContext) -> Reply<CallToolRe
 }
 
 async fn elicitation_enums(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
-    let schema = json!({
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "untitledSingle": {
@@ -429,6 +439,13 @@ async fn elicitation_enums(_: NoArgs, cx: RequestContext) -> Reply<CallToolResul
         },
         "required": []
     });
+    // Titled and multi-select fields arrived in 2025-11-25 (SEP-1330); an older session
+    // is asked only the two forms its revision has (plain `enum`, and `enumNames`).
+    if !cx.connection().protocol_version.supports(Feature::EnumSchemaForms) {
+        if let Some(fields) = schema["properties"].as_object_mut() {
+            fields.retain(|name, _| name == "untitledSingle" || name == "legacyEnum");
+        }
+    }
     form_round(&cx, "Please select options from the enum fields", schema)
 }
 
