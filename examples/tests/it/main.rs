@@ -1,8 +1,10 @@
 //! Integration tests for the example servers: each one run as its own process and spoken to
 //! over real stdio pipes with raw JSON lines, one module per behaviour.
 
+mod schema;
 mod support;
 
 mod a_confirmation_is_bound_to_its_path;
 mod conformance_server_answers_in_both_eras;
 mod demo_server_counts_with_progress_and_stops_when_cancelled;
+mod every_conformance_answer_matches_its_revision;

@@ -1,9 +1,8 @@
 //! A raw JSON-lines peer over real stdio pipes to an example server process.
 //!
-//! The examples are built by `cargo test` next to the test binary
-//! (`target/<profile>/examples/`); when the test is run on its own (`--test it`) and the
-//! example is missing, it is built with cargo first. Every wait is bounded, and the child
-//! is killed when the peer is dropped, so a hung server fails the test instead of hanging it.
+//! Each example is built with `cargo build` before its first use (see [`example`]). Every
+//! wait is bounded, and the child is killed when the peer is dropped, so a hung server
+//! fails the test instead of hanging it.
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -17,23 +16,34 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 /// How long any one expected message may take.
 const WAIT: Duration = Duration::from_secs(15);
 
-/// The path of the built example `name`, building it if it is not there.
+/// The path of the example `name`, built for this test run.
+///
+/// `cargo test` compiles the examples, but in its own flavour under a hashed file name,
+/// and leaves `target/<profile>/examples/<name>` as the last `cargo build` left it, which
+/// may be stale. So each example is built once per test run with `cargo build` (a no-op
+/// when it is up to date); cargo holds no lock on the target directory while tests run.
 pub fn example(name: &str) -> PathBuf {
-    // Tests run one at a time through here, so two never build the same example at once.
-    static BUILD: Mutex<()> = Mutex::new(());
-    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-    // The test binary is `target/<profile>/deps/it-<hash>`; examples sit in
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    // The test binary is `target/<profile>/deps/it-<hash>`; examples land in
     // `target/<profile>/examples/`.
     let exe = std::env::current_exe().expect("the test binary's path");
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
     let path = profile_dir.join("examples").join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    if !path.exists() {
-        let cargo = option_env!("CARGO").unwrap_or("cargo");
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", "examples", "--example", name])
-            .status()
-            .expect("running cargo build");
-        assert!(status.success(), "cargo build --example {name} failed");
+    if !built.iter().any(|b| b == name) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| option_env!("CARGO").unwrap_or("cargo").to_owned());
+        let mut command = std::process::Command::new(cargo);
+        command.current_dir(env!("CARGO_MANIFEST_DIR")).args(["build", "--quiet", "-p", "examples", "--example", name]);
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            command.arg("--release");
+        }
+        let output = command.output().expect("running cargo build");
+        assert!(
+            output.status.success(),
+            "cargo build --example {name} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        built.push(name.to_owned());
     }
     assert!(path.exists(), "{} was not built", path.display());
     path
