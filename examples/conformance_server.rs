@@ -317,6 +317,19 @@ async fn json_schema_tool(args: Contact) -> String {
     format!("JSON Schema 2020-12 tool called with: {}", serde_json::to_string(&args).unwrap_or_default())
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct RegionArgs {
+    /// The region to report back. HTTP clients also send it as a request header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+/// A tool with an `x-mcp-header` argument (SEP-2243), for the suite's custom-header checks,
+/// which only HTTP can exercise: over stdio it is a plain echo.
+async fn custom_header(args: RegionArgs) -> String {
+    format!("Region: {}", args.region)
+}
+
 // ===== tools that ask the client (both eras) =====
 
 #[derive(Deserialize, JsonSchema)]
@@ -350,8 +363,8 @@ async fn elicitation(args: ElicitationArgs, cx: RequestContext) -> Reply<CallToo
         });
         return Reply::InputRequired(InputRequired::new().elicit(KEY, form(&args.message, schema)));
     };
-    let text_ = format!("User response: action={}, content={}", action_name(action), render(content));
-    Reply::Complete(result(vec![text(text_)]))
+    let report = format!("User response: action={}, content={}", action_name(action), render(content));
+    Reply::Complete(result(vec![text(report)]))
 }
 
 fn action_name(action: ElicitAction) -> &'static str {
@@ -368,8 +381,8 @@ fn form_round(cx: &RequestContext, message: &str, schema: Value) -> Reply<CallTo
     let Some((action, content)) = elicited(cx, KEY) else {
         return Reply::InputRequired(InputRequired::new().elicit(KEY, form(message, schema)));
     };
-    let text_ = format!("Elicitation completed: action={}, content={}", action_name(action), render(content));
-    Reply::Complete(result(vec![text(text_)]))
+    let report = format!("Elicitation completed: action={}, content={}", action_name(action), render(content));
+    Reply::Complete(result(vec![text(report)]))
 }
 
 async fn elicitation_defaults(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
@@ -732,6 +745,11 @@ fn router() -> (Router, RouterHandle) {
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             json_schema_tool,
+        )
+        .tool(
+            "test_custom_header",
+            "Echoes its region argument, which HTTP clients also send as a header (SEP-2243 x-mcp-header)",
+            custom_header,
         )
         // Asking the client
         .tool("test_sampling", "Tests server-initiated sampling (LLM completion request)", sampling)

@@ -88,6 +88,7 @@ fn arguments_for(tool: &str) -> Value {
         "test_sampling" => json!({"prompt": "Capital of France?"}),
         "test_elicitation" => json!({"message": "Anything to add?"}),
         "json_schema_2020_12_tool" => json!({"name": "Ada", "email": "ada@example.org"}),
+        "test_custom_header" => json!({"region": "eu-west"}),
         _ => json!({}),
     }
 }
