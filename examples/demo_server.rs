@@ -14,8 +14,8 @@
 //!
 //! The end-to-end tests (`tests/e2e/`) drive this server with the official Python and
 //! TypeScript SDKs and assert exact values, so the names, argument shapes and texts of
-//! `echo`, `add`, `confirm_delete`, `demo://readme`, `demo://notes/{id}` and `greet` are
-//! fixed by `tests/e2e/README.md`.
+//! every tool, resource and prompt here are fixed by `tests/e2e/README.md` ("What the demo
+//! server must serve"): change both together.
 //!
 //! Stdout is the protocol channel: nothing but JSON-RPC frames may be written there, so
 //! every log line goes to stderr (`RUST_LOG` chooses the level, `info` by default).
@@ -34,7 +34,7 @@ use arbor_protocol::model::prompts::PromptMessage;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_server::router::{completion, PromptRoute, Router, TemplateRoute, ToolError, ToolRoute};
-use arbor_server::{InputRequired, McpError, Reply, RequestContext, Server};
+use arbor_server::{InputRequired, Reply, RequestContext, Server};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -227,8 +227,8 @@ struct NoteVars {
     id: String,
 }
 
-async fn note(vars: NoteVars) -> Result<String, McpError> {
-    Ok(format!("# Note {id}\n\nThis is demo note {id}. Notes are generated on the fly from their id.\n", id = vars.id))
+async fn note(vars: NoteVars) -> String {
+    format!("# Note {id}\n\nThis is demo note {id}. Notes are generated on the fly from their id.\n", id = vars.id)
 }
 
 // ===== prompts =====
