@@ -36,13 +36,11 @@ pub(crate) const MAX_UNREAD_OUTPUT: usize = 8 * 1024 * 1024;
 const MAX_BURST_LEN: usize = 256;
 
 /// One decoded message from the client.
-// Requests are moved into their task once; boxing them would add an allocation to every
-// request for the sake of the rare variants.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Inbound {
-    /// A request of a known method with well-formed params.
-    Request { id: RequestId, request: ClientRequest },
+    /// A request of a known method with well-formed params. Boxed once here: the enum is
+    /// over a kilobyte, and it moves through the actor into its task.
+    Request { id: RequestId, request: Box<ClientRequest> },
     /// A notification of a known method.
     Notification(ClientNotification),
     /// A response to one of our server-to-client requests.
@@ -116,7 +114,7 @@ pub(crate) fn decode_bytes(bytes: &[u8]) -> Inbound {
         return decode_batch(bytes);
     }
     match ClientRequest::decode_frame(bytes) {
-        Ok((id, request)) => Inbound::Request { id, request },
+        Ok((id, request)) => Inbound::Request { id, request: Box::new(request) },
         Err(FrameError::Decode(err)) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
         Err(FrameError::Method(_)) => classify(bytes),
     }
@@ -127,7 +125,7 @@ fn classify(bytes: &[u8]) -> Inbound {
     match decode_raw(bytes) {
         Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
         Ok(RawMessage::Request { id, method, params }) => match ClientRequest::decode(&method, params) {
-            Ok(request) => Inbound::Request { id, request },
+            Ok(request) => Inbound::Request { id, request: Box::new(request) },
             Err(err) => Inbound::Refused { id: Some(id), error: McpError::from(&err) },
         },
         Ok(RawMessage::Notification { method, params }) => match ClientNotification::decode(&method, params) {

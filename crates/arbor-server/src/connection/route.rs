@@ -119,7 +119,7 @@ impl ConnState {
         }
     }
 
-    fn on_request(&mut self, id: RequestId, mut request: ClientRequest) {
+    fn on_request(&mut self, id: RequestId, mut request: Box<ClientRequest>) {
         let method = request.method();
         let meta = take_meta(&mut request);
         let served = if meta.as_ref().is_some_and(carries_modern_terms) {
@@ -127,7 +127,7 @@ impl ConnState {
                 Ok(terms) => Served::Modern(terms),
                 Err(err) => return self.reply_error(Some(id), &err),
             }
-        } else if let ClientRequest::Initialize(params) = request {
+        } else if let ClientRequest::Initialize(params) = *request {
             return self.on_initialize(id, params);
         } else if self.legacy.is_some() {
             Served::Legacy
@@ -152,7 +152,7 @@ impl ConnState {
         match method {
             MethodName::Ping => return self.reply(&id, &EmptyResult::default()),
             MethodName::SetLevel => {
-                if let (ClientRequest::SetLevel(params), Some(legacy)) = (&request, self.legacy.as_mut()) {
+                if let (ClientRequest::SetLevel(params), Some(legacy)) = (&*request, self.legacy.as_mut()) {
                     // Applies to every later request of the session, even before the
                     // handler's own callback has run.
                     legacy.session.set_log_level(params.level);
@@ -250,7 +250,7 @@ impl ConnState {
         self.reply(&id, &result);
     }
 
-    fn spawn(&mut self, id: RequestId, request: ClientRequest, meta: Meta, terms: JobTerms) {
+    fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
         if self.in_flight.get(&id).is_some_and(|task| !task.is_finished()) {
             return self.reply_error(Some(id), &duplicate_id());
         }
@@ -260,7 +260,7 @@ impl ConnState {
             return self.reply_error(Some(id), &err);
         }
         let method = request.method();
-        let deadline = match &request {
+        let deadline = match &*request {
             ClientRequest::CallTool(p) => {
                 let handler = &self.shared.handler;
                 // A panicking override falls back to the default rather than taking the

@@ -52,7 +52,7 @@ pub(crate) struct JobTerms {
 pub(crate) struct RequestJob {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: RequestId,
-    pub(crate) request: ClientRequest,
+    pub(crate) request: Box<ClientRequest>,
     pub(crate) meta: Meta,
     pub(crate) terms: JobTerms,
     pub(crate) deadline: Option<Instant>,
@@ -109,7 +109,7 @@ impl RequestJob {
         let handler = &*shared.handler;
         let mut cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
         let finish = |result: &mut dyn Shape, cache: &CacheDefaults| result.shape(modern, cache);
-        match request {
+        match *request {
             ClientRequest::ListTools(p) => {
                 let mut r = handler.list_tools(p, cx).await?;
                 finish(&mut r, &cache);
