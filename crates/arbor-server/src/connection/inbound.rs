@@ -42,7 +42,7 @@ pub(crate) enum Inbound {
     /// over a kilobyte, and it moves through the actor into its task.
     Request { id: RequestId, request: Box<ClientRequest> },
     /// A notification of a known method.
-    Notification(ClientNotification),
+    Notification(Box<ClientNotification>),
     /// A response to one of our server-to-client requests.
     Response { id: RequestId, result: Box<RawValue> },
     /// An error response to one of our server-to-client requests.
@@ -129,7 +129,7 @@ fn classify(bytes: &[u8]) -> Inbound {
             Err(err) => Inbound::Refused { id: Some(id), error: McpError::from(&err) },
         },
         Ok(RawMessage::Notification { method, params }) => match ClientNotification::decode(&method, params) {
-            Ok(notification) => Inbound::Notification(notification),
+            Ok(notification) => Inbound::Notification(Box::new(notification)),
             Err(err) => {
                 tracing::debug!(%err, %method, "ignoring a notification that could not be read");
                 Inbound::Ignored

@@ -92,7 +92,7 @@ impl ConnState {
     pub(super) fn on_inbound(&mut self, item: Inbound) {
         match item {
             Inbound::Request { id, request } => self.on_request(id, request),
-            Inbound::Notification(n) => self.on_notification(n),
+            Inbound::Notification(n) => self.on_notification(*n),
             Inbound::Response { id, result } => self.pending.answer(&id, &result),
             Inbound::Error(e) => self.pending.fail(e.id.as_ref(), e.error),
             Inbound::Refused { id, error } => self.reply_error(id, &error),
