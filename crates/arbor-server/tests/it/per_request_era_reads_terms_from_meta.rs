@@ -79,3 +79,31 @@ async fn modern_requests_on_a_legacy_connection_are_served_statelessly() {
     assert_eq!(modern["result"]["resultType"], "complete");
     h.finish().await;
 }
+
+#[tokio::test]
+async fn the_configured_versions_limit_both_eras() {
+    use arbor_protocol::version::ProtocolVersion;
+    use arbor_server::ServerConfig;
+    let modern_only = ServerConfig::default().supported_versions([ProtocolVersion::V2026_07_28]);
+    let mut h = Harness::with_config(modern_only).await;
+    let init = h
+        .peer
+        .call(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+        )
+        .await;
+    assert_eq!(init["error"]["code"], -32601, "{init}");
+    assert_eq!(init["error"]["data"]["supported"], json!(["2026-07-28"]));
+    h.finish().await;
+
+    let legacy_only = ServerConfig::default().supported_versions([ProtocolVersion::V2025_06_18]);
+    let mut h = Harness::with_config(legacy_only).await;
+    let discover = h.peer.call(1, "server/discover", json!({"_meta": modern_meta(json!({}))})).await;
+    assert_eq!(discover["error"]["code"], -32022, "{discover}");
+    assert_eq!(discover["error"]["data"]["supported"], json!(["2025-06-18"]));
+    let result = h.peer.initialize("2025-11-25", json!({})).await;
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    h.finish().await;
+}
