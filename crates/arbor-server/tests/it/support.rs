@@ -195,6 +195,14 @@ impl ScriptedPeer {
         }
     }
 
+    /// Asserts the server's output ends without another message.
+    pub async fn expect_end(&mut self) {
+        let next = tokio::time::timeout(Duration::from_secs(30), self.reader.recv()).await.expect("the output ended");
+        if let Some(frame) = next.unwrap() {
+            panic!("expected the end, got {:?}", String::from_utf8(frame.unwrap()));
+        }
+    }
+
     /// Asserts the server sends nothing for `wait`.
     pub async fn expect_silence(&mut self, wait: Duration) {
         if let Ok(next) = tokio::time::timeout(wait, self.reader.recv()).await {
