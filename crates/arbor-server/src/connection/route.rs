@@ -159,8 +159,6 @@ impl ConnState {
                     legacy.log_level = Some(params.level);
                 }
             }
-            // A second `initialize` carried modern terms: refused by the gate above.
-            MethodName::Initialize => return self.reply_error(Some(id), &already_initialized()),
             _ => {}
         }
         let terms = self.job_terms(served, meta.as_ref(), version);
