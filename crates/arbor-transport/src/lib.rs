@@ -153,22 +153,29 @@ impl Transport {
     }
 }
 
-/// stdin and stdout as reactor-driven pipes, if both are pipes.
+/// stdin and stdout as reactor-driven pipes, if both are pipes (and stdout is not also
+/// stderr: making it non-blocking would then make `eprintln!` fail when the pipe is full).
 #[cfg(unix)]
 fn stdio_pipes() -> Option<(tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender)> {
-    use std::os::fd::{AsFd, OwnedFd};
-    use std::os::unix::fs::FileTypeExt;
-    fn fifo(fd: &OwnedFd) -> bool {
-        let Ok(fd) = fd.try_clone() else { return false };
-        std::fs::File::from(fd).metadata().is_ok_and(|m| m.file_type().is_fifo())
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    fn metadata(fd: BorrowedFd<'_>) -> Option<std::fs::Metadata> {
+        std::fs::File::from(fd.try_clone_to_owned().ok()?).metadata().ok()
+    }
+    fn fifo(fd: &OwnedFd) -> Option<std::fs::Metadata> {
+        metadata(fd.as_fd()).filter(|m| m.file_type().is_fifo())
     }
     // Duplicates, so dropping the transport closes neither fd 0 nor fd 1 behind std's back.
     let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
     let stdout = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
-    // Both are checked before either is switched to non-blocking mode, so a fallback to
-    // the blocking-pool stdio never meets a non-blocking fd.
-    if !fifo(&stdin) || !fifo(&stdout) {
-        return None;
+    // Everything is checked before either fd is switched to non-blocking mode, so a
+    // fallback to the blocking-pool stdio never meets a non-blocking fd.
+    fifo(&stdin)?;
+    let out = fifo(&stdout)?;
+    if let Some(err) = metadata(std::io::stderr().as_fd()) {
+        if err.dev() == out.dev() && err.ino() == out.ino() {
+            return None;
+        }
     }
     let read = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin).ok()?;
     let write = tokio::net::unix::pipe::Sender::from_owned_fd(stdout).ok()?;
