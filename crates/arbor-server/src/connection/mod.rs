@@ -93,6 +93,14 @@ struct Legacy {
     log_level: Option<LoggingLevel>,
 }
 
+/// The terms of the last modern request and the connection info built from them.
+struct ModernInfo {
+    version: arbor_protocol::version::ProtocolVersion,
+    capabilities: serde_json::Map<String, serde_json::Value>,
+    client_info: Option<serde_json::Map<String, serde_json::Value>>,
+    info: Arc<ConnectionInfo>,
+}
+
 /// The actor's state.
 pub(crate) struct ConnState {
     shared: Arc<Shared>,
@@ -106,6 +114,7 @@ pub(crate) struct ConnState {
     tenant: Arc<TenantLimits>,
     auth: Option<String>,
     legacy: Option<Legacy>,
+    last_modern: Option<ModernInfo>,
     pending: Pending,
     subscriptions: HashSet<String>,
     /// While the actor handles the members of a batch: where their responses go.
@@ -172,6 +181,7 @@ impl Actor for ConnectionActor {
             tenant,
             auth,
             legacy: None,
+            last_modern: None,
             pending: Pending::default(),
             subscriptions: HashSet::new(),
             batch: None,

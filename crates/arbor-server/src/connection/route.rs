@@ -185,20 +185,41 @@ impl ConnState {
         }
     }
 
-    fn job_terms(&self, served: Served, meta: Option<&Meta>, version: ProtocolVersion) -> JobTerms {
+    /// The connection info of a modern request. A client usually sends the same
+    /// capabilities and identity on every request, so the last one is kept and reused
+    /// when they are equal: no parse and no allocation for the common case. This is a
+    /// cache of what this request declared, never a carry-over: a request that declares
+    /// something else gets its own.
+    fn modern_info(&mut self, terms: &Terms, meta: Option<&Meta>) -> Arc<ConnectionInfo> {
+        let version = terms.version();
+        let caps = terms.client_capabilities();
+        let client_info = meta.and_then(Meta::client_info);
+        if let Some(last) = &self.last_modern {
+            if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
+                return last.info.clone();
+            }
+        }
+        let info = Arc::new(ConnectionInfo {
+            tenant: self.tenant.name().to_owned(),
+            auth: self.auth.clone(),
+            client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
+            client_capabilities: terms.typed_client_capabilities(),
+            protocol_version: version,
+        });
+        self.last_modern = Some(super::ModernInfo {
+            version,
+            capabilities: caps.clone(),
+            client_info: client_info.cloned(),
+            info: info.clone(),
+        });
+        info
+    }
+
+    fn job_terms(&mut self, served: Served, meta: Option<&Meta>, version: ProtocolVersion) -> JobTerms {
         let may_log = self.shared.capabilities.logging.is_some();
         match served {
             Served::Modern(terms) => {
-                let client_info = meta
-                    .and_then(Meta::client_info)
-                    .and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok());
-                let connection = Arc::new(ConnectionInfo {
-                    tenant: self.tenant.name().to_owned(),
-                    auth: self.auth.clone(),
-                    client_info,
-                    client_capabilities: terms.typed_client_capabilities(),
-                    protocol_version: version,
-                });
+                let connection = self.modern_info(&terms, meta);
                 JobTerms {
                     version,
                     connection,

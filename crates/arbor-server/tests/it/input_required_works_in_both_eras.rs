@@ -39,6 +39,10 @@ async fn modern_input_required_round_trips_through_sealed_request_state() {
 #[tokio::test]
 async fn modern_input_for_an_undeclared_capability_is_refused() {
     let mut h = Harness::start().await;
+    // Capabilities are read from each request, never carried over from an earlier one.
+    let declared =
+        h.peer.call(0, "tools/call", json!({"_meta": modern_meta(json!({"elicitation": {}})), "name": "ask"})).await;
+    assert_eq!(declared["result"]["resultType"], "input_required");
     let refused = h.peer.call(1, "tools/call", json!({"_meta": modern_meta(json!({})), "name": "ask"})).await;
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     h.finish().await;
