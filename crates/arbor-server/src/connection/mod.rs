@@ -23,6 +23,7 @@
 mod batch;
 mod handle;
 pub(crate) mod inbound;
+mod notify;
 mod pending;
 mod route;
 
