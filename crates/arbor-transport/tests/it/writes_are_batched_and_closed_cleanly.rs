@@ -36,6 +36,7 @@ async fn a_frame_with_a_newline_is_refused_whole() {
     assert_eq!(out, "{}\n");
 }
 
+#[cfg(unix)]
 #[tokio::test]
 async fn frames_cross_a_real_os_pipe() {
     let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
