@@ -70,3 +70,62 @@ async fn a_frame_over_the_cap_is_refused_and_the_next_one_is_served() {
     server.shutdown().await;
     assert_eq!((gauge.alive_actors(), gauge.alive_tasks()), (0, 0));
 }
+
+#[tokio::test]
+async fn garbage_of_every_shape_never_breaks_the_connection() {
+    let mut h = Harness::start().await;
+    h.peer.initialize("2025-03-26", json!({})).await;
+    // A cheap deterministic generator: no dependency, same bytes on every run.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let pieces = [
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"jsonrpc\"",
+        "\"2.0\"",
+        "\"id\"",
+        "\"method\"",
+        "\"params\"",
+        "\"tools/call\"",
+        "\"ping\"",
+        ":",
+        ",",
+        "1",
+        "null",
+        "\"_meta\"",
+        "\"name\"",
+        "{}",
+        "[]",
+        "\"\\u0000\"",
+        "é",
+        "-1e999",
+        "\"notifications/cancelled\"",
+        "\"result\"",
+        "\"error\"",
+    ];
+    for _ in 0..300 {
+        let len = (next() % 24) as usize;
+        let line: String = (0..len).map(|_| pieces[(next() % pieces.len() as u64) as usize]).collect();
+        if !line.trim().is_empty() {
+            h.peer.send_raw(&line);
+        }
+    }
+    h.peer.send(json!({"jsonrpc": "2.0", "id": "last", "method": "ping"}));
+    // Whatever the garbage was answered with, the ping still gets its answer.
+    loop {
+        let message = h.peer.recv().await;
+        if message.get("id") == Some(&json!("last")) {
+            assert_eq!(message["result"], json!({}));
+            break;
+        }
+    }
+    assert!(h.connection.is_open());
+    h.finish().await;
+}
