@@ -1,0 +1,2 @@
+//! Placeholder; the fan-out benchmark follows.
+fn main() {}
