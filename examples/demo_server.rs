@@ -89,8 +89,9 @@ const CONFIRM: &str = "confirm";
 /// through the client's retry with `inputResponses` (2026-07-28).
 async fn confirm_delete(args: DeleteArgs, cx: RequestContext) -> Reply<CallToolResult> {
     // A confirmation counts only for the path it was asked about. The runtime binds the
-    // sealed state to this tool, not to its arguments, so the path goes into the state:
-    // an answer replayed with another path is asked again, never obeyed.
+    // sealed state to this tool and its arguments, so a replay with another path never
+    // reaches this handler; the path kept in the state is a second fence (and the legacy
+    // era's driver calls again with the same arguments anyway).
     let asked_about = cx.input_state().and_then(|state| state.get("path")).and_then(Value::as_str);
     let answer = cx
         .input_responses()

@@ -7,9 +7,9 @@
 //!
 //! - 2026-07-28 ([`modern`]): the server is stateless, so the request ends with an MRTR
 //!   `input_required` result. [`modern::seal`] checks the request's declared client
-//!   capabilities (-32021 otherwise) and packs the handler's state, the method and
-//!   subject it answers, the keys and kinds of the input requests and an expiry into a
-//!   `requestState` authenticated with HMAC-SHA256 under a [`StateKey`]. On the
+//!   capabilities (-32021 otherwise) and packs the handler's state, the method, subject
+//!   and (digested) arguments it answers, the keys and kinds of the input requests and
+//!   an expiry into a `requestState` authenticated with HMAC-SHA256 under a [`StateKey`]. On the
 //!   client's retry [`modern::open`] verifies that token before anything in it is
 //!   believed and hands the handler its state and the answers to what it asked.
 //! - 2024-11-05 … 2025-11-25 (`legacy`): the runtime itself sends `elicitation/create`,
@@ -23,6 +23,7 @@
 //! whose key it issued, of the kind it asked for; anything the client could have
 //! altered is verified before it reaches the handler.
 
+mod canonical;
 pub(crate) mod legacy;
 pub mod modern;
 mod needs;

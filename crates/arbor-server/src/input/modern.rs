@@ -3,7 +3,9 @@
 //!
 //! [`seal`] turns a handler's [`InputRequired`] into an [`InputRequiredResult`] whose
 //! `requestState` binds the method, the subject (tool name, prompt name or resource
-//! URI), optionally the principal, the keys and kinds of the input requests, the
+//! URI), a keyed digest of the request's arguments (their canonical text, so a client
+//! that re-serialises them in another member order still matches), optionally the
+//! principal, the keys and kinds of the input requests, the
 //! handler's state and an expiry. [`open`] checks a retry against all of that before
 //! the handler sees anything. It is not the transport or the dispatcher: the runtime
 //! calls these with the params it decoded and sends what they return.
@@ -16,10 +18,11 @@
 //! the call is treated as a first call. An answer of the wrong kind for an issued key
 //! is a malformed request, -32602.
 //!
-//! Invariant: [`Resumed`] only ever carries state this server sealed for this method
-//! and subject (and principal), unexpired, and answers to keys it issued, each of the
+//! Invariant: [`Resumed`] only ever carries state this server sealed for this method,
+//! subject and arguments (and principal), unexpired, and answers to keys it issued, each of the
 //! kind it asked for.
 
+pub use super::canonical::Arguments;
 use super::needs::{self, Kind, Refusal};
 use super::seal::{Payload, StateKey, FORMAT_VERSION};
 use crate::reply::{InputRequired, Reply};
@@ -41,23 +44,33 @@ pub struct Resumed {
     pub state: Option<Value>,
 }
 
-/// What a `requestState` is bound to: the request it answers and, when the transport
-/// authenticated one, the principal. A state sealed for one binding opens for no other.
+/// What a `requestState` is bound to: the request it answers (method, subject and
+/// arguments) and, when the transport authenticated one, the principal. A state sealed
+/// for one binding opens for no other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Binding<'a> {
     /// `tools/call`, `prompts/get` or `resources/read`.
     pub method: MethodName,
     /// The tool name, prompt name or resource URI.
     pub subject: &'a str,
+    /// The request's arguments: the spec asks servers to bind the state to a digest of
+    /// the key params, so answers given for one call cannot complete another (answers
+    /// to "delete A?" replayed on a call that deletes B).
+    pub arguments: Arguments<'a>,
     /// The authenticated identity, if any. The spec asks servers to reject a state
     /// presented by another principal.
     pub principal: Option<&'a str>,
 }
 
 impl<'a> Binding<'a> {
-    /// A binding to `method` and `subject`, with no principal.
+    /// A binding to `method` and `subject`, with no arguments and no principal.
     pub fn new(method: MethodName, subject: &'a str) -> Binding<'a> {
-        Binding { method, subject, principal: None }
+        Binding { method, subject, arguments: Arguments::None, principal: None }
+    }
+
+    /// The same binding, tied to the request's `arguments` as well.
+    pub fn arguments(self, arguments: Arguments<'a>) -> Binding<'a> {
+        Binding { arguments, ..self }
     }
 
     /// The same binding, tied to `principal` as well.
@@ -70,7 +83,7 @@ impl<'a> Binding<'a> {
 const MRTR_METHODS: [MethodName; 3] = [MethodName::CallTool, MethodName::GetPrompt, MethodName::ReadResource];
 
 /// Seals a handler's input requests and state into an `input_required` result for
-/// the request `method` on `subject`.
+/// the request `method` on `subject` with `arguments`.
 ///
 /// Errors: -32021 with `data.requiredCapabilities` when `caps` (the request's declared
 /// client capabilities) lack what an input request needs; -32603 when the handler
@@ -79,10 +92,11 @@ pub fn seal(
     key: &StateKey,
     method: MethodName,
     subject: &str,
+    arguments: Arguments<'_>,
     reply: InputRequired,
     caps: &ClientCapabilities,
 ) -> Result<InputRequiredResult, McpError> {
-    seal_bound(key, Binding::new(method, subject), reply, caps)
+    seal_bound(key, Binding::new(method, subject).arguments(arguments), reply, caps)
 }
 
 /// [`seal`], with a principal in the binding.
@@ -95,8 +109,8 @@ pub fn seal_bound(
     seal_at(key, binding, reply, caps, SystemTime::now())
 }
 
-/// Opens a retry of the request `method` on `subject`: verifies `request_state` and
-/// returns the handler's state with the answers to what it asked.
+/// Opens a retry of the request `method` on `subject` with `arguments`: verifies
+/// `request_state` and returns the handler's state with the answers to what it asked.
 ///
 /// No `requestState` means a first call (any `inputResponses` are ignored). Errors
 /// are -32602: a `requestState` that is malformed, forged, expired or issued for
@@ -105,10 +119,11 @@ pub fn open(
     key: &StateKey,
     method: MethodName,
     subject: &str,
+    arguments: Arguments<'_>,
     request_state: Option<&str>,
     responses: Option<InputResponses>,
 ) -> Result<Resumed, McpError> {
-    open_bound(key, Binding::new(method, subject), request_state, responses)
+    open_bound(key, Binding::new(method, subject).arguments(arguments), request_state, responses)
 }
 
 /// [`open`], with a principal in the binding.
@@ -171,6 +186,7 @@ pub(crate) fn seal_at(
         method: binding.method.as_str().to_owned(),
         subject: binding.subject.to_owned(),
         principal: binding.principal.map(|p| key.principal_tag(p)),
+        arguments: key.arguments_tag(&binding.arguments.canonical()),
         expires: unix_secs(now).saturating_add(key.max_age().as_secs()),
         issued: reply.requests.iter().map(|(k, r)| (k.clone(), Kind::of_request(r))).collect(),
         state,
@@ -207,6 +223,10 @@ pub(crate) fn open_at(
             binding.method.as_str(),
             binding.subject
         )));
+    }
+    // Digested only here, once the tag verified: a call that carries no state pays nothing.
+    if payload.arguments != key.arguments_tag(&binding.arguments.canonical()) {
+        return Err(refuse("it was issued for other arguments"));
     }
     if payload.principal != binding.principal.map(|p| key.principal_tag(p)) {
         return Err(refuse("it was issued to another principal"));

@@ -26,6 +26,9 @@ const DOMAIN: &[u8] = b"arbor/mcp/requestState\0";
 /// Separates principal digests from `requestState` tags.
 const PRINCIPAL_DOMAIN: &[u8] = b"arbor/mcp/principal\0";
 
+/// Separates argument digests from principal digests and `requestState` tags.
+const ARGUMENTS_DOMAIN: &[u8] = b"arbor/mcp/arguments\0";
+
 /// The length of a key made by [`StateKey::random`], and the least a key should have.
 const KEY_LEN: usize = 32;
 
@@ -115,6 +118,17 @@ impl StateKey {
         mac.update(principal.as_bytes());
         URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..16])
     }
+
+    /// A keyed digest of a request's arguments in their canonical text: binds the state
+    /// to them in 22 characters, however large they are. Keyed, so a client cannot
+    /// compute the digest of other arguments and has nothing to match but the server's
+    /// answer; 128 bits leave no room for finding two argument sets that collide.
+    pub(crate) fn arguments_tag(&self, canonical: &[u8]) -> String {
+        let mut mac = self.mac.clone();
+        mac.update(ARGUMENTS_DOMAIN);
+        mac.update(canonical);
+        URL_SAFE_NO_PAD.encode(&mac.finalize().into_bytes()[..16])
+    }
 }
 
 impl fmt::Debug for StateKey {
@@ -124,7 +138,9 @@ impl fmt::Debug for StateKey {
 }
 
 /// The version of the payload below; a state of any other version is refused.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// Version 2 added the arguments digest: a version 1 state bound none, so it must not
+/// open for any arguments.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// What a sealed `requestState` binds. Short member names keep the token small,
 /// since clients echo it on every retry.
@@ -142,6 +158,9 @@ pub(crate) struct Payload {
     /// A keyed digest of the authenticated principal, when the state is bound to one.
     #[serde(rename = "p", default, skip_serializing_if = "Option::is_none")]
     pub(crate) principal: Option<String>,
+    /// A keyed digest of the canonical text of the request's arguments.
+    #[serde(rename = "a")]
+    pub(crate) arguments: String,
     /// When the state stops being valid, in seconds since the Unix epoch.
     #[serde(rename = "x")]
     pub(crate) expires: u64,

@@ -2,7 +2,7 @@
 //! (every tamper, expiry on an explicit clock, capability refusals, answer checks, the
 //! 2026-07-28 schema). The legacy driver's tests are in `tests_legacy`, with these fixtures.
 
-use super::modern::{open_at, outcome, seal_at, Binding, Resumed};
+use super::modern::{open_at, outcome, seal_at, Arguments, Binding, Resumed};
 use super::seal::{Payload, FORMAT_VERSION};
 use super::StateKey;
 use crate::reply::{InputRequired, Reply};
@@ -236,6 +236,35 @@ fn a_state_is_bound_to_its_method_subject_and_principal() {
 }
 
 #[test]
+fn a_state_is_bound_to_the_arguments_in_any_member_order() {
+    fn on(m: &serde_json::Map<String, Value>) -> Binding<'_> {
+        tool().arguments(Arguments::Object(m))
+    }
+    let args = |v: Value| v.as_object().unwrap().clone();
+    let (a, b) = (args(json!({"path": "A", "opts": {"x": 1, "y": [1, 2]}})), args(json!({"path": "B"})));
+    let reordered = args(serde_json::from_str(r#"{"opts":{"y":[1,2],"x":1},"path":"A"}"#).unwrap());
+    let t = token(&seal_at(&key(), on(&a), asked(), &all_caps(), t0()).unwrap());
+    assert!(open_at(&key(), on(&a), Some(&t), None, t0()).is_ok());
+    assert!(open_at(&key(), on(&reordered), Some(&t), None, t0()).is_ok());
+    assert_invalid(open_at(&key(), on(&b), Some(&t), None, t0()), "it was issued for other arguments");
+    assert_invalid(open_at(&key(), tool(), Some(&t), None, t0()), "other arguments");
+    // No arguments and an empty object are one request.
+    let t = token(&seal_now(asked()));
+    assert!(open_at(&key(), on(&args(json!({}))), Some(&t), None, t0()).is_ok());
+    assert_invalid(open_at(&key(), on(&b), Some(&t), None, t0()), "other arguments");
+    // Prompt arguments are bound the same way; the values are not written out.
+    let prompt = Binding::new(MethodName::GetPrompt, "p");
+    let (x, y) =
+        (BTreeMap::from([("k".to_owned(), "x".to_owned())]), BTreeMap::from([("k".to_owned(), "y".to_owned())]));
+    let t = token(&seal_at(&key(), prompt.arguments(Arguments::Strings(&x)), asked(), &all_caps(), t0()).unwrap());
+    assert!(open_at(&key(), prompt.arguments(Arguments::Strings(&x)), Some(&t), None, t0()).is_ok());
+    assert_invalid(open_at(&key(), prompt.arguments(Arguments::Strings(&y)), Some(&t), None, t0()), "other arguments");
+    let sealed = token(&seal_at(&key(), on(&a), asked(), &all_caps(), t0()).unwrap());
+    let payload = String::from_utf8(URL_SAFE_NO_PAD.decode(sealed.split('.').next().unwrap()).unwrap()).unwrap();
+    assert!(!payload.contains("\"path\""), "{payload}");
+}
+
+#[test]
 fn a_state_expires_after_the_keys_max_age() {
     let t = token(&seal_now(asked()));
     let at = |secs| open_at(&key(), tool(), Some(&t), None, t0() + Duration::from_secs(secs));
@@ -255,6 +284,7 @@ fn a_state_of_another_format_version_is_refused() {
         method: "tools/call".into(),
         subject: "greet".into(),
         principal: None,
+        arguments: key().arguments_tag(b"{}"),
         expires: u64::MAX,
         issued: BTreeMap::new(),
         state: Some(json!(1)),

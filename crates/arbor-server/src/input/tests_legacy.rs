@@ -322,7 +322,7 @@ fn wizard(responses: Option<&InputResponses>, state: Option<&Value>) -> Result<R
 /// Plays a 2026-07-28 client: answers every input request and retries with the
 /// echoed state, or, when `skip_first_answer`, retries the first time with no answers.
 fn modern_client(skip_first_answer: bool) -> (String, usize) {
-    use super::modern::{open, seal};
+    use super::modern::{open, seal, Arguments};
     let (key, caps) = (super::StateKey::random(), all_caps());
     let (mut resumed, mut calls, mut skip) = (super::modern::Resumed::default(), 0, skip_first_answer);
     loop {
@@ -332,14 +332,14 @@ fn modern_client(skip_first_answer: bool) -> (String, usize) {
             Reply::Complete(done) => return (done, calls),
             Reply::InputRequired(input) => input,
         };
-        let sealed = seal(&key, MethodName::CallTool, "wizard", input, &caps).unwrap();
+        let sealed = seal(&key, MethodName::CallTool, "wizard", Arguments::None, input, &caps).unwrap();
         let answers: InputResponses = if std::mem::take(&mut skip) {
             InputResponses::new()
         } else {
             sealed.input_requests.unwrap().into_keys().map(|k| (k, elicit_answer("accept"))).collect()
         };
         let state = sealed.request_state.as_deref();
-        resumed = open(&key, MethodName::CallTool, "wizard", state, Some(answers)).unwrap();
+        resumed = open(&key, MethodName::CallTool, "wizard", Arguments::None, state, Some(answers)).unwrap();
     }
 }
 

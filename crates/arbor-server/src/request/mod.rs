@@ -35,6 +35,7 @@ use tokio::time::Instant;
 use crate::connection::ConnectionHandle;
 use crate::context::{ConnectionInfo, ContextParts, RequestContext, RequestSignal, RequestSink};
 use crate::input;
+use crate::input::modern::Arguments;
 use crate::reply::Reply;
 use crate::serve::Shared;
 use shape::{CacheDefaults, Shape};
@@ -118,9 +119,15 @@ impl RequestJob {
             ClientRequest::CallTool(mut p) => {
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
+                // The handler consumes the params, and a state sealed after it must still
+                // bind the arguments: keep a copy, in the one era that seals.
+                let args = if modern { p.arguments.clone() } else { None };
                 cache.uncacheable = state.is_some();
+                let bound = Arguments::from(args.as_ref());
                 let outcome = exec
-                    .resolve(MethodName::CallTool, &subject, p, state, responses, cx, |p, cx| handler.call_tool(p, cx))
+                    .resolve(MethodName::CallTool, &subject, bound, p, state, responses, cx, |p, cx| {
+                        handler.call_tool(p, cx)
+                    })
                     .await?;
                 Ok(encode_outcome(&id, outcome, modern, &cache))
             }
@@ -139,7 +146,7 @@ impl RequestJob {
                 let subject = p.uri.clone();
                 cache.uncacheable = state.is_some();
                 let outcome = exec
-                    .resolve(MethodName::ReadResource, &subject, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::ReadResource, &subject, Arguments::None, p, state, responses, cx, |p, cx| {
                         handler.read_resource(p, cx)
                     })
                     .await?;
@@ -153,8 +160,10 @@ impl RequestJob {
             ClientRequest::GetPrompt(mut p) => {
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
+                let args = if modern { p.arguments.clone() } else { None };
+                let bound = Arguments::from(args.as_ref());
                 let outcome = exec
-                    .resolve(MethodName::GetPrompt, &subject, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::GetPrompt, &subject, bound, p, state, responses, cx, |p, cx| {
                         handler.get_prompt(p, cx)
                     })
                     .await?;
@@ -207,6 +216,7 @@ impl Exec<'_> {
         &self,
         method: MethodName,
         subject: &str,
+        arguments: Arguments<'_>,
         params: P,
         request_state: Option<String>,
         responses: Option<InputResponses>,
@@ -220,7 +230,7 @@ impl Exec<'_> {
     {
         let key = &self.shared.config.state_key;
         if self.modern {
-            let resumed = input::modern::open(key, method, subject, request_state.as_deref(), responses)?;
+            let resumed = input::modern::open(key, method, subject, arguments, request_state.as_deref(), responses)?;
             let cx = match (resumed.responses, resumed.state) {
                 (None, None) => cx,
                 (responses, state) => cx.with_input(responses, state),
@@ -229,7 +239,7 @@ impl Exec<'_> {
             return match invoke(params, cx).await? {
                 Reply::Complete(result) => Ok(Outcome::Complete(result)),
                 Reply::InputRequired(input) => {
-                    input::modern::seal(key, method, subject, input, keep.client_capabilities())
+                    input::modern::seal(key, method, subject, arguments, input, keep.client_capabilities())
                         .map(Outcome::InputRequired)
                 }
             };

@@ -1,5 +1,5 @@
 use crate::support::{modern_meta, Harness};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn modern_input_required_round_trips_through_sealed_request_state() {
@@ -33,6 +33,50 @@ async fn modern_input_required_round_trips_through_sealed_request_state() {
         .call(3, "tools/call", json!({"_meta": meta, "name": "ask", "inputResponses": {}, "requestState": forged}))
         .await;
     assert_eq!(tampered["error"]["code"], -32602, "{tampered}");
+    h.finish().await;
+}
+
+/// Answers given for one set of arguments are refused on a retry with others, for tools
+/// and prompts alike, although neither handler keeps its arguments in its state; a retry
+/// that only re-serialises the arguments in another member order is served.
+#[tokio::test]
+async fn modern_answers_are_bound_to_the_arguments_they_were_given_for() {
+    let mut h = Harness::start().await;
+    let meta = modern_meta(json!({"elicitation": {}}));
+    let answer = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    let cases = [
+        (
+            "tools/call",
+            "ask",
+            json!({"path": "A", "opts": {"x": 1, "y": 2}}),
+            json!({"path": "B", "opts": {"x": 1, "y": 2}}),
+            json!({"opts": {"y": 2, "x": 1}, "path": "A"}),
+            answer,
+        ),
+        (
+            "prompts/get",
+            "confirm",
+            json!({"target": "A", "mode": "hard"}),
+            json!({"target": "B", "mode": "hard"}),
+            json!({"mode": "hard", "target": "A"}),
+            json!({"confirm": {"action": "accept", "content": {"ok": true}}}),
+        ),
+    ];
+    let mut id = 0;
+    for (method, name, first, other, reordered, answers) in cases {
+        id += 1;
+        let asked = h.peer.call(id, method, json!({"_meta": meta, "name": name, "arguments": first})).await;
+        assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+        let state = asked["result"]["requestState"].clone();
+        let retry = |arguments: &Value| json!({"_meta": meta, "name": name, "arguments": arguments, "requestState": state, "inputResponses": answers});
+        id += 1;
+        let replayed = h.peer.call(id, method, retry(&other)).await;
+        assert_eq!(replayed["error"]["code"], -32602, "{method}: {replayed}");
+        assert_eq!(replayed["error"]["message"], "Invalid requestState: it was issued for other arguments");
+        id += 1;
+        let served = h.peer.call(id, method, retry(&reordered)).await;
+        assert_eq!(served["result"]["resultType"], "complete", "{method}: {served}");
+    }
     h.finish().await;
 }
 

@@ -8,10 +8,11 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::{
     PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use arbor_protocol::model::common::PaginatedRequestParams;
+use arbor_protocol::model::common::{PaginatedRequestParams, Role};
 use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
+use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, PromptMessage};
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
 use arbor_server::{
@@ -127,6 +128,31 @@ impl ServerHandler for TestHandler {
     ) -> Result<Reply<ReadResourceResult>, McpError> {
         let contents = serde_json::from_value(json!([{"uri": params.uri, "text": "hello"}])).unwrap();
         Ok(ReadResourceResult { contents, ..Default::default() }.into())
+    }
+
+    async fn get_prompt(
+        &self,
+        params: GetPromptRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<GetPromptResult>, McpError> {
+        // Like the `ask` tool, it keeps nothing of its arguments in its state: binding the
+        // answers to them is the runtime's job.
+        match cx.input_responses().and_then(|r| r.get("confirm")) {
+            Some(InputResponse::Elicit(_)) => {
+                let target = params.arguments.and_then(|a| a.get("target").cloned()).unwrap_or_default();
+                let content = ContentBlock::text(format!("delete {target}"));
+                let message = PromptMessage { role: Role::User, content, extra: Default::default() };
+                Ok(GetPromptResult { messages: vec![message], ..Default::default() }.into())
+            }
+            _ => {
+                let params = serde_json::from_value(json!({
+                    "message": "Sure?",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+                }))
+                .unwrap();
+                Ok(Reply::InputRequired(InputRequired::new().elicit("confirm", params)))
+            }
+        }
     }
 
     async fn subscribe(&self, _: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {
