@@ -56,6 +56,20 @@ pub(crate) struct Topic {
     dead: AtomicBool,
 }
 
+impl Topic {
+    /// Pushes `message` into every slot; returns how many there were. Wakers are woken
+    /// as we go: waking only schedules a task, and batching them would cost an allocation.
+    pub(crate) fn fan_out(&self, message: &Arc<BusMessage>) -> usize {
+        let slots = self.slots.read();
+        for slot in slots.iter() {
+            if let Some(waker) = slot.push(message) {
+                waker.wake();
+            }
+        }
+        slots.len()
+    }
+}
+
 impl Hub {
     pub(crate) fn new(hook: Option<Arc<dyn TopicHook>>) -> Self {
         Self { hook, ..Self::default() }
@@ -142,16 +156,16 @@ impl Hub {
 
     /// Pushes `message` into every slot of its topic; returns how many slots it reached.
     pub(crate) fn fan_out(&self, message: &Arc<BusMessage>) -> usize {
-        let Some(entry) = self.topics.read().get(&message.topic).cloned() else {
-            return 0;
-        };
-        let slots = entry.slots.read();
-        for slot in slots.iter() {
-            if let Some(waker) = slot.push(message) {
-                waker.wake();
-            }
+        match self.topic(&message.topic) {
+            Some(entry) => entry.fan_out(message),
+            None => 0,
         }
-        slots.len()
+    }
+
+    /// The topic's entry, if it has subscriptions (lets a publisher skip allocating for an
+    /// unfollowed topic).
+    pub(crate) fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().get(name).cloned()
     }
 
     /// Queues a reconnection gap in every slot of the named topics.

@@ -9,21 +9,33 @@ use crate::hub::Hub;
 use crate::message::{BusMessage, SubscribeOptions};
 use crate::{Bus, PublishError, Subscription};
 
-/// The in-process bus. Cheap to clone (one `Arc`); clones are the same bus.
+/// The in-process bus. Cheap to clone (one `Arc`); clones are the same bus. Dropping the
+/// last clone closes it, so no subscription waits for a publisher that can no longer exist.
 #[derive(Debug, Clone)]
 pub struct LocalBus {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
     hub: Arc<Hub>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.hub.close();
+    }
 }
 
 impl LocalBus {
     /// A new, empty bus.
     pub fn new() -> Self {
-        Self { hub: Arc::new(Hub::new(None)) }
+        Self { inner: Arc::new(Inner { hub: Arc::new(Hub::new(None)) }) }
     }
 
     /// Topics with at least one subscription now (a second leak check).
     pub fn topic_count(&self) -> usize {
-        self.hub.topic_names().len()
+        self.inner.hub.topic_names().len()
     }
 }
 
@@ -35,22 +47,24 @@ impl Default for LocalBus {
 
 impl Bus for LocalBus {
     fn subscribe(&self, topic: &str, options: SubscribeOptions) -> Subscription {
-        self.hub.subscribe(topic, options)
+        self.inner.hub.subscribe(topic, options)
     }
 
     fn publish(&self, message: BusMessage) -> Result<(), PublishError> {
-        if self.hub.is_closed() {
+        if self.inner.hub.is_closed() {
             return Err(PublishError::Closed { topic: message.topic });
         }
-        self.hub.fan_out(&Arc::new(message));
+        if let Some(topic) = self.inner.hub.topic(&message.topic) {
+            topic.fan_out(&Arc::new(message));
+        }
         Ok(())
     }
 
     fn subscriber_count(&self) -> usize {
-        self.hub.subscriber_count()
+        self.inner.hub.subscriber_count()
     }
 
     fn close(&self) {
-        self.hub.close();
+        self.inner.hub.close();
     }
 }
