@@ -493,5 +493,8 @@ pub fn params_object(map: Map<String, Value>) -> Option<Value> {
     }
 }
 
+mod prefix;
+pub use prefix::request_id_in_prefix;
+
 #[cfg(test)]
 mod tests;

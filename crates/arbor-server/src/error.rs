@@ -89,7 +89,8 @@ pub(crate) fn duplicate_id() -> McpError {
     }
 }
 
-/// -32600 for a frame longer than the transport's cap.
+/// -32600 for a frame longer than the transport's cap. The reader echoes the request's id
+/// when the frame's first bytes show it (`jsonrpc::request_id_in_prefix`).
 pub(crate) fn frame_too_long(limit: usize) -> McpError {
     McpError::InvalidRequest {
         message: format!("Invalid Request: message longer than the {limit}-byte limit"),

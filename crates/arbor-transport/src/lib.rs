@@ -31,7 +31,8 @@
 //!
 //! What this crate is not: it knows nothing of JSON-RPC or MCP. It never parses a frame and
 //! never matches on a method name; a frame too long for the configured cap is reported as
-//! [`Inbound::Oversized`] and the caller decides what error to answer with.
+//! [`Inbound::Oversized`], with its first bytes, and the caller decides what error to
+//! answer with.
 //!
 //! Invariants: nothing but frames, one per line, is ever written to the output; a frame
 //! holding a newline is refused rather than written; a reader never buffers more than the
@@ -45,7 +46,7 @@ mod reader;
 mod writer;
 
 pub use error::{RecvError, SendError};
-pub use reader::{FrameReader, Inbound};
+pub use reader::{FrameReader, Inbound, OVERSIZED_PREFIX_BYTES};
 pub use writer::FrameWriter;
 
 use tokio::io::{AsyncRead, AsyncWrite};

@@ -8,16 +8,22 @@
 //!
 //! It does not parse JSON. Empty lines are skipped and a trailing `\r` is dropped, so CRLF
 //! peers work. A line longer than the cap is skipped up to its newline and reported once as
-//! [`Inbound::Oversized`], so the caller can answer it and carry on.
+//! [`Inbound::Oversized`] with its first bytes (at most [`OVERSIZED_PREFIX_BYTES`]), so the
+//! caller can answer it, with the request's id if it can read one there, and carry on.
 //!
 //! Invariant: the buffer never holds more than the cap plus one read chunk; the bytes of an
-//! oversized line are dropped as they arrive.
+//! oversized line are dropped as they arrive, after the report that lends out its first ones.
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::error::RecvError;
 use crate::TransportConfig;
+
+/// How many of an oversized line's first bytes [`Inbound::Oversized`] lends out: enough for
+/// a JSON-RPC envelope's `jsonrpc`, `id` and `method` when they come first, and small
+/// enough that looking at them costs nothing next to the skipped line.
+pub const OVERSIZED_PREFIX_BYTES: usize = 4 * 1024;
 
 /// One thing read from the peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +34,10 @@ pub enum Inbound<'a> {
     Oversized {
         /// The cap in force.
         limit: usize,
+        /// The line's first bytes, at most [`OVERSIZED_PREFIX_BYTES`] of what had arrived
+        /// when the line was found too long, lent from the reader's buffer; the rest of
+        /// the line is never kept.
+        prefix: &'a [u8],
     },
 }
 
@@ -85,7 +95,8 @@ impl FrameReader {
                         continue;
                     }
                     if end - line_start > self.config.max_frame_bytes {
-                        return Some(Inbound::Oversized { limit: self.config.max_frame_bytes });
+                        let prefix = &self.buf[line_start..line_start + prefix_len(end - line_start)];
+                        return Some(Inbound::Oversized { limit: self.config.max_frame_bytes, prefix });
                     }
                     let (s, e) = trim_line(&self.buf[line_start..end]);
                     if s == e {
@@ -101,10 +112,15 @@ impl FrameReader {
                         return None;
                     }
                     if pending > self.config.max_frame_bytes {
-                        // Report at once, then drop the rest of the line as it arrives.
+                        // Report at once, then drop the rest of the line as it arrives. The
+                        // buffer holds the line from its start (each fill keeps the partial
+                        // line whole) and is only cleared at the next fill, so its first
+                        // bytes can still be lent out.
+                        let line_start = self.start;
                         self.discarding = true;
                         self.start = self.buf.len();
-                        return Some(Inbound::Oversized { limit: self.config.max_frame_bytes });
+                        let prefix = &self.buf[line_start..line_start + prefix_len(pending)];
+                        return Some(Inbound::Oversized { limit: self.config.max_frame_bytes, prefix });
                     }
                     if self.eof && pending > 0 {
                         // A last line without its newline still counts as a frame.
@@ -152,7 +168,7 @@ impl FrameReader {
         loop {
             match self.next_buffered() {
                 Some(Inbound::Frame(bytes)) => return Ok(Some(Ok(bytes.to_vec()))),
-                Some(Inbound::Oversized { limit }) => return Ok(Some(Err(limit))),
+                Some(Inbound::Oversized { limit, .. }) => return Ok(Some(Err(limit))),
                 None => {}
             }
             if !self.fill().await? && self.next_is_empty() {
@@ -164,6 +180,11 @@ impl FrameReader {
     fn next_is_empty(&self) -> bool {
         self.start >= self.buf.len()
     }
+}
+
+/// How much of an oversized line of `len` bytes to lend out.
+fn prefix_len(len: usize) -> usize {
+    len.min(OVERSIZED_PREFIX_BYTES)
 }
 
 /// The span of `line` without a trailing `\r` and surrounding ASCII whitespace.

@@ -12,3 +12,4 @@ mod results_are_read_by_the_pending_requests_type;
 mod revision_builders;
 mod spec_schemas;
 mod strategies;
+mod the_id_of_an_oversized_frame_is_read_only_when_certain;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{
-    decode_frame, decode_raw, Batching, ErrorResponse, Frame, Message, RawMessage, RequestId,
+    decode_frame, decode_raw, request_id_in_prefix, Batching, ErrorResponse, Frame, Message, RawMessage, RequestId,
 };
 use arbor_protocol::methods::{ClientNotification, ClientRequest, FrameError};
 use arbor_transport::{FrameReader, FrameWriter, Inbound as Read};
@@ -103,7 +103,11 @@ async fn send(actor: &ActorRef<ConnMsg>, credits: &Arc<Semaphore>, items: &mut V
 
 fn decode(read: Read<'_>) -> Inbound {
     match read {
-        Read::Oversized { limit } => Inbound::Refused { id: None, error: frame_too_long(limit) },
+        // The id, when the line's first bytes show it for certain, lets the client match the
+        // refusal to its request; otherwise the error goes without one.
+        Read::Oversized { limit, prefix } => {
+            Inbound::Refused { id: request_id_in_prefix(prefix), error: frame_too_long(limit) }
+        }
         Read::Frame(bytes) => decode_bytes(bytes),
     }
 }

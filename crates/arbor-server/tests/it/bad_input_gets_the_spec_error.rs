@@ -61,9 +61,21 @@ async fn a_frame_over_the_cap_is_refused_and_the_next_one_is_served() {
     let connection =
         server.connect(server_side.with_max_frame_bytes(256), arbor_server::ConnectOptions::default()).await.unwrap();
     let mut peer = crate::support::ScriptedPeer::new(client_side);
-    peer.send_raw(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(1000)));
+    let pad = "x".repeat(1000);
+    // The id comes before the params: the refusal carries it.
+    peer.send_raw(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"id":9,"pad":"{pad}"}}}}"#));
     let refused = peer.recv().await;
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["id"], 1, "{refused}");
+    // After short params, still in the first bytes: found too.
+    peer.send_raw(&format!(r#"{{"jsonrpc":"2.0","method":"ping","params":{{"id":9}},"id":"s","pad":"{pad}"}}"#));
+    assert_eq!(peer.recv().await["id"], "s");
+    // After long params, past what is kept: no id rather than a guess.
+    let long = "y".repeat(8192);
+    peer.send_raw(&format!(r#"{{"jsonrpc":"2.0","method":"ping","params":{{"id":9,"pad":"{long}"}},"id":3}}"#));
+    let refused = peer.recv().await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused.get("id").is_none(), "{refused}");
     assert_eq!(peer.call(2, "ping", json!({})).await["result"], json!({}));
     peer.close().await;
     connection.closed().await;
