@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use arbor_bus::SubscribeOptions;
 use arbor_otp::Gauge;
 use arbor_protocol::era::SupportedVersions;
 use arbor_protocol::model::common::CacheScope;
@@ -56,6 +57,15 @@ pub struct ServerConfig {
     /// The gauge the runtime's actors and tasks count in; a fresh one per test lets it
     /// assert nothing leaked. Default: the process-wide gauge.
     pub gauge: Option<Gauge>,
+    /// Subscription streams (2026-07-28 listens, legacy resource subscriptions) one
+    /// connection may hold open; beyond it a listen is refused with the overload error.
+    /// Default 256.
+    pub max_subscriptions_per_connection: usize,
+    /// The bus queue of each topic the runtime joins for a stream (`list_changed`,
+    /// `resources/updated`): its bound and what happens when a slow client lets it fill.
+    /// Default: 256 entries, coalescing changes of the same list or URI (a client that
+    /// falls behind hears each change once, not every time).
+    pub subscription_options: SubscribeOptions,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +83,8 @@ impl Default for ServerConfig {
             cache_scope: CacheScope::Private,
             default_log_level: Some(LoggingLevel::Info),
             gauge: None,
+            max_subscriptions_per_connection: 256,
+            subscription_options: SubscribeOptions::coalesce(),
         }
     }
 }
@@ -124,6 +136,18 @@ impl ServerConfig {
     pub fn cache(mut self, ttl: Duration, scope: CacheScope) -> Self {
         self.cache_ttl = ttl;
         self.cache_scope = scope;
+        self
+    }
+
+    /// Sets [`ServerConfig::subscription_options`].
+    pub fn subscription_options(mut self, options: SubscribeOptions) -> Self {
+        self.subscription_options = options;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_subscriptions_per_connection`].
+    pub fn max_subscriptions_per_connection(mut self, max: usize) -> Self {
+        self.max_subscriptions_per_connection = max;
         self
     }
 

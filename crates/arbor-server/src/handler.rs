@@ -84,8 +84,9 @@ pub trait ServerHandler: Send + Sync + 'static {
     }
 
     /// Changes to the tool, prompt and resource lists, for `list_changed` notifications.
-    /// `None` when the lists never change at run time. Called once per connection; the
-    /// connection forwards each change to its initialized legacy session, if the
+    /// `None` when the lists never change at run time. Called once, when the server starts
+    /// serving: each change is published on the server's bus, whose subscription streams
+    /// announce it to listens that asked and to initialized legacy sessions, if the
     /// capability advertised `listChanged` for that list.
     fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
         None
@@ -142,17 +143,21 @@ pub trait ServerHandler: Send + Sync + 'static {
         Err(not_offered(MethodName::ReadResource))
     }
 
-    /// `resources/subscribe` (legacy era). The runtime records the subscription; this
-    /// callback may refuse it.
+    /// `resources/subscribe` (legacy era), and each URI of a 2026-07-28 listen's
+    /// `resourceSubscriptions`. The runtime opens the subscription stream (see
+    /// [`crate::subscription`]); this callback may refuse it (a refused listen URI is left
+    /// out of the acknowledged filter).
     async fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
         let _ = (params, cx);
         Err(not_offered(MethodName::Subscribe))
     }
 
-    /// `resources/unsubscribe` (legacy era).
+    /// `resources/unsubscribe` (legacy era). The runtime ends the URI's subscription stream
+    /// afterwards. The default agrees: it is only called when the server advertises
+    /// `resources.subscribe`, and unsubscribing is always harmless.
     async fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
         let _ = (params, cx);
-        Err(not_offered(MethodName::Unsubscribe))
+        Ok(())
     }
 
     /// `prompts/list`.

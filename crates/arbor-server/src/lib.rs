@@ -27,8 +27,11 @@ pub mod reply;
 mod request;
 pub mod router;
 mod serve;
+pub mod subscription;
 mod tree;
 
+/// The pub/sub bus subscription streams are fed by (re-exported from `arbor-bus`).
+pub use arbor_bus as bus;
 pub use arbor_protocol::error::McpError;
 pub use arbor_transport::{Transport, TransportConfig};
 pub use config::ServerConfig;
@@ -40,4 +43,5 @@ pub use input::StateKey;
 pub use reply::{InputRequired, Reply};
 pub use router::{Router, RouterHandle, ToolError};
 pub use serve::{ConnectOptions, Server};
+pub use subscription::{Channel, ChannelError, Flow, Subscribe, SubscriptionCapabilities, SubscriptionHandler};
 pub use tree::DEFAULT_TENANT;

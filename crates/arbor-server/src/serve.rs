@@ -29,6 +29,7 @@
 
 use std::sync::Arc;
 
+use arbor_bus::{Bus, BusMessage, LocalBus, PublishError};
 use arbor_otp::{Gauge, NodeSnapshot};
 use arbor_protocol::era::{Handshake, PerRequest};
 use arbor_protocol::model::capabilities::ServerCapabilities;
@@ -39,7 +40,8 @@ use tokio::sync::OnceCell;
 use crate::config::ServerConfig;
 use crate::connection::{Connection, ConnectionArgs};
 use crate::error::{ConnectError, ServeError, StartError};
-use crate::handler::{ServerHandler, ServerInfo};
+use crate::handler::{ListKind, ServerHandler, ServerInfo};
+use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -67,6 +69,12 @@ impl ConnectOptions {
 /// Read-only state shared by every connection of a server.
 pub(crate) struct Shared {
     pub(crate) handler: Arc<dyn ServerHandler>,
+    /// Where list changes, resource updates and the user's topics are published.
+    pub(crate) bus: Arc<dyn Bus>,
+    /// The user's subscription handlers, as registered (kept to rebuild `stream_handlers`).
+    pub(crate) user_handlers: Vec<Arc<dyn ErasedHandler>>,
+    /// What every subscription stream runs: the user's handlers, then the built-in one.
+    pub(crate) stream_handlers: Arc<[Arc<dyn ErasedHandler>]>,
     pub(crate) info: ServerInfo,
     /// As the handler declared them.
     pub(crate) capabilities: ServerCapabilities,
@@ -78,6 +86,36 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    fn build(
+        handler: Arc<dyn ServerHandler>,
+        config: ServerConfig,
+        bus: Arc<dyn Bus>,
+        user_handlers: Vec<Arc<dyn ErasedHandler>>,
+    ) -> Shared {
+        let info = handler.info();
+        let mut capabilities = handler.capabilities();
+        for h in &user_handlers {
+            h.capabilities().fold_into(&mut capabilities);
+        }
+        let mut modern_capabilities = capabilities.clone();
+        modern_capabilities.tasks = None;
+        let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
+        let stream_handlers: Vec<Arc<dyn ErasedHandler>> =
+            user_handlers.iter().cloned().chain([Arc::new(Erased(builtin)) as Arc<dyn ErasedHandler>]).collect();
+        Shared {
+            handshake: Handshake::new(config.supported_versions.clone()),
+            per_request: PerRequest::new(config.supported_versions.clone()),
+            handler,
+            bus,
+            user_handlers,
+            stream_handlers: stream_handlers.into(),
+            info,
+            capabilities,
+            modern_capabilities,
+            config,
+        }
+    }
+
     /// The capabilities an `initialize` result advertises under `version`: only members
     /// that revision has.
     pub(crate) fn legacy_capabilities(&self, version: ProtocolVersion) -> ServerCapabilities {
@@ -98,6 +136,8 @@ impl Shared {
 pub struct Server {
     shared: Arc<Shared>,
     tree: Arc<OnceCell<Tree>>,
+    /// Forwards the handler's list changes onto the bus while the tree runs.
+    forwarder: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -123,20 +163,55 @@ impl Server {
 
     /// A server for a shared handler.
     pub fn from_arc(handler: Arc<dyn ServerHandler>, config: ServerConfig) -> Server {
-        let info = handler.info();
-        let capabilities = handler.capabilities();
-        let mut modern_capabilities = capabilities.clone();
-        modern_capabilities.tasks = None;
-        let shared = Shared {
-            handshake: Handshake::new(config.supported_versions.clone()),
-            per_request: PerRequest::new(config.supported_versions.clone()),
-            handler,
-            info,
-            capabilities,
-            modern_capabilities,
-            config,
-        };
-        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()) }
+        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new());
+        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+    }
+
+    /// The same server publishing and subscribing through `bus` (default: an in-process
+    /// [`LocalBus`]; a [`RedisBus`](arbor_bus::RedisBus) reaches the clients of every node).
+    /// Configure before connecting: a server already serving keeps its bus.
+    pub fn with_bus(self, bus: Arc<dyn Bus>) -> Server {
+        let s = &self.shared;
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone());
+        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+    }
+
+    /// The same server with a subscription handler, run on every subscription stream
+    /// after those registered before it (see [`SubscriptionHandler`]). Its
+    /// [`subscription_capabilities`](SubscriptionHandler::subscription_capabilities) are
+    /// folded into the advertised capabilities. Configure before connecting.
+    pub fn subscription_handler(self, handler: impl SubscriptionHandler) -> Server {
+        let s = &self.shared;
+        let mut handlers = s.user_handlers.clone();
+        handlers.push(Arc::new(Erased(handler)));
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers);
+        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+    }
+
+    /// The bus this server publishes on and its streams subscribe to.
+    pub fn bus(&self) -> Arc<dyn Bus> {
+        self.shared.bus.clone()
+    }
+
+    /// Publishes `message` on the bus: every stream that joined its topic, on every node
+    /// sharing the bus, gets it. Broadcasting to every connected client is this one call
+    /// on a topic their subscription handler joins.
+    pub fn publish(&self, message: BusMessage) -> Result<(), PublishError> {
+        self.shared.bus.publish(message)
+    }
+
+    /// Announces that the resource `uri` changed: `notifications/resources/updated` reaches
+    /// every 2026-07-28 listen with `uri` in its `resourceSubscriptions` and every legacy
+    /// session subscribed to it.
+    pub fn notify_resource_updated(&self, uri: &str) -> Result<(), PublishError> {
+        self.publish(topics::resource_updated_message(uri))
+    }
+
+    /// Announces that a list changed: `list_changed` reaches every listen that asked for
+    /// it and every initialized legacy session, if the server advertises `listChanged` for
+    /// that list. A [`RouterHandle`](crate::RouterHandle) change does this by itself.
+    pub fn notify_list_changed(&self, kind: ListKind) -> Result<(), PublishError> {
+        self.publish(topics::list_changed_message(kind))
     }
 
     /// The configuration in force.
@@ -146,9 +221,11 @@ impl Server {
 
     async fn tree(&self) -> Result<&Tree, StartError> {
         self.tree
-            .get_or_try_init(|| {
+            .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
-                Tree::start(gauge, self.shared.config.max_in_flight_per_tenant)
+                let tree = Tree::start(gauge, self.shared.config.max_in_flight_per_tenant).await?;
+                self.start_forwarder();
+                Ok(tree)
             })
             .await
     }
@@ -189,9 +266,36 @@ impl Server {
         self.serve_transport(transport).await
     }
 
+    /// Publishes the handler's list changes (`ServerHandler::list_changes`) on the bus,
+    /// once per server, so every stream that asked for them hears them.
+    fn start_forwarder(&self) {
+        let Some(mut changes) = self.shared.handler.list_changes() else { return };
+        let bus = self.shared.bus.clone();
+        let task = tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let kinds = match changes.recv().await {
+                    Ok(kind) => vec![kind],
+                    // Missed some: every list may have changed.
+                    Err(RecvError::Lagged(_)) => vec![ListKind::Tools, ListKind::Prompts, ListKind::Resources],
+                    Err(RecvError::Closed) => break,
+                };
+                for kind in kinds {
+                    if bus.publish(topics::list_changed_message(kind)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        *self.forwarder.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+    }
+
     /// Stops every connection and request and waits for them. The server can be
     /// connected again afterwards only through a new `Server`.
     pub async fn shutdown(&self) {
+        if let Some(task) = self.forwarder.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
         if let Some(tree) = self.tree.get() {
             tree.shutdown().await;
         }

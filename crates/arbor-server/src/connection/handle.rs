@@ -18,7 +18,6 @@ use ractor::ActorRef;
 use tokio::sync::oneshot;
 
 use super::ConnMsg;
-use crate::handler::ListKind;
 use crate::input::ClientRequester;
 
 /// The crate's handle on a connection actor. Cheap to clone.
@@ -38,14 +37,13 @@ impl ConnectionHandle {
         ConnectionHandle { actor }
     }
 
-    /// Records that the client (un)subscribed to `uri`, after the handler agreed.
-    pub(crate) fn subscribed(&self, uri: String, on: bool) {
-        let _ = self.actor.cast(ConnMsg::Subscribed { uri, on });
-    }
-
-    /// Tells the connection a list changed.
-    pub(crate) fn list_changed(&self, kind: ListKind) -> bool {
-        self.actor.cast(ConnMsg::ListChanged(kind)).is_ok()
+    /// Records that the client (un)subscribed to `uri`, after the handler agreed, and
+    /// waits until updates of `uri` will be delivered (or no longer are).
+    pub(crate) async fn subscribed(&self, uri: String, on: bool) -> Result<(), McpError> {
+        let (reply, done) = oneshot::channel();
+        let closed = || McpError::internal("Internal error: the connection is closing");
+        self.actor.cast(ConnMsg::Subscribed { uri, on, reply }).map_err(|_| closed())?;
+        done.await.map_err(|_| closed())?
     }
 
     fn is_alive(&self) -> bool {

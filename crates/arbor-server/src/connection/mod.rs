@@ -26,8 +26,9 @@ pub(crate) mod inbound;
 mod notify;
 mod pending;
 mod route;
+mod streams;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arbor_otp::{Gauge, LiveToken, TaskRef, TaskSupervisor, TaskSupervisorSpec};
@@ -39,7 +40,7 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputRequest;
 use arbor_transport::{FrameReader, FrameWriter};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use batch::BatchReply;
@@ -48,8 +49,9 @@ pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
 use pending::{AnswerTx, Pending};
 
+use crate::subscription::unit::UnitRef;
+
 use crate::context::{ConnectionInfo, RequestSink};
-use crate::handler::ListKind;
 use crate::request::sink::ConnectionSink;
 use crate::serve::Shared;
 use crate::tree::TenantLimits;
@@ -60,17 +62,18 @@ pub(crate) enum ConnMsg {
     Inbound(Burst),
     /// The peer's input ended, or the output broke: stop.
     InputClosed,
-    /// A list of the handler's changed.
-    ListChanged(ListKind),
     /// A request task asks the client for input (legacy era), under a fresh id.
     Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx },
     /// The task waiting on server-to-client request `id` went away (cancelled, timed out).
     Forget { id: RequestId },
-    /// A subscription request succeeded.
-    Subscribed { uri: String, on: bool },
+    /// A legacy (un)subscription the handler agreed to; answered once it is in effect.
+    Subscribed { uri: String, on: bool, reply: oneshot::Sender<Result<(), McpError>> },
     /// Stop on request of the server runner.
     Close,
 }
+
+/// How long a closing connection waits for its streams' `handle_close` before stopping them.
+const STREAM_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a connection starts with.
 pub(crate) struct ConnectionArgs {
@@ -117,7 +120,14 @@ pub(crate) struct ConnState {
     legacy: Option<Legacy>,
     last_modern: Option<ModernInfo>,
     pending: Pending,
-    subscriptions: HashSet<String>,
+    /// The subscription streams' supervisor: one light task per stream, no deadline.
+    streams: TaskSupervisor,
+    /// 2026-07-28 listen streams by request id.
+    listens: HashMap<RequestId, UnitRef>,
+    /// Legacy `resources/subscribe` streams by URI.
+    resource_streams: HashMap<String, UnitRef>,
+    /// The legacy session's `list_changed` stream.
+    list_stream: Option<UnitRef>,
     /// While the actor handles the members of a batch: where their responses go.
     batch: Option<Arc<BatchReply>>,
     sink: Arc<dyn RequestSink>,
@@ -145,32 +155,15 @@ impl Actor for ConnectionActor {
             .max_concurrency(shared.config.max_in_flight_per_connection)
             .gauge(gauge.clone());
         let tasks = TaskSupervisor::start_linked(spec, myself.get_cell()).await?;
+        // Streams live as long as their client wants; their bound is their own, so open
+        // subscriptions never take request slots.
+        let spec = TaskSupervisorSpec::new("subscriptions")
+            .max_concurrency(shared.config.max_subscriptions_per_connection)
+            .shutdown_grace(STREAM_CLOSE_GRACE)
+            .gauge(gauge.clone());
+        let streams = TaskSupervisor::start_linked(spec, myself.get_cell()).await?;
         let me = ConnectionHandle::new(myself.clone());
-        let mut workers = vec![tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()))];
-        // Reading the handler's change feed is a plain call; the feed itself is awaited by
-        // a worker, never by the actor.
-        if let Some(mut changes) = shared.handler.list_changes() {
-            let me = me.clone();
-            workers.push(tokio::spawn(async move {
-                use tokio::sync::broadcast::error::RecvError;
-                loop {
-                    match changes.recv().await {
-                        Ok(kind) => {
-                            if !me.list_changed(kind) {
-                                break;
-                            }
-                        }
-                        // Missed some: every list may have changed.
-                        Err(RecvError::Lagged(_)) => {
-                            for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
-                                me.list_changed(kind);
-                            }
-                        }
-                        Err(RecvError::Closed) => break,
-                    }
-                }
-            }));
-        }
+        let workers = vec![tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()))];
         Ok(ConnState {
             sink: Arc::new(ConnectionSink::new(writer.clone())),
             shared,
@@ -184,7 +177,10 @@ impl Actor for ConnectionActor {
             legacy: None,
             last_modern: None,
             pending: Pending::default(),
-            subscriptions: HashSet::new(),
+            streams,
+            listens: HashMap::new(),
+            resource_streams: HashMap::new(),
+            list_stream: None,
             batch: None,
             notifications: None,
             workers,
@@ -205,16 +201,9 @@ impl Actor for ConnectionActor {
                     state.on_inbound(item);
                 }
             }
-            ConnMsg::ListChanged(kind) => state.on_list_changed(kind),
             ConnMsg::Ask { id, request, reply } => state.pending.ask(&state.writer, id, *request, reply),
             ConnMsg::Forget { id } => state.pending.forget(&state.writer, &id),
-            ConnMsg::Subscribed { uri, on } => {
-                if on {
-                    state.subscriptions.insert(uri);
-                } else {
-                    state.subscriptions.remove(&uri);
-                }
-            }
+            ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),
             ConnMsg::InputClosed | ConnMsg::Close => myself.stop(None),
         }
         Ok(())
@@ -226,7 +215,8 @@ impl Actor for ConnectionActor {
         event: SupervisionEvent,
         _state: &mut ConnState,
     ) -> Result<(), ActorProcessingErr> {
-        // The only linked child is the task supervisor: without it no request can run.
+        // The only linked children are the task supervisors: without them no request or
+        // stream can run.
         if let SupervisionEvent::ActorTerminated(..) | SupervisionEvent::ActorFailed(..) = event {
             myself.stop(Some("request task supervisor exited".to_owned()));
         }
@@ -241,6 +231,9 @@ impl Actor for ConnectionActor {
         state.notifications = None;
         // In-flight requests end with `Shutdown`, which their reports never answer.
         state.tasks.shutdown().await;
+        // Streams are told first, so their handlers' `handle_close` runs within the grace.
+        state.close_streams();
+        state.streams.shutdown().await;
         state.in_flight.clear();
         state.pending = Pending::default();
         state.writer.close().await;

@@ -1,26 +1,22 @@
-//! Notifications, both ways: what the client notifies (cancel, initialized, the rest for
-//! the handler) and the `list_changed` notifications the server sends.
+//! Client notifications: cancel, initialized, and the rest for the handler.
 //!
 //! Client notifications the runtime consumes are handled here in the actor; all others go,
 //! in arrival order, to a per-connection worker task that awaits the handler's
 //! `on_notification`, so the actor never waits on user code. It is not where
-//! request-scoped notifications (progress, logs) are written: the request's sink does that.
+//! request-scoped notifications (progress, logs) are written: the request's sink does that;
+//! nor where `list_changed` is sent: an initialized legacy session gets a subscription
+//! stream for it (`streams.rs`), the same machinery as a 2026-07-28 listen.
 //!
-//! Invariant: a cancel only ever reaches a request of this connection, and a
-//! `list_changed` notification only an initialized legacy session whose server advertised
-//! `listChanged` for that list.
+//! Invariant: a cancel only ever reaches a request or listen stream of this connection.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use arbor_protocol::methods::{ClientNotification, PromptListChanged, ResourceListChanged, ToolListChanged};
-use arbor_protocol::model::common::NotificationParams;
-use arbor_protocol::version::{Era, ProtocolVersion};
+use arbor_protocol::methods::ClientNotification;
+use arbor_protocol::version::ProtocolVersion;
 
 use super::ConnState;
 use crate::context::ConnectionInfo;
-use crate::handler::ListKind;
-use crate::request::sink::notify;
 
 impl ConnState {
     pub(super) fn on_notification(&mut self, notification: ClientNotification) {
@@ -28,13 +24,18 @@ impl ConnState {
             ClientNotification::Cancelled(params) => {
                 // Ids are looked up in this connection's table only; unknown or finished
                 // ids are ignored, as the spec allows.
-                if let Some(task) = params.request_id.and_then(|id| self.in_flight.remove(&id)) {
+                let Some(id) = params.request_id else { return };
+                if self.cancel_listen(&id) {
+                    return;
+                }
+                if let Some(task) = self.in_flight.remove(&id) {
                     let _ = task.cancel();
                 }
             }
             ClientNotification::Initialized(_) => {
                 if let Some(legacy) = self.legacy.as_mut() {
                     legacy.initialized = true;
+                    self.open_list_stream();
                 }
             }
             other => self.forward_notification(other),
@@ -76,29 +77,6 @@ impl ConnState {
                 )
                 .unwrap_or(ProtocolVersion::LATEST),
             }),
-        }
-    }
-
-    /// Tells an initialized legacy session that a list changed, if the server advertised
-    /// `listChanged` for it. Modern clients learn it on `subscriptions/listen` streams.
-    pub(super) fn on_list_changed(&mut self, kind: ListKind) {
-        let Some(legacy) = &self.legacy else { return };
-        if !legacy.initialized || legacy.session.version().era() != Era::Legacy {
-            return;
-        }
-        let caps = &self.shared.capabilities;
-        let params = NotificationParams::default();
-        match kind {
-            ListKind::Tools if caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true) => {
-                notify::<ToolListChanged>(&self.writer, &params)
-            }
-            ListKind::Prompts if caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true) => {
-                notify::<PromptListChanged>(&self.writer, &params)
-            }
-            ListKind::Resources if caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true) => {
-                notify::<ResourceListChanged>(&self.writer, &params)
-            }
-            _ => {}
         }
     }
 }

@@ -158,11 +158,16 @@ impl ConnState {
             _ => {}
         }
         let terms = self.job_terms(served, meta.as_ref(), version);
+        if let ClientRequest::SubscriptionsListen(params) = *request {
+            // A stream, not a request task: it answers for itself, for as long as it runs.
+            return self.open_listen(id, params.notifications, terms.connection);
+        }
         self.spawn(id, request, meta.unwrap_or_default(), terms);
     }
 
     /// Whether the server offers `method` at all: its capability was advertised, and it is
-    /// a method the runtime serves (not yet `subscriptions/listen`, nor the tasks methods).
+    /// a method the runtime serves (not the tasks methods). `subscriptions/listen` is always
+    /// served: a server with nothing to announce acknowledges an empty filter.
     fn offers(&self, method: MethodName) -> bool {
         let caps = &self.shared.capabilities;
         match method {
@@ -176,7 +181,7 @@ impl ConnState {
             MethodName::ListPrompts | MethodName::GetPrompt => caps.prompts.is_some(),
             MethodName::Complete => caps.completions.is_some(),
             MethodName::SetLevel => caps.logging.is_some(),
-            MethodName::Initialize | MethodName::Ping | MethodName::Discover => true,
+            MethodName::Initialize | MethodName::Ping | MethodName::Discover | MethodName::SubscriptionsListen => true,
             _ => false,
         }
     }
@@ -266,7 +271,9 @@ impl ConnState {
     }
 
     fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
-        if self.in_flight.get(&id).is_some_and(|task| !task.is_finished()) {
+        if self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
+            || self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
+        {
             return self.reply_error(Some(id), &duplicate_id());
         }
         let config = &self.shared.config;

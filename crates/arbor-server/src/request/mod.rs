@@ -177,13 +177,13 @@ impl RequestJob {
             ClientRequest::Subscribe(p) => {
                 let uri = p.uri.clone();
                 handler.subscribe(p, cx).await?;
-                requester.subscribed(uri, true);
+                requester.subscribed(uri, true).await?;
                 Ok(empty(&id, modern))
             }
             ClientRequest::Unsubscribe(p) => {
                 let uri = p.uri.clone();
                 handler.unsubscribe(p, cx).await?;
-                requester.subscribed(uri, false);
+                requester.subscribed(uri, false).await?;
                 Ok(empty(&id, modern))
             }
             ClientRequest::SetLevel(p) => {

@@ -9,7 +9,8 @@ async fn closing_a_connection_stops_its_requests_unanswered_and_ends_its_output(
     h.peer.initialize("2025-11-25", json!({})).await;
     h.peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hang"}}));
     h.peer.call(2, "ping", json!({})).await;
-    assert_eq!(h.gauge.alive_tasks(), 1);
+    // The request, and the session's `list_changed` stream.
+    assert_eq!(h.gauge.alive_tasks(), 2);
     h.connection.close();
     h.connection.closed().await;
     assert!(!h.connection.is_open());

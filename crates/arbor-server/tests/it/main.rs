@@ -18,4 +18,5 @@ mod progress_and_logs_reach_the_client;
 mod router_is_served_in_both_eras;
 #[cfg(unix)]
 mod stdio_exits_cleanly_on_eof;
+mod subscriptions_stream_bus_events_in_both_eras;
 mod the_tree_is_root_tenant_connections_connection;

@@ -61,7 +61,6 @@ async fn handshake_only_methods_are_not_found_in_the_modern_era() {
             "initialize",
             json!({"_meta": meta, "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
         ),
-        (5, "subscriptions/listen", json!({"_meta": meta, "notifications": {}})),
     ] {
         let r = h.peer.call(id, method, params).await;
         assert_eq!(r["error"]["code"], -32601, "{method}: {r}");

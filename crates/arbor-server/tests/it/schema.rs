@@ -51,6 +51,7 @@ pub fn result_definition(method: &str, result: &Value) -> &'static str {
         "resources/read" => "ReadResourceResult",
         "prompts/list" => "ListPromptsResult",
         "prompts/get" => "GetPromptResult",
+        "subscriptions/listen" => "SubscriptionsListenResult",
         _ => "EmptyResult",
     }
 }
@@ -63,6 +64,9 @@ pub fn message_definition(method: &str) -> &'static str {
         "notifications/tools/list_changed" => "ToolListChangedNotification",
         "notifications/resources/list_changed" => "ResourceListChangedNotification",
         "notifications/prompts/list_changed" => "PromptListChangedNotification",
+        "notifications/resources/updated" => "ResourceUpdatedNotification",
+        "notifications/subscriptions/acknowledged" => "SubscriptionsAcknowledgedNotification",
+        "notifications/cancelled" => "CancelledNotification",
         "elicitation/create" => "ElicitRequest",
         "sampling/createMessage" => "CreateMessageRequest",
         "roots/list" => "ListRootsRequest",

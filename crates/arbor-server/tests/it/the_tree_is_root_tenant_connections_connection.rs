@@ -12,10 +12,11 @@ async fn connections_live_under_their_tenant_and_leave_when_they_close() {
     for name in ["tenant:default", "tenant:acme", "connections"] {
         assert!(text.contains(name), "{name} missing from {tree:#}");
     }
-    // root + two tenants + two connection supervisors + two connections + two task supervisors
-    assert_eq!(h.gauge.alive_actors(), 9, "{tree:#}");
+    // root + two tenants + two connection supervisors + two connections, each with its
+    // request and subscription task supervisors
+    assert_eq!(h.gauge.alive_actors(), 11, "{tree:#}");
     other_peer.close().await;
     other.closed().await;
-    assert_eq!(h.gauge.alive_actors(), 7);
+    assert_eq!(h.gauge.alive_actors(), 8);
     h.finish().await;
 }

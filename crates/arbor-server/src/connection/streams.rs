@@ -1,0 +1,165 @@
+//! The connection's subscription streams: opening them, tearing them down, and the
+//! bookkeeping that ties them to request ids (2026-07-28) and URIs (legacy).
+//!
+//! Each stream is a `subscription::unit::Unit` on the connection's `subscriptions` task
+//! supervisor; this module only decides when one opens or closes. A 2026-07-28
+//! `subscriptions/listen` opens one keyed by its request id (a cancel for that id closes
+//! it); a legacy `resources/subscribe` opens one per URI (`resources/unsubscribe` closes
+//! it); an initialized legacy session gets one for the `list_changed` notifications the
+//! server advertises. Nothing here awaits: streams report readiness to whoever waits.
+//!
+//! Invariant: a listen id is in use while its stream runs (a request reusing it is a
+//! duplicate), and when the connection stops every stream was told to close first, so
+//! handlers' `handle_close` runs before the supervisor's shutdown grace ends.
+
+use std::sync::Arc;
+
+use arbor_otp::SpawnError;
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::model::subscriptions::SubscriptionFilter;
+use tokio::sync::oneshot;
+
+use super::ConnState;
+use crate::context::ConnectionInfo;
+use crate::error::{duplicate_id, overloaded, OverloadScope};
+use crate::subscription::unit::Unit;
+use crate::subscription::StreamShared;
+
+impl ConnState {
+    fn unit(
+        &self,
+        id: Option<RequestId>,
+        connection: Arc<ConnectionInfo>,
+        filter: SubscriptionFilter,
+        ready: Option<oneshot::Sender<Result<(), McpError>>>,
+    ) -> Unit {
+        let shared = &self.shared;
+        Unit {
+            shared: StreamShared::new(
+                id,
+                connection,
+                self.writer.clone(),
+                shared.bus.clone(),
+                shared.config.subscription_options,
+                filter.clone(),
+            ),
+            handlers: shared.stream_handlers.clone(),
+            requested: filter,
+            ready,
+        }
+    }
+
+    fn refused(&self, refused: SpawnError) -> McpError {
+        match refused {
+            SpawnError::Overloaded { max } => {
+                overloaded(OverloadScope::Connection, max, self.shared.config.overload_retry_after)
+            }
+            SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
+        }
+    }
+
+    /// Drops streams that ended on their own from the tables.
+    fn sweep_streams(&mut self) {
+        self.listens.retain(|_, unit| !unit.is_finished());
+        self.resource_streams.retain(|_, unit| !unit.is_finished());
+    }
+
+    /// A 2026-07-28 `subscriptions/listen`: the stream answers the request itself
+    /// (acknowledgement, notifications, the complete result or an error).
+    pub(super) fn open_listen(&mut self, id: RequestId, filter: SubscriptionFilter, connection: Arc<ConnectionInfo>) {
+        self.sweep_streams();
+        if self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
+            || self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
+        {
+            return self.reply_error(Some(id), &duplicate_id());
+        }
+        let unit = self.unit(Some(id.clone()), connection, filter, None);
+        match unit.spawn(&self.streams) {
+            Ok(unit) => {
+                self.listens.insert(id, unit);
+            }
+            Err(refused) => {
+                let err = self.refused(refused);
+                self.reply_error(Some(id), &err);
+            }
+        }
+    }
+
+    /// A cancel for `id`: closes its listen stream, if it is one.
+    pub(super) fn cancel_listen(&mut self, id: &RequestId) -> bool {
+        match self.listens.remove(id) {
+            Some(mut unit) => {
+                unit.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A legacy `resources/subscribe` the server handler agreed to (`on`), or an
+    /// unsubscribe. `reply` is answered once updates for `uri` will be delivered.
+    pub(super) fn subscribe_resource(&mut self, uri: String, on: bool, reply: oneshot::Sender<Result<(), McpError>>) {
+        self.sweep_streams();
+        if !on {
+            if let Some(mut unit) = self.resource_streams.remove(&uri) {
+                unit.close();
+            }
+            let _ = reply.send(Ok(()));
+            return;
+        }
+        if self.resource_streams.contains_key(&uri) {
+            let _ = reply.send(Ok(()));
+            return;
+        }
+        let Some(legacy) = &self.legacy else {
+            let _ = reply.send(Err(McpError::internal("Internal error: no session to subscribe in")));
+            return;
+        };
+        let filter = SubscriptionFilter { resource_subscriptions: Some(vec![uri.clone()]), ..Default::default() };
+        let unit = self.unit(None, legacy.info.clone(), filter, Some(reply));
+        match unit.spawn(&self.streams) {
+            Ok(unit) => {
+                self.resource_streams.insert(uri, unit);
+            }
+            // The reply went down with the refused unit; the request sees it as an error.
+            Err(refused) => tracing::debug!(%refused, "legacy resource subscription refused"),
+        }
+    }
+
+    /// An initialized legacy session: a stream for every list whose changes the server
+    /// announces.
+    pub(super) fn open_list_stream(&mut self) {
+        let Some(legacy) = &self.legacy else { return };
+        if self.list_stream.is_some() {
+            return;
+        }
+        let caps = &self.shared.capabilities;
+        let flag = |on: Option<bool>| (on == Some(true)).then_some(true);
+        let filter = SubscriptionFilter {
+            tools_list_changed: flag(caps.tools.as_ref().and_then(|t| t.list_changed)),
+            prompts_list_changed: flag(caps.prompts.as_ref().and_then(|p| p.list_changed)),
+            resources_list_changed: flag(caps.resources.as_ref().and_then(|r| r.list_changed)),
+            ..Default::default()
+        };
+        if filter == SubscriptionFilter::default() {
+            return;
+        }
+        let unit = self.unit(None, legacy.info.clone(), filter, None);
+        match unit.spawn(&self.streams) {
+            Ok(unit) => self.list_stream = Some(unit),
+            Err(refused) => tracing::debug!(%refused, "legacy list_changed stream refused"),
+        }
+    }
+
+    /// Tells every stream to close (their handlers' `handle_close` runs); the connection's
+    /// `post_stop` then waits for them through the supervisor's shutdown.
+    pub(super) fn close_streams(&mut self) {
+        for mut unit in self.listens.drain().map(|(_, u)| u).chain(self.resource_streams.drain().map(|(_, u)| u)) {
+            unit.close();
+        }
+        if let Some(mut unit) = self.list_stream.take() {
+            unit.close();
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The [`Channel`]: what a subscription handler sees of its stream.
+//!
+//! It sends notifications (stamped with `_meta["io.modelcontextprotocol/subscriptionId"]`,
+//! the listen request's id with its JSON type), joins bus topics on the stream's behalf,
+//! and shows the connection's read-only metadata for authorization. It is not a general
+//! output: request-scoped notifications (progress, logs), cancellations and the
+//! acknowledgement are refused, and so is any type the stream's honoured filter does not
+//! cover (the spec's "MUST NOT send types the client did not request" is enforced here,
+//! not left to each handler).
+//!
+//! Invariant: nothing leaves a stream before its acknowledgement (sends made while the
+//! stream opens are held and flushed right after it) and nothing after it closed.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use arbor_bus::{Bus, SubscribeOptions, Subscription};
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::SUBSCRIPTION_ID;
+use arbor_protocol::method::NotificationFrame;
+use arbor_protocol::methods::ServerNotification;
+use arbor_protocol::model::subscriptions::SubscriptionFilter;
+use arbor_transport::FrameWriter;
+use serde_json::{Map, Value};
+
+use crate::context::ConnectionInfo;
+
+/// Why [`Channel::send`] or [`Channel::join`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChannelError {
+    /// The stream has ended; nothing more can be sent or joined.
+    #[error("the subscription stream is closed")]
+    Closed,
+    /// The notification type never travels on a subscription stream (progress, logs,
+    /// cancellation, the acknowledgement, legacy-only notifications).
+    #[error("{0} is never sent on a subscription stream")]
+    NotOnStream(&'static str),
+    /// The client did not ask for this type (or this URI) on this stream.
+    #[error("the stream's filter does not include this {0}")]
+    NotInFilter(&'static str),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Handlers are deciding; sends are held until the acknowledgement.
+    Opening,
+    Open,
+    Closed,
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    held: Vec<Vec<u8>>,
+    /// What the stream carries: the request while opening, the honoured filter after.
+    filter: SubscriptionFilter,
+    /// Topics joined since the stream's task last looked, with the joining handler.
+    joins: Vec<(usize, Subscription)>,
+}
+
+/// One stream's shared state: the handlers' channels and the stream's task hold it.
+#[derive(Debug)]
+pub(crate) struct StreamShared {
+    /// The listen request's id; `None` for the streams that serve legacy sessions,
+    /// whose notifications carry no subscription id.
+    pub(crate) id: Option<RequestId>,
+    pub(crate) connection: Arc<ConnectionInfo>,
+    pub(crate) writer: FrameWriter,
+    pub(crate) bus: Arc<dyn Bus>,
+    /// The queue options of the runtime's own joins.
+    pub(crate) options: SubscribeOptions,
+    state: Mutex<State>,
+}
+
+impl StreamShared {
+    pub(crate) fn new(
+        id: Option<RequestId>,
+        connection: Arc<ConnectionInfo>,
+        writer: FrameWriter,
+        bus: Arc<dyn Bus>,
+        options: SubscribeOptions,
+        filter: SubscriptionFilter,
+    ) -> Arc<StreamShared> {
+        Arc::new(StreamShared {
+            id,
+            connection,
+            writer,
+            bus,
+            options,
+            state: Mutex::new(State { phase: Phase::Opening, held: Vec::new(), filter, joins: Vec::new() }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panicking handler cannot leave this state half-written: every critical section
+        // is a push or a swap.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The filter handlers see from now on.
+    pub(crate) fn set_filter(&self, filter: SubscriptionFilter) {
+        self.state().filter = filter;
+    }
+
+    pub(crate) fn filter(&self) -> SubscriptionFilter {
+        self.state().filter.clone()
+    }
+
+    /// Opens the stream: `first` (the acknowledgement, if any) goes out, then what the
+    /// handlers sent while it was opening, in one go so nothing can slip in between.
+    pub(crate) fn open(&self, first: Option<Vec<u8>>) {
+        let mut state = self.state();
+        if state.phase != Phase::Opening {
+            return;
+        }
+        state.phase = Phase::Open;
+        let held = std::mem::take(&mut state.held);
+        for frame in first.into_iter().chain(held) {
+            let _ = self.writer.send(&frame);
+        }
+    }
+
+    /// Closes the stream: later sends and joins are refused. Returns whether it was open
+    /// or opening.
+    pub(crate) fn close(&self) -> bool {
+        let mut state = self.state();
+        let was = state.phase != Phase::Closed;
+        state.phase = Phase::Closed;
+        state.held.clear();
+        was
+    }
+
+    /// The topics joined since the last call.
+    pub(crate) fn take_joins(&self) -> Vec<(usize, Subscription)> {
+        let mut state = self.state();
+        if state.joins.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut state.joins)
+        }
+    }
+
+    /// Stamps `params` with the subscription id (modern streams) and encodes the frame.
+    pub(crate) fn encode(&self, method: &str, mut params: Value) -> Vec<u8> {
+        if let Some(id) = &self.id {
+            if !params.is_object() {
+                params = Value::Object(Map::new());
+            }
+            let object = params.as_object_mut().expect("made an object above");
+            let meta = object.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            if !meta.is_object() {
+                *meta = Value::Object(Map::new());
+            }
+            meta.as_object_mut().expect("made an object above").insert(SUBSCRIPTION_ID.to_owned(), id.to_value());
+        }
+        serde_json::to_vec(&NotificationFrame { method, params: &params }).expect("a JSON value serialises")
+    }
+}
+
+/// A handler's view of its stream. Cheap to clone; clones are the same stream.
+#[derive(Clone, Debug)]
+pub struct Channel {
+    pub(crate) shared: Arc<StreamShared>,
+    /// Which handler of the stream this channel belongs to: topics it joins are delivered
+    /// to that handler.
+    pub(crate) owner: usize,
+}
+
+impl Channel {
+    /// The listen request's id, which every notification of the stream carries as
+    /// `_meta["io.modelcontextprotocol/subscriptionId"]`; `None` on the streams that serve
+    /// a legacy session (`resources/subscribe`, `list_changed`).
+    pub fn subscription_id(&self) -> Option<&RequestId> {
+        self.shared.id.as_ref()
+    }
+
+    /// The connection: tenant, authenticated identity, client info and capabilities.
+    /// Read-only; use it to authorize in [`SubscriptionHandler::subscribe`](super::SubscriptionHandler::subscribe).
+    pub fn connection(&self) -> &ConnectionInfo {
+        &self.shared.connection
+    }
+
+    /// What the stream carries: while handlers decide, the filter as narrowed so far;
+    /// afterwards, the honoured filter the acknowledgement reported.
+    pub fn filter(&self) -> SubscriptionFilter {
+        self.shared.filter()
+    }
+
+    /// Whether the stream has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.state().phase == Phase::Closed
+    }
+
+    /// Sends one notification on this stream, stamped with its subscription id.
+    ///
+    /// Refused when the stream is closed, for types that never travel on a stream
+    /// (progress, logs, cancellation, the acknowledgement), and for types or URIs outside
+    /// the stream's filter.
+    pub fn send(&self, notification: ServerNotification) -> Result<(), ChannelError> {
+        let method = notification.method().as_str();
+        let mut state = self.shared.state();
+        if state.phase == Phase::Closed {
+            return Err(ChannelError::Closed);
+        }
+        check(&notification, &state.filter)?;
+        let params = serde_json::to_value(&notification).expect("a model type serialises");
+        let frame = self.shared.encode(method, params);
+        match state.phase {
+            Phase::Opening => state.held.push(frame),
+            _ => {
+                self.shared.writer.send(&frame).map_err(|_| ChannelError::Closed)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes this stream to bus `topic` with its own bounded queue and overflow
+    /// policy; its messages reach this handler's `handle_message`. The runtime holds the
+    /// bus subscription and drops it when the stream ends, however it ends.
+    pub fn join(&self, topic: &str, options: SubscribeOptions) -> Result<(), ChannelError> {
+        let mut state = self.shared.state();
+        if state.phase == Phase::Closed {
+            return Err(ChannelError::Closed);
+        }
+        let subscription = self.shared.bus.subscribe(topic, options);
+        state.joins.push((self.owner, subscription));
+        Ok(())
+    }
+}
+
+/// Whether `notification` may travel on a stream carrying `filter`.
+fn check(notification: &ServerNotification, filter: &SubscriptionFilter) -> Result<(), ChannelError> {
+    let wanted =
+        |flag: Option<bool>, what| if flag == Some(true) { Ok(()) } else { Err(ChannelError::NotInFilter(what)) };
+    match notification {
+        ServerNotification::ToolListChanged(_) => wanted(filter.tools_list_changed, "tools list_changed"),
+        ServerNotification::PromptListChanged(_) => wanted(filter.prompts_list_changed, "prompts list_changed"),
+        ServerNotification::ResourceListChanged(_) => wanted(filter.resources_list_changed, "resources list_changed"),
+        ServerNotification::ResourceUpdated(p) => {
+            let listed = filter.resource_subscriptions.as_ref().is_some_and(|uris| uris.contains(&p.uri));
+            if listed {
+                Ok(())
+            } else {
+                Err(ChannelError::NotInFilter("resource URI"))
+            }
+        }
+        ServerNotification::TaskStatus(_) => {
+            if filter.task_ids.as_ref().is_some_and(|ids| !ids.is_empty()) {
+                Ok(())
+            } else {
+                Err(ChannelError::NotInFilter("task"))
+            }
+        }
+        other => Err(ChannelError::NotOnStream(other.method().as_str())),
+    }
+}

@@ -1,0 +1,309 @@
+//! One subscription stream: a light supervised task under its connection.
+//!
+//! Why a task and not a ractor actor: a stream spends its life idle, waiting for a bus
+//! message, and the target is at most 4 KiB per idle subscription beyond its connection;
+//! an idle ractor actor costs about 8 KB (a tokio task plus four channels and a lifecycle
+//! guard) and a registration in the global supervision tree, before the handler's state
+//! and the bus queue. What a stream needs from an actor fits in a task on the
+//! connection's `subscriptions` [`TaskSupervisor`](arbor_otp::TaskSupervisor) (the same
+//! light unit as a request, with no deadline): a place in the tree (counted in snapshots
+//! and gauges), being stopped with its connection, and a control mailbox, here a oneshot
+//! that carries "torn down from outside" (a cancel, an unsubscribe, the connection
+//! closing). The bus subscriptions are polled in place, without a task or channel each.
+//!
+//! Life of a stream: every handler's `subscribe` in order (each may narrow the filter; one
+//! refusal refuses the stream: error response, no acknowledgement), then the
+//! acknowledgement (modern streams), then bus events to the handler that joined their
+//! topic. It ends by a handler's `Stop` (complete result, then `notifications/cancelled`
+//! for the listen id as the stdio cancellation page asks; no `handle_close` for that
+//! handler), by the bus ending a subscription (`Overflow::EndStream`: the same graceful
+//! end, the handlers closed from outside), or by the control mailbox (the handlers'
+//! `handle_close`, and nothing sent: a cancelled request gets no further message).
+//!
+//! Invariants: `handle_close` runs at most once per handler and never after its own
+//! `Stop`; when the task returns, its bus subscriptions are dropped; a stream never writes
+//! while its peer has [`MAX_UNREAD_OUTPUT`] unread, so a slow client backs up into its own
+//! bounded bus queues (and their overflow policy), never into memory or other clients.
+
+use std::convert::Infallible;
+use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::task::Poll;
+
+use arbor_bus::{BusEvent, Subscription};
+use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
+use arbor_protocol::error::McpError;
+use arbor_protocol::meta::Meta;
+use arbor_protocol::method::encode_response;
+use arbor_protocol::model::common::ResultType;
+use arbor_protocol::model::subscriptions::{
+    SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
+};
+use futures::FutureExt;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use super::channel::StreamShared;
+use super::{intersect, Channel, ErasedHandler, ErasedState, Flow, Subscribe};
+use crate::connection::inbound::MAX_UNREAD_OUTPUT;
+
+/// Everything a stream starts with.
+pub(crate) struct Unit {
+    pub(crate) shared: Arc<StreamShared>,
+    /// The user's handlers in registration order, then the built-in one.
+    pub(crate) handlers: Arc<[Arc<dyn ErasedHandler>]>,
+    pub(crate) requested: SubscriptionFilter,
+    /// Told when the stream is open (or refused), for a legacy `resources/subscribe`
+    /// that answers only once its updates can be delivered.
+    pub(crate) ready: Option<oneshot::Sender<Result<(), McpError>>>,
+}
+
+/// What a connection keeps of a running stream.
+#[derive(Debug)]
+pub(crate) struct UnitRef {
+    close: Option<oneshot::Sender<()>>,
+    task: TaskRef,
+}
+
+impl UnitRef {
+    /// Tears the stream down from outside: its handlers' `handle_close` runs, nothing is
+    /// sent. Idempotent.
+    pub(crate) fn close(&mut self) {
+        if let Some(close) = self.close.take() {
+            let _ = close.send(());
+        }
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl Unit {
+    /// Starts the stream on `tasks`, with no deadline.
+    pub(crate) fn spawn(self, tasks: &TaskSupervisor) -> Result<UnitRef, SpawnError> {
+        let (close_tx, close_rx) = oneshot::channel();
+        let id = self.shared.id.clone();
+        let report = move |outcome: TaskOutcome<(), Infallible>| {
+            if let TaskOutcome::Panicked(message) = outcome {
+                // Handler callbacks are caught one by one; this is the runtime's own bug.
+                tracing::error!(?id, %message, "subscription stream panicked");
+            }
+        };
+        let options = TaskOptions { deadline: None };
+        let work = Box::pin(self.run(close_rx));
+        let task = tasks.spawn_reporting(options, work, report)?;
+        Ok(UnitRef { close: Some(close_tx), task })
+    }
+
+    async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {
+        let Unit { shared, handlers, requested, ready } = self;
+        let mut stream = Stream { shared, handlers, states: Vec::new() };
+        let mut filter = requested.clone();
+        for owner in 0..stream.handlers.len() {
+            stream.shared.set_filter(filter.clone());
+            let channel = stream.channel(owner);
+            let handler = stream.handlers[owner].clone();
+            let decided = AssertUnwindSafe(handler.subscribe(&filter, &channel)).catch_unwind().await;
+            let decided = decided.unwrap_or_else(|_| {
+                tracing::error!("subscription handler panicked in subscribe");
+                Subscribe::Reject(McpError::internal("Internal error: the subscription handler failed"))
+            });
+            match decided {
+                Subscribe::Accept(state) => stream.states.push(Some(state)),
+                Subscribe::Narrow(honoured, state) => {
+                    filter = intersect(&filter, &honoured);
+                    stream.states.push(Some(state));
+                }
+                Subscribe::Reject(error) => {
+                    stream.shared.close();
+                    if let Some(id) = &stream.shared.id {
+                        let _ = stream.shared.writer.send(&error.to_response(Some(id.clone())).to_vec());
+                    }
+                    // The handlers that had accepted see the stream torn down by another.
+                    stream.close_all().await;
+                    if let Some(ready) = ready {
+                        let _ = ready.send(Err(error));
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        stream.shared.set_filter(filter.clone());
+        // Across nodes, a join takes effect at the bus's source asynchronously: the client
+        // hears the stream is open only once a message published anywhere will reach it.
+        stream.shared.bus.settled().await;
+        if !matches!(close.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+            // Cancelled while opening: nothing more may be sent for this id.
+            stream.shared.close();
+            stream.close_all().await;
+            return Ok(());
+        }
+        let ack = stream.shared.id.as_ref().map(|id| {
+            let mut meta = Meta::new();
+            meta.set_subscription_id(id);
+            let params = SubscriptionsAcknowledgedNotificationParams {
+                meta: Some(meta),
+                notifications: filter,
+                extra: Default::default(),
+            };
+            let params = serde_json::to_value(params).expect("a model type serialises");
+            // `encode` stamps the id again, in place: harmless and keeps one encoder.
+            stream.shared.encode("notifications/subscriptions/acknowledged", params)
+        });
+        stream.shared.open(ack);
+        if let Some(ready) = ready {
+            let _ = ready.send(Ok(()));
+        }
+        stream.serve(close).await;
+        Ok(())
+    }
+}
+
+/// A stream once its handlers have decided.
+struct Stream {
+    shared: Arc<StreamShared>,
+    handlers: Arc<[Arc<dyn ErasedHandler>]>,
+    /// One per handler; `None` once the handler stopped (or its stream was closed).
+    states: Vec<Option<ErasedState>>,
+}
+
+/// How a stream ended.
+enum End {
+    /// Torn down from outside: close every handler, send nothing.
+    Outside,
+    /// Graceful: `Some(owner)` stopped itself (no `handle_close` for it); `None` when the
+    /// bus ended a subscription.
+    Graceful(Option<usize>),
+    /// A handler callback panicked: an internal error ends the listen.
+    Failed(usize),
+}
+
+impl Stream {
+    fn channel(&self, owner: usize) -> Channel {
+        Channel { shared: self.shared.clone(), owner }
+    }
+
+    async fn serve(mut self, mut close: oneshot::Receiver<()>) {
+        let mut subs: Vec<(usize, Subscription)> = Vec::new();
+        let mut next = 0usize;
+        let end = loop {
+            subs.extend(self.shared.take_joins());
+            let writer = &self.shared.writer;
+            if writer.buffered() >= MAX_UNREAD_OUTPUT {
+                // The client is not reading: let the bus queue (and its overflow policy)
+                // absorb what comes meanwhile.
+                tokio::select! {
+                    _ = &mut close => break End::Outside,
+                    () = writer.drained_below(MAX_UNREAD_OUTPUT / 2) => continue,
+                    () = writer.closed() => break End::Outside,
+                }
+            }
+            let event = poll_fn(|cx| poll_any(&mut subs, &mut next, cx));
+            let (index, event) = tokio::select! {
+                biased;
+                _ = &mut close => break End::Outside,
+                ready = event => ready,
+            };
+            let owner = subs[index].0;
+            let Some(event) = event else {
+                // Ended by the bus (`Overflow::EndStream`, or the bus closed).
+                break End::Graceful(None);
+            };
+            let channel = self.channel(owner);
+            let handler = self.handlers[owner].clone();
+            let Some(state) = self.states[owner].as_mut() else { continue };
+            let flow = match event {
+                BusEvent::Message(message) => {
+                    AssertUnwindSafe(handler.handle_message(message, &channel, state)).catch_unwind().await
+                }
+                BusEvent::Gap { .. } => {
+                    let topic = subs[index].1.topic().to_owned();
+                    AssertUnwindSafe(handler.handle_gap(&topic, &channel, state)).catch_unwind().await
+                }
+            };
+            match flow {
+                Ok(Flow::Stream) => {}
+                Ok(Flow::Stop) => break End::Graceful(Some(owner)),
+                Err(_) => {
+                    tracing::error!("subscription handler panicked in handle_message");
+                    break End::Failed(owner);
+                }
+            }
+        };
+        self.shared.close();
+        match end {
+            End::Outside => {}
+            End::Graceful(owner) => {
+                if let Some(owner) = owner {
+                    self.states[owner] = None;
+                }
+                self.finish(None);
+            }
+            End::Failed(owner) => {
+                self.states[owner] = None;
+                self.finish(Some(McpError::internal("Internal error: the subscription handler failed")));
+            }
+        }
+        self.close_all().await;
+        // `subs` drops here: the stream's bus subscriptions end with it.
+        drop(subs);
+    }
+
+    /// Answers the listen request: the complete result, or an error.
+    fn finish(&self, error: Option<McpError>) {
+        let Some(id) = &self.shared.id else { return };
+        let writer = &self.shared.writer;
+        match error {
+            None => {
+                let mut meta = Meta::new();
+                meta.set_subscription_id(id);
+                let result = SubscriptionsListenResult {
+                    meta: Some(meta),
+                    result_type: Some(ResultType::Complete),
+                    extra: Default::default(),
+                };
+                let _ = writer.send(&encode_response(id, &result));
+            }
+            Some(error) => {
+                let _ = writer.send(&error.to_response(Some(id.clone())).to_vec());
+            }
+        }
+        // stdio: the cancellation page says a server ending a listen MUST also send
+        // `notifications/cancelled` for it; clients accept either signal.
+        let params = json!({"requestId": id.to_value(), "reason": "subscription ended by the server"});
+        let _ = writer.send(&self.shared.encode("notifications/cancelled", params));
+    }
+
+    /// `handle_close` for every handler still holding a state.
+    async fn close_all(&mut self) {
+        for owner in 0..self.states.len() {
+            if let Some(state) = self.states[owner].take() {
+                let channel = self.channel(owner);
+                let handler = self.handlers[owner].clone();
+                if AssertUnwindSafe(handler.handle_close(&channel, state)).catch_unwind().await.is_err() {
+                    tracing::error!("subscription handler panicked in handle_close");
+                }
+            }
+        }
+    }
+}
+
+/// The next event of any subscription, starting after the one served last so a busy
+/// topic cannot starve the others. Never ready while there is none.
+fn poll_any(
+    subs: &mut [(usize, Subscription)],
+    next: &mut usize,
+    cx: &mut std::task::Context<'_>,
+) -> Poll<(usize, Option<BusEvent>)> {
+    let n = subs.len();
+    for step in 0..n {
+        let index = (*next + step) % n;
+        if let Poll::Ready(event) = subs[index].1.poll_recv(cx) {
+            *next = index + 1;
+            return Poll::Ready((index, event));
+        }
+    }
+    Poll::Pending
+}
