@@ -6,6 +6,8 @@
 //!   (p50/p99 over repetitions), and the cost of the `publish` call alone.
 //! - `sustained`: 10,000 subscriptions with reader tasks; a publisher publishes back to back
 //!   (one topic: every message to all 10,000; many topics: one subscription per topic).
+//! - `redis`: the same fan-out with the publish made on another node, through a real
+//!   `redis-server` started for the run (skipped, saying so, when it is not installed).
 //! - `memory`: heap bytes per idle subscription, counted by a global allocator, for the
 //!   subscription alone and with a task parked in `recv` (what a reader adds).
 //!
@@ -287,6 +289,60 @@ async fn memory(subs: usize) {
     );
 }
 
+async fn redis_fan_out(subs: usize, rounds: usize) {
+    use arbor_bus::{RedisBus, RedisBusOptions};
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut server) = server else {
+        println!("redis: skipped (no redis-server on PATH)");
+        return;
+    };
+    println!("redis: one publish on node B to {subs} subscriptions on node A, {rounds} rounds");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let connect = || async {
+        for _ in 0..100 {
+            if let Ok(bus) = RedisBus::connect(&url, RedisBusOptions::default()).await {
+                return bus;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("redis-server did not start");
+    };
+    let (a, b) = (connect().await, connect().await);
+    let round = Arc::new(Round { received: AtomicUsize::new(0), target: subs, done: Notify::new() });
+    let mut readers = Vec::new();
+    for _ in 0..subs {
+        let mut sub = a.subscribe("feed", SubscribeOptions::default());
+        let round = round.clone();
+        readers.push(tokio::spawn(async move {
+            while sub.recv().await.is_some() {
+                round.hit();
+            }
+        }));
+    }
+    a.settled().await;
+    let mut total = Vec::new();
+    for i in 0..rounds + 10 {
+        round.received.store(0, Ordering::Release);
+        let start = Instant::now();
+        b.publish(BusMessage::new("feed", json!({"n": i}))).unwrap();
+        round.done.notified().await;
+        if i >= 10 {
+            total.push(start.elapsed());
+        }
+    }
+    report("RedisBus, node to node", total);
+    a.close();
+    for r in readers {
+        r.await.unwrap();
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
 fn main() {
     let subs = env("FANOUT_SUBS", 10_000);
     let rounds = env("FANOUT_ROUNDS", 300);
@@ -301,6 +357,7 @@ fn main() {
             tokio::spawn(async move {
                 fan_out_latency(subs, rounds).await;
                 sustained(subs).await;
+                redis_fan_out(subs, rounds / 3).await;
             })
             .await
             .unwrap();

@@ -57,6 +57,10 @@ pub(crate) struct Topic {
 }
 
 impl Topic {
+    fn new(name: Arc<str>) -> Self {
+        Self { name, slots: RwLock::new(Vec::new()), dead: AtomicBool::new(false) }
+    }
+
     /// Pushes `message` into every slot; returns how many there were. Wakers are woken
     /// as we go: waking only schedules a task, and batching them would cost an allocation.
     pub(crate) fn fan_out(&self, message: &Arc<BusMessage>) -> usize {
@@ -79,7 +83,9 @@ impl Hub {
         let slot = Arc::new(Slot::new(options));
         if self.closed.load(Ordering::SeqCst) {
             slot.end(EndReason::Closed);
-            return Subscription::new(self.clone(), None, slot);
+            // Never registered: its slot index stays unset, which `unsubscribe` reads as such.
+            let detached = Arc::new(Topic::new(topic.into()));
+            return Subscription::new(self.clone(), detached, slot);
         }
         let (entry, created) = loop {
             let (entry, created) = self.topic_for_subscribe(topic);
@@ -102,7 +108,7 @@ impl Hub {
         if self.closed.load(Ordering::SeqCst) {
             slot.end(EndReason::Closed);
         }
-        Subscription::new(self.clone(), Some(entry), slot)
+        Subscription::new(self.clone(), entry, slot)
     }
 
     fn topic_for_subscribe(&self, topic: &str) -> (Arc<Topic>, bool) {
@@ -129,7 +135,12 @@ impl Hub {
 
     /// Removes a subscription (its handle's `Drop`).
     pub(crate) fn unsubscribe(&self, entry: &Arc<Topic>, slot: &Arc<Slot>) {
+        let i = slot.index.load(Ordering::Relaxed);
+        if i == usize::MAX {
+            return;
+        }
         let mut slots = entry.slots.write();
+        // Re-read under the lock: a swap_remove by another unsubscribe may have moved us.
         let i = slot.index.load(Ordering::Relaxed);
         debug_assert!(Arc::ptr_eq(&slots[i], slot));
         slots.swap_remove(i);

@@ -21,8 +21,8 @@ use crate::queue::Slot;
 #[derive(Debug)]
 pub struct Subscription {
     hub: Arc<Hub>,
-    /// `None` when created on a closed bus (never registered).
-    topic: Option<Arc<Topic>>,
+    /// The topic's entry; a detached one when created on a closed bus.
+    topic: Arc<Topic>,
     slot: Arc<Slot>,
 }
 
@@ -38,7 +38,7 @@ pub enum TryRecvError {
 }
 
 impl Subscription {
-    pub(crate) fn new(hub: Arc<Hub>, topic: Option<Arc<Topic>>, slot: Arc<Slot>) -> Self {
+    pub(crate) fn new(hub: Arc<Hub>, topic: Arc<Topic>, slot: Arc<Slot>) -> Self {
         Self { hub, topic, slot }
     }
 
@@ -63,10 +63,7 @@ impl Subscription {
 
     /// The topic subscribed to.
     pub fn topic(&self) -> &str {
-        match &self.topic {
-            Some(t) => &t.name,
-            None => "",
-        }
+        &self.topic.name
     }
 
     /// Why it ended, once it has (its queue may still hold messages to receive).
@@ -101,8 +98,6 @@ impl futures::Stream for Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Some(topic) = &self.topic {
-            self.hub.unsubscribe(topic, &self.slot);
-        }
+        self.hub.unsubscribe(&self.topic, &self.slot);
     }
 }

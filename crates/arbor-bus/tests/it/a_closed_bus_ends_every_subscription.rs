@@ -30,6 +30,9 @@ async fn later_publishes_fail_and_later_subscriptions_start_ended() {
     assert_eq!(err.to_string(), "publish to topic \"feed\": the bus is closed");
     let mut sub = bus.subscribe("feed", SubscribeOptions::default());
     assert_eq!(sub.recv().await, None);
+    assert_eq!((sub.topic(), sub.end_reason()), ("feed", Some(EndReason::Closed)));
+    assert_eq!(bus.subscriber_count(), 0);
+    drop(sub);
     assert_eq!(bus.subscriber_count(), 0);
 }
 

@@ -113,3 +113,20 @@ async fn closing_a_node_ends_its_subscriptions() {
     assert!(matches!(a.publish(BusMessage::new("feed", json!(1))), Err(PublishError::Closed { .. })));
     a.settled().await;
 }
+
+/// The subscriber connection is pinged when idle; the replies must not be mistaken for
+/// messages or break the connection.
+#[tokio::test]
+async fn an_idle_connection_survives_its_pings() {
+    let server = RedisServer::start();
+    let options = RedisBusOptions { ping_interval: Duration::from_millis(20), ..RedisBusOptions::default() };
+    let a = RedisBus::connect(&server.url(), options).await.unwrap();
+    let b = node(&server).await;
+    let mut sub = a.subscribe("feed", SubscribeOptions::default());
+    a.settled().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.publish(BusMessage::new("feed", json!("after pings"))).unwrap();
+    assert_eq!(payload(next(&mut sub, 10).await), json!("after pings"));
+    assert_eq!(a.stats().reconnects, 0);
+    assert_eq!(a.stats().undecodable, 0);
+}
