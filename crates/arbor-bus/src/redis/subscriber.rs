@@ -113,10 +113,14 @@ async fn session(
 async fn reconcile(shared: &Shared, sink: &PubSubSink, subscribed: &mut HashSet<Arc<str>>) -> redis::RedisResult<()> {
     let generation = shared.dirty.requested.load(Ordering::SeqCst);
     let dirty: Vec<Arc<str>> = shared.dirty.topics.lock().drain().collect();
-    let (add, remove): (Vec<_>, Vec<_>) = dirty
-        .into_iter()
-        .filter(|t| shared.hub.has_topic(t) != subscribed.contains(t))
-        .partition(|t| shared.hub.has_topic(t));
+    let (mut add, mut remove) = (Vec::new(), Vec::new());
+    for topic in dirty {
+        match (shared.hub.has_topic(&topic), subscribed.contains(&topic)) {
+            (true, false) => add.push(topic),
+            (false, true) => remove.push(topic),
+            _ => {}
+        }
+    }
     change(shared, sink, &add, true, subscribed).await?;
     change(shared, sink, &remove, false, subscribed).await?;
     shared.dirty.mark_applied(generation);

@@ -56,3 +56,13 @@ async fn the_bus_works_as_a_trait_object() {
     bus.publish(BusMessage::new("feed", json!("dyn"))).unwrap();
     assert_eq!(payload(sub.recv().await), json!("dyn"));
 }
+
+#[test]
+fn buses_and_subscriptions_can_move_between_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<LocalBus>();
+    send_sync::<arbor_bus::RedisBus>();
+    send_sync::<std::sync::Arc<dyn Bus>>();
+    send_sync::<arbor_bus::Subscription>();
+    send_sync::<arbor_bus::BusEvent>();
+}
