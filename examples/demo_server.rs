@@ -12,6 +12,14 @@
 //! when cancelled (`slow_count`), a static resource, a resource template with completions,
 //! and a prompt with completions.
 //!
+//! It also has a live feed: the `demo/feed` bus topic gets a tick every 10 seconds and
+//! whatever the `publish_feed` tool is given. A client that subscribes to `demo://feed`
+//! (a 2026-07-28 `subscriptions/listen` with it in `resourceSubscriptions`, or a legacy
+//! `resources/subscribe`) gets `notifications/resources/updated` for it on each item, from
+//! the [`FeedHandler`] subscription handler, and reads the latest item from the resource.
+//! With `--redis URL` the bus is Redis, so a feed item published on one server process
+//! reaches the subscribers of every process sharing that Redis.
+//!
 //! The end-to-end tests (`tests/e2e/`) drive this server with the official Python and
 //! TypeScript SDKs and assert exact values, so the names, argument shapes and texts of
 //! every tool, resource and prompt here are fixed by `tests/e2e/README.md` ("What the demo
@@ -23,6 +31,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::common::Role;
 use arbor_protocol::model::content::{ContentBlock, SamplingContent, TextContent};
 use arbor_protocol::model::elicitation::{
@@ -32,15 +41,23 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::prompts::PromptMessage;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
+use arbor_protocol::model::subscriptions::{ResourceUpdatedNotificationParams, SubscriptionFilter};
 use arbor_protocol::model::tools::CallToolResult;
+use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, RedisBus, RedisBusOptions, SubscribeOptions};
 use arbor_server::router::{completion, PromptRoute, Router, TemplateRoute, ToolError, ToolRoute};
-use arbor_server::{InputRequired, Reply, RequestContext, Server};
+use arbor_server::{
+    Channel, Flow, InputRequired, Reply, RequestContext, Server, Subscribe, SubscriptionCapabilities,
+    SubscriptionHandler,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
-const USAGE: &str = "usage: demo_server [--stdio]\n\
+const USAGE: &str = "usage: demo_server [--stdio] [--redis URL] [--feed-interval-ms N]\n\
     Serves the Arbor demo MCP server on stdin/stdout (the default).\n\
+    --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
+    --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     HTTP (--port N) is not available yet.";
 
 // ===== tools =====
@@ -212,12 +229,74 @@ async fn slow_count(args: CountArgs, cx: RequestContext) -> String {
     format!("Counted to {}", args.to)
 }
 
+// ===== the live feed =====
+
+/// The bus topic of the feed, and the resource that shows its latest item.
+const FEED_TOPIC: &str = "demo/feed";
+const FEED_URI: &str = "demo://feed";
+
+/// The latest feed item, as this process last heard it from the bus.
+type Latest = Arc<Mutex<String>>;
+
+#[derive(Deserialize, JsonSchema)]
+struct PublishArgs {
+    /// The text of the feed item.
+    text: String,
+}
+
+/// Publishes one feed item: every subscriber of `demo://feed`, on every process sharing
+/// the bus, is told it changed.
+fn publish_feed(bus: &Arc<dyn Bus>, text: String) -> Result<(), String> {
+    bus.publish(BusMessage::new(FEED_TOPIC, json!({ "text": text })).with_key(FEED_URI)).map_err(|e| e.to_string())
+}
+
+/// Streams the feed to the listens and legacy subscriptions that include `demo://feed`.
+struct FeedHandler;
+
+#[async_trait::async_trait]
+impl SubscriptionHandler for FeedHandler {
+    type State = u64;
+
+    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> Subscribe<u64> {
+        let wants_feed = filter.resource_subscriptions.iter().flatten().any(|uri| uri == FEED_URI);
+        if wants_feed {
+            // A client that falls behind hears "the feed changed" once, not every item.
+            let _ = channel.join(FEED_TOPIC, SubscribeOptions::coalesce().with_capacity(16));
+        }
+        Subscribe::Accept(0)
+    }
+
+    async fn handle_message(&self, _message: Arc<BusMessage>, channel: &Channel, sent: &mut u64) -> Flow {
+        let params = ResourceUpdatedNotificationParams { meta: None, uri: FEED_URI.into(), extra: Default::default() };
+        if channel.send(ServerNotification::ResourceUpdated(params)).is_ok() {
+            *sent += 1;
+        }
+        Flow::Stream
+    }
+
+    fn subscription_capabilities(&self) -> SubscriptionCapabilities {
+        SubscriptionCapabilities { resources_updated: true, ..Default::default() }
+    }
+}
+
+/// Keeps `latest` up to date with the feed, whoever published it.
+async fn follow_feed(bus: Arc<dyn Bus>, latest: Latest) {
+    let mut feed = bus.subscribe(FEED_TOPIC, SubscribeOptions::coalesce().with_capacity(1));
+    while let Some(event) = feed.recv().await {
+        if let BusEvent::Message(message) = event {
+            if let Some(text) = message.payload.get("text").and_then(Value::as_str) {
+                *latest.lock().unwrap_or_else(|e| e.into_inner()) = text.to_owned();
+            }
+        }
+    }
+}
+
 // ===== resources =====
 
 const README: &str = "# Arbor demo server\n\n\
 This server is an example of the Arbor MCP runtime.\n\n\
-- Tools: `echo`, `add`, `confirm_delete` (asks you first), `summarize` (asks the model), `slow_count` (reports progress).\n\
-- Resources: this readme, and notes at `demo://notes/{id}`.\n\
+- Tools: `echo`, `add`, `confirm_delete` (asks you first), `summarize` (asks the model), `slow_count` (reports progress), `publish_feed` (live feed).\n\
+- Resources: this readme, notes at `demo://notes/{id}`, and the live feed at `demo://feed` (subscribe to it).\n\
 - Prompts: `greet`.\n";
 
 /// Ids that `demo://notes/{id}` suggests through completion; any id can be read.
@@ -251,8 +330,10 @@ async fn greet(args: GreetArgs) -> Vec<PromptMessage> {
     vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }]
 }
 
-fn router() -> Router {
+fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
     Router::new("arbor-demo", env!("CARGO_PKG_VERSION"))
+        // `resources/subscribe` (and listen URIs) for the registered resources.
+        .subscriptions()
         .instructions(
             "A demo of the Arbor runtime: echo and add numbers, confirm a (pretend) deletion, \
              summarise text with your model, count with progress, read notes, and get a greeting prompt.",
@@ -300,7 +381,28 @@ fn router() -> Router {
                 // Longest legitimate run: 100 numbers, 2 s apart.
                 .deadline(Duration::from_secs(210)),
         )
+        .tool_route(
+            ToolRoute::new("publish_feed", move |args: PublishArgs| {
+                let bus = bus.clone();
+                async move { publish_feed(&bus, args.text).map(|()| "Published".to_owned()).map_err(ToolError::failed) }
+            })
+            .title("Publish to the live feed")
+            .description(
+                "Publishes a feed item: subscribers of demo://feed are notified, on every server sharing the bus.",
+            )
+            .open_world_hint(false),
+        )
         .resource("demo://readme", "readme", "What this demo server offers.", "text/markdown", || async { README })
+        .resource(
+            "demo://feed",
+            "feed",
+            "The latest item of the live feed; subscribe to hear of new ones.",
+            "text/plain",
+            move || {
+                let latest = latest.clone();
+                async move { latest.lock().unwrap_or_else(|e| e.into_inner()).clone() }
+            },
+        )
         .template_route(
             TemplateRoute::new("demo://notes/{id}", "note", note)
                 .title("Demo note")
@@ -323,11 +425,24 @@ enum Mode {
     Help,
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Mode, String> {
+/// Options besides the mode.
+struct Options {
+    redis: Option<String>,
+    feed_interval: Duration,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
     let mut mode = Mode::Stdio;
-    for arg in args {
+    let mut options = Options { redis: None, feed_interval: Duration::from_secs(10) };
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => {}
+            "--redis" => options.redis = Some(args.next().ok_or("--redis needs a URL")?),
+            "--feed-interval-ms" => {
+                let ms = args.next().ok_or("--feed-interval-ms needs a number")?;
+                let ms: u64 = ms.parse().map_err(|_| format!("--feed-interval-ms: `{ms}` is not a number"))?;
+                options.feed_interval = Duration::from_millis(ms);
+            }
             "-h" | "--help" => mode = Mode::Help,
             "--port" | "--http" => {
                 return Err("HTTP is not available yet (it arrives with a later issue); use --stdio".into())
@@ -335,14 +450,14 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Mode, String> {
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    Ok(mode)
+    Ok((mode, options))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match parse_args(std::env::args().skip(1)) {
-        Ok(Mode::Stdio) => {}
-        Ok(Mode::Help) => {
+    let options = match parse_args(std::env::args().skip(1)) {
+        Ok((Mode::Stdio, options)) => options,
+        Ok((Mode::Help, _)) => {
             eprintln!("{USAGE}");
             return ExitCode::SUCCESS;
         }
@@ -350,15 +465,38 @@ async fn main() -> ExitCode {
             eprintln!("demo_server: {why}\n{USAGE}");
             return ExitCode::from(2);
         }
-    }
+    };
     // Logs go to stderr: stdout carries the protocol and must hold nothing else.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
-    tracing::info!("demo_server: serving MCP on stdio");
-    match Server::new(router()).serve_stdio().await {
+    let bus: Arc<dyn Bus> = match &options.redis {
+        None => Arc::new(LocalBus::new()),
+        Some(url) => match RedisBus::connect(url, RedisBusOptions::default()).await {
+            Ok(bus) => Arc::new(bus),
+            Err(e) => {
+                tracing::error!(error = %e, url, "demo_server: cannot reach Redis");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    let latest: Latest = Arc::new(Mutex::new("(nothing published yet)".to_owned()));
+    tokio::spawn(follow_feed(bus.clone(), latest.clone()));
+    if !options.feed_interval.is_zero() {
+        let (bus, every) = (bus.clone(), options.feed_interval);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            for n in 1u64.. {
+                ticks.tick().await;
+                let _ = publish_feed(&bus, format!("tick {n}"));
+            }
+        });
+    }
+    tracing::info!(redis = options.redis.is_some(), "demo_server: serving MCP on stdio");
+    let server = Server::new(router(bus.clone(), latest)).with_bus(bus).subscription_handler(FeedHandler);
+    match server.serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "demo_server stopped");

@@ -7,4 +7,6 @@ mod support;
 mod a_confirmation_is_bound_to_its_path;
 mod conformance_server_answers_in_both_eras;
 mod demo_server_counts_with_progress_and_stops_when_cancelled;
+#[cfg(unix)]
+mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;

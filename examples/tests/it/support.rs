@@ -61,8 +61,14 @@ pub struct Peer {
 impl Peer {
     /// Starts `example --stdio`.
     pub fn spawn(example_name: &str) -> Peer {
+        Peer::spawn_with(example_name, &[])
+    }
+
+    /// Starts `example --stdio` with more arguments.
+    pub fn spawn_with(example_name: &str, args: &[&str]) -> Peer {
         let mut child = Command::new(example(example_name))
             .arg("--stdio")
+            .args(args)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -1,0 +1,162 @@
+//! Two demo server processes on one real `redis-server`: a feed item published through
+//! process B reaches the subscribers of process A (a 2026-07-28 listen and a legacy
+//! `resources/subscribe` on the same stdio connection), and delivery resumes after Redis
+//! restarts. Stdio processes: HTTP does not exist yet, so "two servers" are two processes.
+//!
+//! `redis-server` must be installed (`.ci/run` installs it): a missing binary fails the test
+//! with that instruction. Every wait is bounded, and Redis and both servers are killed when
+//! the test ends, however it ends.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{modern_meta, Peer};
+
+/// A `redis-server` owned by the test, on a free loopback port, killed on drop.
+struct Redis {
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut redis = Redis { port, child: None };
+        redis.spawn();
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let child = Command::new("redis-server")
+                .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "cannot start redis-server ({e}): this test needs a real Redis on PATH; \
+                         install it with `apt-get install -y redis-server`"
+                    )
+                });
+            self.child = Some(child);
+            // A just-killed server's port can take a moment to be free again.
+            while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+                let exited = self.child.as_mut().unwrap().try_wait().unwrap().is_some();
+                assert!(Instant::now() < deadline, "redis-server on port {} did not start within 10 s", self.port);
+                if exited {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn demo(redis: &Redis) -> Peer {
+    Peer::spawn_with("demo_server", &["--redis", &redis.url(), "--feed-interval-ms", "0"])
+}
+
+async fn publish(b: &mut Peer, id: u64, text: &str) {
+    let params = json!({"_meta": modern_meta(json!({})), "name": "publish_feed", "arguments": {"text": text}});
+    let published = b.call(id, "tools/call", params).await;
+    assert_eq!(published["result"]["content"][0]["text"], "Published", "{published}");
+}
+
+/// The next `updated` of `demo://feed` on A, modern (with the listen id) or legacy.
+async fn next_update(a: &mut Peer, within: Duration) -> Option<Value> {
+    let message = a.recv_within(within).await?;
+    assert_eq!(message["method"], "notifications/resources/updated", "unexpected message on A: {message}");
+    assert_eq!(message["params"]["uri"], "demo://feed", "{message}");
+    Some(message)
+}
+
+async fn read_feed(a: &mut Peer, id: u64) -> String {
+    let read = a.call(id, "resources/read", json!({"_meta": modern_meta(json!({})), "uri": "demo://feed"})).await;
+    read["result"]["contents"][0]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_feed_item_published_on_one_process_reaches_subscribers_of_the_other_across_a_redis_restart() {
+    let mut redis = Redis::start();
+    let mut a = demo(&redis);
+    let mut b = demo(&redis);
+
+    // A: a legacy session subscribed to the feed, and a modern listen on the same pipe.
+    a.initialize("2025-11-25", json!({})).await;
+    let subscribed = a.call(1, "resources/subscribe", json!({"uri": "demo://feed"})).await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let listen = json!({"_meta": modern_meta(json!({})), "notifications": {"resourceSubscriptions": ["demo://feed"]}});
+    a.send(json!({"jsonrpc": "2.0", "id": "feed", "method": "subscriptions/listen", "params": listen})).await;
+    let ack = a.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"], json!({"resourceSubscriptions": ["demo://feed"]}));
+
+    publish(&mut b, 1, "one").await;
+    let mut modern = 0;
+    let mut legacy = 0;
+    for _ in 0..2 {
+        let update = next_update(&mut a, Duration::from_secs(10)).await.expect("A heard B's feed item");
+        match update["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].as_str() {
+            Some("feed") => modern += 1,
+            None => legacy += 1,
+            Some(other) => panic!("a notification for another subscription: {other}"),
+        }
+    }
+    assert_eq!((modern, legacy), (1, 1));
+    assert_eq!(read_feed(&mut a, 2).await, "one");
+
+    // Redis goes away and comes back empty on the same port.
+    redis.kill();
+    redis.spawn();
+    // B keeps publishing until an item crosses to A again (both reconnect with backoff).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut id = 10;
+    let crossed = loop {
+        assert!(Instant::now() < deadline, "delivery did not resume within 30 s of the Redis restart");
+        id += 1;
+        let text = format!("after {id}");
+        publish(&mut b, id, &text).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Drain what A was told meanwhile (the reconnection gap is announced as an update too).
+        while next_update(&mut a, Duration::from_millis(50)).await.is_some() {}
+        if read_feed(&mut a, id).await.starts_with("after") {
+            break text;
+        }
+    };
+    // And A's subscribers are told of the items that cross from now on.
+    publish(&mut b, 1000, "last").await;
+    let mut told = 0;
+    while told < 2 && next_update(&mut a, Duration::from_secs(5)).await.is_some() {
+        told += 1;
+    }
+    assert_eq!(told, 2, "both of A's subscriptions hear B's item after the restart (crossed at {crossed})");
+
+    assert!(a.close().await.success());
+    assert!(b.close().await.success());
+}
