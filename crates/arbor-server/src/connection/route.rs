@@ -18,6 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
+use arbor_protocol::era::lower::Lower;
 use arbor_protocol::era::{self, Terms};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
@@ -260,13 +261,15 @@ impl ConnState {
         });
         let log_level = self.shared.config.default_log_level;
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
-        let result = InitializeResult {
+        let mut result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.shared.legacy_capabilities(version),
             server_info: self.shared.info.implementation.clone(),
             instructions: self.shared.info.instructions.clone(),
             ..Default::default()
         };
+        // The server's title, icons and website exist from their revisions on only.
+        result.lower(version);
         self.reply(&id, &result);
     }
 

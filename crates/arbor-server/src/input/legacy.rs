@@ -21,6 +21,7 @@
 
 use super::needs::{self, Kind, Refusal};
 use crate::reply::Reply;
+use arbor_protocol::era::lower;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::ErrorObject;
 use arbor_protocol::model::capabilities::ClientCapabilities;
@@ -52,7 +53,8 @@ pub(crate) trait ClientRequester: Send + Sync {
 ///
 /// `invoke` gets the previous round's answers and the handler's state (`None`, `None`
 /// on the first call). Errors, all -32603 since the client did nothing wrong in its
-/// request: an input request the negotiated revision does not have, or a capability
+/// request: an input request the negotiated revision does not have or cannot express
+/// (a multi-select form field before 2025-11-25, say), or a capability
 /// the client did not declare at `initialize` (with `data.requiredCapabilities`); more
 /// than `max_rounds` rounds of input; an error from the client (in `data.error`); an
 /// input required with no requests and no state; a revision without server-to-client
@@ -104,10 +106,15 @@ where
                 return Err(McpError::internal(format!("Cannot ask the client for input: {detail}")))
             }
         }
+        // Every request of the round is made fit for the revision before any is sent, so a
+        // question the revision cannot ask refuses the round with nothing sent.
+        let mut requests = input.requests;
+        for (key, request) in requests.iter_mut() {
+            lower::input_request(key, request, version)?;
+        }
         // A state-only answer ("try again") is re-invoked at once with its state, as a
         // modern client may retry at once; the round limit bounds it.
-        responses =
-            if input.requests.is_empty() { None } else { Some(ask_all(requester, input.requests, version).await?) };
+        responses = if requests.is_empty() { None } else { Some(ask_all(requester, requests, version).await?) };
         state = input_state;
     }
 }

@@ -109,7 +109,7 @@ impl RequestJob {
         let exec = Exec { shared: &shared, modern, version, requester: &requester };
         let handler = &*shared.handler;
         let mut cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
-        let finish = |result: &mut dyn Shape, cache: &CacheDefaults| result.shape(modern, cache);
+        let finish = |result: &mut dyn Shape, cache: &CacheDefaults| result.shape(version, cache);
         match *request {
             ClientRequest::ListTools(p) => {
                 let mut r = handler.list_tools(p, cx).await?;
@@ -129,7 +129,7 @@ impl RequestJob {
                         handler.call_tool(p, cx)
                     })
                     .await?;
-                Ok(encode_outcome(&id, outcome, modern, &cache))
+                Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListResources(p) => {
                 let mut r = handler.list_resources(p, cx).await?;
@@ -150,7 +150,7 @@ impl RequestJob {
                         handler.read_resource(p, cx)
                     })
                     .await?;
-                Ok(encode_outcome(&id, outcome, modern, &cache))
+                Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListPrompts(p) => {
                 let mut r = handler.list_prompts(p, cx).await?;
@@ -167,7 +167,7 @@ impl RequestJob {
                         handler.get_prompt(p, cx)
                     })
                     .await?;
-                Ok(encode_outcome(&id, outcome, modern, &cache))
+                Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::Complete(p) => {
                 let mut r = handler.complete(p, cx).await?;
@@ -298,12 +298,12 @@ impl Exec<'_> {
 fn encode_outcome<T: Shape + Serialize>(
     id: &RequestId,
     outcome: Outcome<T>,
-    modern: bool,
+    version: ProtocolVersion,
     cache: &CacheDefaults,
 ) -> Vec<u8> {
     match outcome {
         Outcome::Complete(mut result) => {
-            result.shape(modern, cache);
+            result.shape(version, cache);
             encode_response(id, &result)
         }
         other => encode_response(id, &other),

@@ -1,22 +1,27 @@
-//! Era-specific finishing of results: `resultType` and the cache fields.
+//! Era-specific finishing of results: lowering to the request's revision, `resultType` and
+//! the cache fields.
 //!
-//! 2026-07-28 requires `resultType` on every result and `ttlMs`/`cacheScope` on the
-//! cacheable ones (discover, the lists, `resources/read`); the legacy revisions have none
-//! of these members, so they are cleared there even if a handler set them. Handlers
-//! therefore never need to know the era. This module only touches those members; it does
-//! not decide what a result contains.
+//! First the result is lowered (`arbor_protocol::era::lower`): members and content blocks
+//! the negotiated revision does not define are dropped or replaced there, the one place
+//! that knows how revisions differ on the wire. Then 2026-07-28 requires `resultType` on
+//! every result and `ttlMs`/`cacheScope` on the cacheable ones (discover, the lists,
+//! `resources/read`); the legacy revisions have none of these members, so they are
+//! cleared there even if a handler set them. Handlers therefore never need to know the
+//! era. This module does not decide what a result contains.
 //!
-//! Invariant: after [`Shape::shape`], a result carries exactly the era's bookkeeping
-//! members, and a handler's own cache hints are kept in the modern era.
+//! Invariant: after [`Shape::shape`], a result carries only what its revision defines,
+//! exactly the era's bookkeeping members, and a handler's own cache hints in the modern era.
 
 use std::time::Duration;
 
+use arbor_protocol::era::lower::Lower;
 use arbor_protocol::model::common::{CacheScope, EmptyResult, ResultType};
 use arbor_protocol::model::completion::CompleteResult;
 use arbor_protocol::model::lifecycle::DiscoverResult;
 use arbor_protocol::model::prompts::{GetPromptResult, ListPromptsResult};
 use arbor_protocol::model::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use arbor_protocol::model::tools::{CallToolResult, ListToolsResult};
+use arbor_protocol::version::{Era, ProtocolVersion};
 
 /// The cache hints put on cacheable results that carry none.
 #[derive(Clone, Copy, Debug)]
@@ -33,17 +38,18 @@ impl CacheDefaults {
     }
 }
 
-/// A complete result finished for its era.
+/// A complete result finished for its revision.
 pub(crate) trait Shape {
-    /// `modern`: the request was served under 2026-07-28.
-    fn shape(&mut self, modern: bool, cache: &CacheDefaults);
+    /// `version`: the revision the request was served under.
+    fn shape(&mut self, version: ProtocolVersion, cache: &CacheDefaults);
 }
 
 macro_rules! plain {
     ($($t:ty),*) => {$(
         impl Shape for $t {
-            fn shape(&mut self, modern: bool, _cache: &CacheDefaults) {
-                self.result_type = modern.then_some(ResultType::Complete);
+            fn shape(&mut self, version: ProtocolVersion, _cache: &CacheDefaults) {
+                self.lower(version);
+                self.result_type = (version.era() == Era::Modern).then_some(ResultType::Complete);
             }
         }
     )*};
@@ -52,8 +58,9 @@ macro_rules! plain {
 macro_rules! cacheable {
     ($($t:ty),*) => {$(
         impl Shape for $t {
-            fn shape(&mut self, modern: bool, cache: &CacheDefaults) {
-                if modern {
+            fn shape(&mut self, version: ProtocolVersion, cache: &CacheDefaults) {
+                self.lower(version);
+                if version.era() == Era::Modern {
                     self.result_type = Some(ResultType::Complete);
                     if cache.uncacheable {
                         self.ttl_ms = Some(0);

@@ -12,6 +12,7 @@ mod deadline_stops_a_hung_handler;
 mod every_message_matches_the_negotiated_schema;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
+mod old_revisions_get_only_what_they_define;
 mod overload_is_refused_at_once;
 mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
