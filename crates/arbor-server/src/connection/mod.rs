@@ -7,16 +7,17 @@
 //! on its own [`TaskSupervisor`], keeping the in-flight table (id → [`TaskRef`]) that
 //! cancellation and duplicate-id checks use. It answers protocol housekeeping itself
 //! (`initialize`, `ping`, errors) and keeps the session state: the negotiated terms, the
-//! log level, subscribed URIs, and server-to-client requests waiting for answers.
+//! log level, its subscription streams (`streams.rs`), and server-to-client requests
+//! waiting for answers.
 //!
 //! What it is not: it never awaits user code. Handlers run on request tasks; client
 //! notifications go to a per-connection worker task that calls the handler in arrival
 //! order; the only awaits in the actor are on its own children, when it starts its task
 //! supervisor (`pre_start`) and when it stops everything (`post_stop`).
 //!
-//! Invariants: when the actor has stopped, its request tasks, reader and workers have
-//! stopped too (stopped explicitly in `post_stop`, before the output is flushed and
-//! closed); ids are scoped to the connection, so no other connection can cancel or collide
+//! Invariants: when the actor has stopped, its request tasks, subscription streams, reader
+//! and workers have stopped too (stopped explicitly in `post_stop`, before the output is
+//! flushed and closed); ids are scoped to the connection, so no other connection can cancel or collide
 //! with its requests; a request's response is written by its task's report, which runs
 //! only after the task finished, so a cancelled request is never answered.
 
