@@ -82,12 +82,16 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
+        Setup::with_config(ServerConfig::default())
+    }
+
+    fn with_config(config: ServerConfig) -> Setup {
         let gauge = Gauge::new();
         let handler = TestHandler::new();
         let changes = handler.changes.clone();
         let bus = Arc::new(LocalBus::new());
         let closed = Arc::new(AtomicUsize::new(0));
-        let server = Server::with_config(handler, ServerConfig::default().gauge(gauge.clone()))
+        let server = Server::with_config(handler, config.gauge(gauge.clone()))
             .with_bus(bus.clone())
             .subscription_handler(Feed { closed: closed.clone() });
         Setup { server, bus, gauge, changes, closed }
@@ -413,4 +417,52 @@ async fn subscription_capabilities_are_folded_into_what_is_advertised() {
         .await;
     assert_eq!(init["result"]["capabilities"]["prompts"]["listChanged"], true);
     s.finish(vec![(connection, p), (legacy, l)]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn changes_a_client_has_not_yet_heard_are_coalesced_by_default() {
+    let s = Setup::new();
+    let (connection, mut p) = s.connect(ConnectOptions::default()).await;
+    p.listen(json!("c"), json!({"toolsListChanged": true}));
+    p.recv(None).await;
+    // Published faster than the stream runs (nothing yields in between): one fact, told once.
+    for _ in 0..10 {
+        s.server.notify_list_changed(ListKind::Tools).unwrap();
+    }
+    assert_eq!(p.recv(None).await["method"], "notifications/tools/list_changed");
+    p.peer.expect_silence(Duration::from_millis(50)).await;
+    s.finish(vec![(connection, p)]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_under_end_stream_completes_the_listen() {
+    let options = SubscribeOptions::end_stream().with_capacity(2);
+    let s = Setup::with_config(ServerConfig::default().subscription_options(options));
+    let (connection, mut p) = s.connect(ConnectOptions::default()).await;
+    let (other, mut q) = s.connect(ConnectOptions::default()).await;
+    p.listen(json!("slow"), json!({"resourceSubscriptions": [FEED, "test://a"]}));
+    p.recv(None).await;
+    q.listen(json!("fine"), json!({"resourceSubscriptions": ["test://b"]}));
+    q.recv(None).await;
+    for _ in 0..5 {
+        s.server.notify_resource_updated("test://a").unwrap();
+    }
+    s.server.notify_resource_updated("test://b").unwrap();
+    // What was queued arrives, then the stream ends gracefully and the handlers are closed.
+    let mut updates = 0;
+    let end = loop {
+        let message = p.recv(Some("subscriptions/listen")).await;
+        if message["method"] == "notifications/resources/updated" {
+            updates += 1;
+            continue;
+        }
+        break message;
+    };
+    assert_eq!(updates, 2);
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(p.recv(None).await["method"], "notifications/cancelled");
+    assert_eq!(s.closed.load(Ordering::SeqCst), 1, "the feed handler was closed from outside");
+    // The other stream is untouched.
+    assert_eq!(q.recv(None).await["params"]["uri"], "test://b");
+    s.finish(vec![(connection, p), (other, q)]).await;
 }
