@@ -5,8 +5,10 @@
 //! └─ tenant:<name>         supervisor, one per tenant ("default" when nothing names one)
 //!    └─ connections        dynamic supervisor, children temporary
 //!       └─ connection      temporary: one actor per peer
-//!          └─ requests     task supervisor (linked, stopped in the connection's post_stop):
-//!                          one supervised task per in-flight request, bounded
+//!          ├─ requests     task supervisor (linked, stopped in the connection's post_stop):
+//!          │               one supervised task per in-flight request, bounded
+//!          └─ subscriptions task supervisor (linked, likewise): one light task per
+//!                          subscription stream (`subscription::unit`), bounded
 //! ```
 //!
 //! Tenants are started on demand, the first time a connection names them, and each keeps

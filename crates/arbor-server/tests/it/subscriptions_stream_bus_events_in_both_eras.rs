@@ -31,6 +31,7 @@ const SECRET: &str = "test://secret";
 /// `"stop"` message, and counts its `handle_close` calls.
 struct Feed {
     closed: Arc<AtomicUsize>,
+    refused: Arc<AtomicUsize>,
 }
 
 #[async_trait::async_trait]
@@ -58,6 +59,22 @@ impl SubscriptionHandler for Feed {
         if message.payload == json!("stop") {
             return Flow::Stop;
         }
+        if message.payload == json!("misbehave") {
+            // Request-scoped notifications never travel on a stream, nor types it lacks.
+            let progress = serde_json::from_value(json!({"progressToken": 1, "progress": 1})).unwrap();
+            let log = serde_json::from_value(json!({"level": "info", "data": "x"})).unwrap();
+            let attempts = [
+                ServerNotification::Progress(progress),
+                ServerNotification::LoggingMessage(log),
+                ServerNotification::ResourceListChanged(Default::default()),
+            ];
+            for attempt in attempts {
+                if channel.send(attempt).is_err() {
+                    self.refused.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            return Flow::Stream;
+        }
         let params = ResourceUpdatedNotificationParams { meta: None, uri: FEED.into(), extra: Default::default() };
         let _ = channel.send(ServerNotification::ResourceUpdated(params));
         Flow::Stream
@@ -78,6 +95,7 @@ struct Setup {
     gauge: Gauge,
     changes: broadcast::Sender<ListKind>,
     closed: Arc<AtomicUsize>,
+    refused: Arc<AtomicUsize>,
 }
 
 impl Setup {
@@ -91,10 +109,11 @@ impl Setup {
         let changes = handler.changes.clone();
         let bus = Arc::new(LocalBus::new());
         let closed = Arc::new(AtomicUsize::new(0));
+        let refused = Arc::new(AtomicUsize::new(0));
         let server = Server::with_config(handler, config.gauge(gauge.clone()))
             .with_bus(bus.clone())
-            .subscription_handler(Feed { closed: closed.clone() });
-        Setup { server, bus, gauge, changes, closed }
+            .subscription_handler(Feed { closed: closed.clone(), refused: refused.clone() });
+        Setup { server, bus, gauge, changes, closed, refused }
     }
 
     async fn connect(&self, options: ConnectOptions) -> (Connection, Peer) {
@@ -465,4 +484,16 @@ async fn a_full_queue_under_end_stream_completes_the_listen() {
     // The other stream is untouched.
     assert_eq!(q.recv(None).await["params"]["uri"], "test://b");
     s.finish(vec![(connection, p), (other, q)]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_logs_and_unrequested_types_never_reach_a_stream() {
+    let s = Setup::new();
+    let (connection, mut p) = s.connect(ConnectOptions::default()).await;
+    p.listen(json!("m"), json!({"resourceSubscriptions": [FEED]}));
+    p.recv(None).await;
+    s.publish(json!("misbehave"));
+    p.peer.expect_silence(Duration::from_millis(50)).await;
+    assert_eq!(s.refused.load(Ordering::SeqCst), 3);
+    s.finish(vec![(connection, p)]).await;
 }
