@@ -497,3 +497,17 @@ async fn progress_logs_and_unrequested_types_never_reach_a_stream() {
     assert_eq!(s.refused.load(Ordering::SeqCst), 3);
     s.finish(vec![(connection, p)]).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_subscription_a_handler_refuses_is_an_error_response() {
+    let s = Setup::new();
+    let (connection, mut p) = s.connect(ConnectOptions::default().auth("banned")).await;
+    p.initialize("2025-11-25").await;
+    let before = s.bus.subscriber_count();
+    let refused = p.call(2, "resources/subscribe", json!({"uri": FEED})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    s.publish(json!("hello"));
+    p.peer.expect_silence(Duration::from_millis(50)).await;
+    assert_eq!(s.bus.subscriber_count(), before);
+    s.finish(vec![(connection, p)]).await;
+}
