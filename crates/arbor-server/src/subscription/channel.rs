@@ -20,6 +20,8 @@ use arbor_protocol::method::NotificationFrame;
 use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_transport::FrameWriter;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::context::ConnectionInfo;
@@ -203,6 +205,23 @@ impl Channel {
             return Err(ChannelError::Closed);
         }
         check(&notification, &state.filter)?;
+        if let ServerNotification::ResourceUpdated(p) = &notification {
+            if p.meta.is_none() && p.extra.is_empty() {
+                // The fan-out's hot path (one per stream per update): the same bytes as
+                // `encode`, serialised straight into the output without a `Value`.
+                let params = StampedUpdated { uri: &p.uri, id: self.shared.id.as_ref() };
+                let frame = NotificationFrame { method, params: &params };
+                if state.phase == Phase::Opening {
+                    state.held.push(serde_json::to_vec(&frame).expect("a string and an id serialise"));
+                } else {
+                    self.shared
+                        .writer
+                        .send_with(|buf| serde_json::to_writer(buf, &frame).expect("a string and an id serialise"))
+                        .map_err(|_| ChannelError::Closed)?;
+                }
+                return Ok(());
+            }
+        }
         let params = serde_json::to_value(&notification).expect("a model type serialises");
         let frame = self.shared.encode(method, params);
         match state.phase {
@@ -225,6 +244,33 @@ impl Channel {
         let subscription = self.shared.bus.subscribe(topic, options);
         state.joins.push((self.owner, subscription));
         Ok(())
+    }
+}
+
+/// The params of a `notifications/resources/updated` without `_meta` of its own, stamped
+/// with the stream's subscription id: what [`StreamShared::encode`] makes of them (`uri`,
+/// then `_meta` holding only the id with its JSON type), without building a `Value`.
+struct StampedUpdated<'a> {
+    uri: &'a str,
+    id: Option<&'a RequestId>,
+}
+
+impl Serialize for StampedUpdated<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Stamp<'a>(&'a RequestId);
+        impl Serialize for Stamp<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry(SUBSCRIPTION_ID, self.0)?;
+                map.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(1 + usize::from(self.id.is_some())))?;
+        map.serialize_entry("uri", self.uri)?;
+        if let Some(id) = self.id {
+            map.serialize_entry("_meta", &Stamp(id))?;
+        }
+        map.end()
     }
 }
 
@@ -252,5 +298,48 @@ fn check(notification: &ServerNotification, filter: &SubscriptionFilter) -> Resu
             }
         }
         other => Err(ChannelError::NotOnStream(other.method().as_str())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_bus::LocalBus;
+    use arbor_protocol::model::subscriptions::ResourceUpdatedNotificationParams;
+    use arbor_protocol::version::ProtocolVersion;
+
+    /// The direct encoding of a `resources/updated` is byte for byte what the general
+    /// path (`to_value`, then `StreamShared::encode`) makes, for number, string and no ids.
+    #[tokio::test]
+    async fn a_stamped_update_encodes_like_the_general_path() {
+        let (transport, _peer) = arbor_transport::Transport::memory_pair();
+        let (_reader, writer) = transport.into_parts();
+        let connection = Arc::new(ConnectionInfo {
+            tenant: "t".into(),
+            auth: None,
+            client_info: None,
+            client_capabilities: Default::default(),
+            protocol_version: ProtocolVersion::LATEST,
+        });
+        let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
+        let ids = [Some(RequestId::from(7)), Some(RequestId::String("a\"b".into())), None];
+        for id in ids {
+            let shared = StreamShared::new(
+                id.clone(),
+                connection.clone(),
+                writer.clone(),
+                bus.clone(),
+                SubscribeOptions::coalesce(),
+                Default::default(),
+            );
+            let uri = "demo://feed/\u{e9}\"x".to_owned();
+            let params = ResourceUpdatedNotificationParams { meta: None, uri: uri.clone(), extra: Default::default() };
+            let notification = ServerNotification::ResourceUpdated(params);
+            let method = notification.method().as_str();
+            let general = shared.encode(method, serde_json::to_value(&notification).unwrap());
+            let stamped = StampedUpdated { uri: &uri, id: id.as_ref() };
+            let direct = serde_json::to_vec(&NotificationFrame { method, params: &stamped }).unwrap();
+            assert_eq!(String::from_utf8(direct).unwrap(), String::from_utf8(general).unwrap());
+        }
     }
 }
