@@ -50,6 +50,21 @@ impl NodeShared {
         self.exit.lock().expect("exit lock").clone()
     }
 
+    /// Records a shutdown and asks the supervisor actor to stop, then waits for its exit.
+    pub(crate) async fn shutdown(&self, cell: &ractor::ActorCell) -> ExitReason {
+        self.set_exit(ExitReason::Shutdown(None));
+        ExitReason::Shutdown(None).stop(cell);
+        self.wait(cell).await
+    }
+
+    /// Waits until the supervisor actor has exited and returns why.
+    pub(crate) async fn wait(&self, cell: &ractor::ActorCell) -> ExitReason {
+        let _ = cell.wait(None).await;
+        // Nothing recorded means the actor was killed (or crashed in our own code), and
+        // then ractor killed the children without running their post_stop.
+        self.exit().unwrap_or_else(|| ExitReason::Failure("killed".to_owned()))
+    }
+
     pub(crate) fn set_start_error(&self, error: String) {
         *self.start_error.lock().expect("start error lock") = Some(error);
     }

@@ -135,15 +135,12 @@ impl DynamicSupervisorHandle {
 
     /// Shuts all children down (concurrently, each per its rule) and returns the exit reason.
     pub async fn shutdown(&self) -> ExitReason {
-        self.shared.set_exit(ExitReason::Shutdown(None));
-        ExitReason::Shutdown(None).stop(&self.actor.get_cell());
-        self.wait().await
+        self.shared.shutdown(&self.actor.get_cell()).await
     }
 
     /// Waits until the supervisor has exited and returns why.
     pub async fn wait(&self) -> ExitReason {
-        let _ = self.actor.get_cell().wait(None).await;
-        self.shared.exit().unwrap_or_else(|| ExitReason::Failure("killed".to_owned()))
+        self.shared.wait(&self.actor.get_cell()).await
     }
 
     /// Whether the supervisor actor is still alive.

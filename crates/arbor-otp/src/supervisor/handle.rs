@@ -267,17 +267,12 @@ impl SupervisorHandle {
     /// supervisor inside a tree that stops this way is restarted by its parent if it is
     /// permanent, exactly as in OTP; use the parent's `terminate_child` instead.
     pub async fn shutdown(&self) -> ExitReason {
-        self.shared.set_exit(ExitReason::Shutdown(None));
-        ExitReason::Shutdown(None).stop(&self.actor.get_cell());
-        self.wait().await
+        self.shared.shutdown(&self.actor.get_cell()).await
     }
 
     /// Waits until the supervisor has exited and returns why.
     pub async fn wait(&self) -> ExitReason {
-        let _ = self.actor.get_cell().wait(None).await;
-        // Nothing recorded means the actor was killed (or crashed in our own code), and
-        // then ractor killed the children without running their post_stop.
-        self.shared.exit().unwrap_or_else(|| ExitReason::Failure("killed".to_owned()))
+        self.shared.wait(&self.actor.get_cell()).await
     }
 
     /// Whether the supervisor actor is still alive.
