@@ -83,6 +83,15 @@ pub trait ServerHandler: Send + Sync + 'static {
         None
     }
 
+    /// The `x-mcp-header` annotations of tool `tool`'s input schema (2026-07-28 HTTP:
+    /// arguments mirrored into `Mcp-Param-*` headers, which the transport checks). Called
+    /// for every HTTP `tools/call`, so it must be quick: answer from a cache, not by
+    /// walking a schema. `None` (the default) means the tool has none.
+    fn tool_param_headers(&self, tool: &str) -> Option<std::sync::Arc<[arbor_protocol::era::http::ParamHeader]>> {
+        let _ = tool;
+        None
+    }
+
     /// Changes to the tool, prompt and resource lists, for `list_changed` notifications.
     /// `None` when the lists never change at run time. Called once, when the server starts
     /// serving: each change is published on the server's bus, whose subscription streams

@@ -27,6 +27,7 @@
 //! strings, and a [`Terms`] value exists only once an era has checked it.
 
 pub mod handshake;
+pub mod http;
 pub mod lower;
 pub mod per_request;
 
