@@ -1,25 +1,83 @@
 //! The HTTP header rules of 2026-07-28 Streamable HTTP, as pure functions.
 //!
-//! TODO(skeleton): filled in by the next commit.
+//! A 2026-07-28 POST mirrors parts of its body into headers so intermediaries can route
+//! without reading JSON (`basic/transports/streamable-http`, "Request Metadata"):
+//! `MCP-Protocol-Version` (the `_meta` version), `Mcp-Method` (the method), `Mcp-Name`
+//! (`params.name` of `tools/call` and `prompts/get`, `params.uri` of `resources/read`,
+//! `params.taskId` of the tasks extension's `tasks/*`) and one `Mcp-Param-{X}` per tool
+//! argument whose input schema property carries `"x-mcp-header": "X"`. Values that cannot
+//! travel as plain header text go as `=?base64?<base64 of the UTF-8>?=`.
+//!
+//! This module is the codec of those values ([`encode_header_value`],
+//! [`decode_header_value`]), the reading of the annotations ([`param_headers`]) and the
+//! server's check that headers and body agree ([`check_request_headers`], -32020). It is
+//! not the HTTP layer: it never sees a request, only a header lookup function, and it does
+//! not decide status codes.
+//!
+//! Invariant: `decode_header_value(&encode_header_value(v)?) ` gives back the text of `v`
+//! for every string (tested with arbitrary strings), and a header the body disagrees with,
+//! or that the body's values require and that is absent, is always refused.
 
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use base64::engine::DecodePaddingMode;
+use base64::Engine as _;
 use serde_json::Value;
 
 use crate::error::McpError;
 
-/// One `x-mcp-header` annotation of a tool's input schema: argument `argument` is mirrored
-/// into the header `Mcp-Param-{header}`.
+/// The sentinel's opening marker (case-sensitive).
+const PREFIX: &str = "=?base64?";
+/// The sentinel's closing marker.
+const SUFFIX: &str = "?=";
+
+/// The header carrying the protocol version.
+pub const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
+/// The header mirroring the JSON-RPC method.
+pub const METHOD_HEADER: &str = "Mcp-Method";
+/// The header mirroring the named subject (tool, prompt, resource URI, task id).
+pub const NAME_HEADER: &str = "Mcp-Name";
+/// The prefix of the headers mirroring annotated tool arguments.
+pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
+
+/// One `x-mcp-header` annotation of a tool's input schema: the argument at `path` is
+/// mirrored into the header `Mcp-Param-{header}`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ParamHeader {
     /// The header name's suffix, as annotated (`Region` for `Mcp-Param-Region`).
     pub header: String,
-    /// The top-level argument (input schema property) it mirrors.
+    /// The top-level argument (input schema property) the annotation is on, or under.
     pub argument: String,
+    /// The whole chain of `properties` keys from the arguments object to the annotated
+    /// property: `[argument]` for a top-level one, longer for a nested one (the spec allows
+    /// any chain made of `properties` keys alone).
+    pub path: Vec<String>,
+}
+
+impl ParamHeader {
+    /// An annotation on the top-level argument `argument`.
+    pub fn new(header: impl Into<String>, argument: impl Into<String>) -> ParamHeader {
+        let argument = argument.into();
+        ParamHeader { header: header.into(), path: vec![argument.clone()], argument }
+    }
+
+    /// The full header name, `Mcp-Param-{header}`.
+    pub fn header_name(&self) -> String {
+        format!("{PARAM_HEADER_PREFIX}{}", self.header)
+    }
+
+    /// The value this annotation mirrors in a call's `arguments` object, if present (a
+    /// JSON `null` is returned as is; [`encode_header_value`] gives it no header).
+    pub fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
+        let path = if self.path.is_empty() { std::slice::from_ref(&self.argument) } else { &self.path[..] };
+        path.iter().try_fold(arguments, |at, key| at.as_object()?.get(key))
+    }
 }
 
 /// Why a header value could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
-    /// The value holds characters a plain header value may not.
+    /// The value holds characters a plain header value may not (control characters,
+    /// non-ASCII).
     #[error("the header value holds characters outside visible ASCII")]
     InvalidCharacters,
     /// The `=?base64?…?=` form does not hold valid base64 of UTF-8 text.
@@ -27,25 +85,163 @@ pub enum HeaderError {
     InvalidBase64,
 }
 
-/// Encodes a JSON value for an `Mcp-Param-*` / `Mcp-Name` header (see the contract).
+/// Whether `s` has the sentinel's shape (and so must be encoded to travel as itself).
+fn looks_like_sentinel(s: &str) -> bool {
+    s.len() >= PREFIX.len() + SUFFIX.len() && s.starts_with(PREFIX) && s.ends_with(SUFFIX)
+}
+
+/// Whether `s` may travel as a plain header value: visible ASCII and inner spaces, not
+/// empty (an empty header is dropped by too many stacks), no leading or trailing space,
+/// not shaped like the sentinel.
+fn travels_plain(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && !s.starts_with(' ')
+        && !s.ends_with(' ')
+        && !looks_like_sentinel(s)
+}
+
+/// Encodes a text for an `Mcp-Param-*` / `Mcp-Name` header: as is when it travels plain,
+/// else in the base64 sentinel form.
+pub fn encode_header_text(text: &str) -> String {
+    if travels_plain(text) {
+        text.to_owned()
+    } else {
+        format!("{PREFIX}{}{SUFFIX}", STANDARD.encode(text.as_bytes()))
+    }
+}
+
+/// Encodes a JSON value for an `Mcp-Param-*` / `Mcp-Name` header per 2026-07-28: strings
+/// as is, integers as decimals, booleans `true`/`false`; values not plain visible ASCII,
+/// with leading or trailing whitespace, or looking like the sentinel go as
+/// `=?base64?<b64(utf8)>?=`. `None` for null, objects and arrays (no header).
 pub fn encode_header_value(value: &Value) -> Option<String> {
-    let _ = value;
-    todo!()
+    match value {
+        Value::String(s) => Some(encode_header_text(s)),
+        Value::Bool(b) => Some(b.to_string()),
+        // Integers print as decimals; a non-integral number (never valid for an annotated
+        // property, which the schema rules keep to integers) prints as its JSON text.
+        Value::Number(n) => Some(n.to_string()),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+    }
 }
 
-/// Decodes a header value (base64 sentinel form or plain).
+/// Base64 as senders write it: the standard alphabet, padding optional.
+const LENIENT: GeneralPurpose = GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// Decodes a header value: the base64 sentinel form into its UTF-8 text, a plain value as
+/// is. Plain values may hold visible ASCII, spaces and tabs; anything else is
+/// [`HeaderError::InvalidCharacters`].
 pub fn decode_header_value(raw: &str) -> Result<String, HeaderError> {
-    let _ = raw;
-    todo!()
+    if looks_like_sentinel(raw) {
+        let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
+        let bytes = LENIENT.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
+        return String::from_utf8(bytes).map_err(|_| HeaderError::InvalidBase64);
+    }
+    if raw.bytes().all(|b| (0x20..=0x7e).contains(&b) || b == b'\t') {
+        Ok(raw.to_owned())
+    } else {
+        Err(HeaderError::InvalidCharacters)
+    }
 }
 
-/// The `x-mcp-header` annotations of a tool's inputSchema (top-level properties only).
+/// The `x-mcp-header` annotations of a tool's inputSchema, in schema order: property `p`
+/// with `"x-mcp-header": "Region"` gives `("Region", "p")`. Annotations are read where the
+/// spec allows them, on properties reached from the root through `properties` keys alone
+/// (nested objects included); annotations anywhere else, or whose value is not a string,
+/// are not headers and are left out (a tool registry refuses such schemas up front).
 pub fn param_headers(input_schema: &Value) -> Vec<ParamHeader> {
-    let _ = input_schema;
-    todo!()
+    let mut found = Vec::new();
+    let mut path = Vec::new();
+    collect(input_schema, &mut path, &mut found);
+    found
 }
 
-/// Everything the server must check on a 2026-07-28 POST before serving it.
+fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+    for (name, property) in properties {
+        path.push(name.clone());
+        if let Some(header) = property.get("x-mcp-header").and_then(Value::as_str) {
+            found.push(ParamHeader { header: header.to_owned(), argument: path[0].clone(), path: path.clone() });
+        }
+        collect(property, path, found);
+        path.pop();
+    }
+}
+
+/// The body field `Mcp-Name` mirrors for `method`, if it has one.
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        m if m.starts_with("tasks/") => Some("taskId"),
+        _ => None,
+    }
+}
+
+/// Reads a required header: missing and invalid bytes are both -32020.
+fn required(header: &dyn Fn(&str) -> Option<Result<String, ()>>, name: &str) -> Result<String, McpError> {
+    match header(name) {
+        None => Err(McpError::header_mismatch(format!("Header mismatch: required header {name} is missing"))),
+        Some(Err(())) => Err(invalid_characters(name)),
+        Some(Ok(value)) => Ok(value),
+    }
+}
+
+fn invalid_characters(name: &str) -> McpError {
+    McpError::header_mismatch(format!("Header mismatch: {name} header contains invalid characters"))
+}
+
+/// Reads and decodes an optional header that may use the sentinel form.
+fn decoded(header: &dyn Fn(&str) -> Option<Result<String, ()>>, name: &str) -> Result<Option<String>, McpError> {
+    match header(name) {
+        None => Ok(None),
+        Some(Err(())) => Err(invalid_characters(name)),
+        Some(Ok(raw)) => match decode_header_value(&raw) {
+            Ok(text) => Ok(Some(text)),
+            Err(HeaderError::InvalidCharacters) => Err(invalid_characters(name)),
+            Err(HeaderError::InvalidBase64) => {
+                Err(McpError::header_mismatch(format!("Header mismatch: {name} header has an invalid base64 value")))
+            }
+        },
+    }
+}
+
+/// Whether a decoded header text says the same as a body value: strings exactly,
+/// booleans as `true`/`false`, numbers numerically (`42.0` equals `42`).
+fn agrees(text: &str, value: &Value) -> bool {
+    match value {
+        Value::String(s) => s == text,
+        Value::Bool(b) => text == if *b { "true" } else { "false" },
+        Value::Number(n) => {
+            if let (Some(body), Ok(head)) = (n.as_i64(), text.parse::<i64>()) {
+                return body == head;
+            }
+            if let (Some(body), Ok(head)) = (n.as_u64(), text.parse::<u64>()) {
+                return body == head;
+            }
+            match (n.as_f64(), text.parse::<f64>()) {
+                (Some(body), Ok(head)) => body == head,
+                _ => false,
+            }
+        }
+        Value::Null | Value::Array(_) | Value::Object(_) => false,
+    }
+}
+
+/// Everything the server must check on a 2026-07-28 POST before serving it (spec:
+/// `basic/transports/streamable-http`, "Server Validation"): `MCP-Protocol-Version` equal
+/// to the `_meta` version, `Mcp-Method` equal to the method, `Mcp-Name` equal to
+/// `params.name` / `params.uri` (`tools/call`, `prompts/get`, `resources/read`; `params.taskId`
+/// for `tasks/*`), and every `Mcp-Param-{X}` of `param_headers` present exactly when the
+/// annotated argument is present and not null, decoded and equal to it (numbers compared
+/// numerically). `header(name)` looks a header up case-insensitively and returns its raw
+/// value (`None` when absent, `Some(Err(()))` when its bytes are not valid header text).
+///
+/// Err is -32020 (HeaderMismatch) with a message naming the header.
 pub fn check_request_headers(
     header: &dyn Fn(&str) -> Option<Result<String, ()>>,
     method: &str,
@@ -53,6 +249,66 @@ pub fn check_request_headers(
     meta_version: &str,
     param_headers: &[ParamHeader],
 ) -> Result<(), McpError> {
-    let _ = (header, method, params, meta_version, param_headers);
-    todo!()
+    let version = required(header, PROTOCOL_VERSION_HEADER)?;
+    if version != meta_version {
+        return Err(McpError::header_mismatch(format!(
+            "Header mismatch: {PROTOCOL_VERSION_HEADER} header value '{version}' does not match body value '{meta_version}'"
+        )));
+    }
+    let sent_method = required(header, METHOD_HEADER)?;
+    if sent_method != method {
+        return Err(McpError::header_mismatch(format!(
+            "Header mismatch: {METHOD_HEADER} header value '{sent_method}' does not match body value '{method}'"
+        )));
+    }
+    if let Some(field) = name_field(method) {
+        let body = params.and_then(|p| p.get(field));
+        match (decoded(header, NAME_HEADER)?, body) {
+            // The tasks extension's methods carry a task id only when they name one.
+            (None, None) if method.starts_with("tasks/") => {}
+            (None, _) => {
+                return Err(McpError::header_mismatch(format!(
+                    "Header mismatch: required header {NAME_HEADER} is missing"
+                )))
+            }
+            (Some(text), Some(Value::String(body))) if &text == body => {}
+            (Some(text), body) => {
+                let body = body.and_then(Value::as_str).unwrap_or_default();
+                return Err(McpError::header_mismatch(format!(
+                    "Header mismatch: {NAME_HEADER} header value '{text}' does not match body value '{body}'"
+                )));
+            }
+        }
+    }
+    if method == "tools/call" && !param_headers.is_empty() {
+        let arguments = params.and_then(|p| p.get("arguments"));
+        for annotation in param_headers {
+            let name = annotation.header_name();
+            let value = arguments.and_then(|a| annotation.value_in(a)).filter(|v| encode_header_value(v).is_some());
+            match (decoded(header, &name)?, value) {
+                (None, None) => {}
+                (None, Some(_)) => {
+                    return Err(McpError::header_mismatch(format!(
+                        "Header mismatch: header {name} is missing but its argument is in the body"
+                    )))
+                }
+                (Some(_), None) => {
+                    return Err(McpError::header_mismatch(format!(
+                        "Header mismatch: header {name} is present but its argument is absent from the body"
+                    )))
+                }
+                (Some(text), Some(value)) if agrees(&text, value) => {}
+                (Some(text), Some(value)) => {
+                    return Err(McpError::header_mismatch(format!(
+                        "Header mismatch: {name} header value '{text}' does not match body value '{}'",
+                        encode_header_value(value).unwrap_or_default()
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
 }
+
+#[cfg(test)]
+mod tests;

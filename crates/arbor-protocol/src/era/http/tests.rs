@@ -1,0 +1,169 @@
+//! The header rules against the spec's examples, the round trip, and each way a request's
+//! headers can disagree with its body.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::json;
+use std::collections::HashMap;
+
+#[test]
+fn the_spec_encoding_examples_hold() {
+    assert_eq!(encode_header_value(&json!("us-west1")).unwrap(), "us-west1");
+    assert_eq!(encode_header_value(&json!("Hello, 世界")).unwrap(), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+    assert_eq!(encode_header_value(&json!(" padded ")).unwrap(), "=?base64?IHBhZGRlZCA=?=");
+    assert_eq!(encode_header_value(&json!("line1\nline2")).unwrap(), "=?base64?bGluZTEKbGluZTI=?=");
+    assert_eq!(encode_header_value(&json!("=?base64?literal?=")).unwrap(), "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=");
+    assert_eq!(encode_header_value(&json!(42)).unwrap(), "42");
+    assert_eq!(encode_header_value(&json!(-7)).unwrap(), "-7");
+    assert_eq!(encode_header_value(&json!(true)).unwrap(), "true");
+    assert_eq!(encode_header_value(&json!(false)).unwrap(), "false");
+    assert_eq!(encode_header_value(&json!("two words")).unwrap(), "two words");
+    for none in [json!(null), json!({}), json!([1])] {
+        assert_eq!(encode_header_value(&none), None);
+    }
+}
+
+#[test]
+fn awkward_strings_are_encoded() {
+    for s in ["", " ", "tab\there", "trailing ", "\u{7f}", "é"] {
+        let encoded = encode_header_value(&json!(s)).unwrap();
+        assert!(encoded.starts_with("=?base64?") && encoded.ends_with("?="), "{s:?} -> {encoded}");
+        assert_eq!(decode_header_value(&encoded).unwrap(), s);
+    }
+}
+
+#[test]
+fn decoding_refuses_bad_values() {
+    assert_eq!(decode_header_value("plain value").unwrap(), "plain value");
+    assert_eq!(decode_header_value("=?base64?SGVsbG8?=").unwrap(), "Hello", "padding is optional");
+    assert_eq!(decode_header_value("line1\nline2"), Err(HeaderError::InvalidCharacters));
+    assert_eq!(decode_header_value("caf\u{e9}"), Err(HeaderError::InvalidCharacters));
+    assert_eq!(decode_header_value("=?base64?%%%?="), Err(HeaderError::InvalidBase64));
+    // Valid base64 of bytes that are not UTF-8.
+    assert_eq!(decode_header_value("=?base64?//4=?="), Err(HeaderError::InvalidBase64));
+    // The markers are case-sensitive: this is a plain value.
+    assert_eq!(decode_header_value("=?BASE64?SGk=?=").unwrap(), "=?BASE64?SGk=?=");
+}
+
+proptest! {
+    #[test]
+    fn any_string_round_trips(s in any::<String>()) {
+        let encoded = encode_header_value(&json!(s)).unwrap();
+        prop_assert!(encoded.bytes().all(|b| (0x20..=0x7e).contains(&b)), "header-safe: {encoded:?}");
+        prop_assert!(!encoded.starts_with(' ') && !encoded.ends_with(' ') && !encoded.is_empty());
+        prop_assert_eq!(decode_header_value(&encoded).unwrap(), s);
+    }
+
+    #[test]
+    fn any_integer_agrees_with_its_encoding(n in any::<i64>()) {
+        let value = json!(n);
+        prop_assert!(agrees(&decode_header_value(&encode_header_value(&value).unwrap()).unwrap(), &value));
+    }
+}
+
+#[test]
+fn annotations_are_read_from_properties_chains_only() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"},
+            "target": {"type": "object", "properties": {"zone": {"type": "integer", "x-mcp-header": "Zone"}}},
+            "list": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}},
+        },
+        "oneOf": [{"properties": {"x": {"type": "string", "x-mcp-header": "X"}}}],
+    });
+    let found = param_headers(&schema);
+    assert_eq!(found.len(), 2, "{found:?}");
+    let region = found.iter().find(|p| p.header == "Region").unwrap();
+    assert_eq!(region, &ParamHeader::new("Region", "region"));
+    let zone = found.iter().find(|p| p.header == "Zone").unwrap();
+    assert_eq!(zone.argument, "target");
+    assert_eq!(zone.path, ["target", "zone"]);
+    assert_eq!(zone.value_in(&json!({"target": {"zone": 3}})), Some(&json!(3)));
+    assert_eq!(param_headers(&json!({"type": "object"})), vec![]);
+}
+
+/// A case-insensitive header map, as the HTTP layer passes it.
+fn headers(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<Result<String, ()>> {
+    let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.to_string())).collect();
+    move |name: &str| map.get(&name.to_ascii_lowercase()).map(|v| Ok(v.clone()))
+}
+
+const V: &str = "2026-07-28";
+
+fn check(
+    pairs: &[(&str, &str)],
+    method: &str,
+    params: serde_json::Value,
+    annotations: &[ParamHeader],
+) -> Result<(), McpError> {
+    check_request_headers(&headers(pairs), method, Some(&params), V, annotations)
+}
+
+fn refused(result: Result<(), McpError>, naming: &str) {
+    let err = result.expect_err("should be refused");
+    assert_eq!(err.code(), crate::error::ErrorCode::HeaderMismatch);
+    assert!(err.message().contains(naming), "{} should name {naming}", err.message());
+}
+
+#[test]
+fn agreeing_headers_pass() {
+    let annotations = [ParamHeader::new("Region", "region"), ParamHeader::new("Count", "count")];
+    let params = json!({"name": "héllo", "arguments": {"region": "us-west1", "count": 42, "query": "x"}});
+    let pairs = [
+        ("mcp-protocol-version", V),
+        ("MCP-METHOD", "tools/call"),
+        ("Mcp-Name", "=?base64?aMOpbGxv?="),
+        ("mcp-param-region", "us-west1"),
+        ("Mcp-Param-Count", "42.0"),
+    ];
+    check(&pairs, "tools/call", params, &annotations).unwrap();
+    let pairs = [("MCP-Protocol-Version", V), ("Mcp-Method", "resources/read"), ("Mcp-Name", "file:///a b")];
+    check(&pairs, "resources/read", json!({"uri": "file:///a b"}), &[]).unwrap();
+    let pairs = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/list")];
+    check(&pairs, "tools/list", json!({}), &[]).unwrap();
+    // Absent and null arguments expect no header.
+    let pairs = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "t")];
+    check(&pairs, "tools/call", json!({"name": "t", "arguments": {"region": null}}), &annotations).unwrap();
+}
+
+#[test]
+fn each_disagreement_is_refused_naming_its_header() {
+    let base = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "t")];
+    let call = json!({"name": "t", "arguments": {"region": "eu", "flag": true}});
+    let region = [ParamHeader::new("Region", "region")];
+    refused(check(&base[1..], "tools/call", call.clone(), &[]), "MCP-Protocol-Version");
+    refused(
+        check(&[("MCP-Protocol-Version", "2025-11-25"), base[1], base[2]], "tools/call", call.clone(), &[]),
+        "MCP-Protocol-Version",
+    );
+    refused(check(&[base[0], base[2]], "tools/call", call.clone(), &[]), "Mcp-Method");
+    refused(check(&[base[0], ("Mcp-Method", "Tools/Call"), base[2]], "tools/call", call.clone(), &[]), "Mcp-Method");
+    refused(check(&base[..2], "tools/call", call.clone(), &[]), "Mcp-Name");
+    refused(check(&[base[0], base[1], ("Mcp-Name", "u")], "tools/call", call.clone(), &[]), "Mcp-Name");
+    refused(check(&[base[0], base[1], ("Mcp-Name", "=?base64?!!?=")], "tools/call", call.clone(), &[]), "Mcp-Name");
+    // The annotated argument is in the body: its header is required and must agree.
+    refused(check(&base, "tools/call", call.clone(), &region), "Mcp-Param-Region");
+    refused(
+        check(&[base[0], base[1], base[2], ("Mcp-Param-Region", "us")], "tools/call", call.clone(), &region),
+        "Mcp-Param-Region",
+    );
+    let flag = [ParamHeader::new("Flag", "flag")];
+    refused(
+        check(&[base[0], base[1], base[2], ("Mcp-Param-Flag", "True")], "tools/call", call.clone(), &flag),
+        "Mcp-Param-Flag",
+    );
+    check(&[base[0], base[1], base[2], ("Mcp-Param-Flag", "true")], "tools/call", call.clone(), &flag).unwrap();
+    // A header whose argument is absent disagrees with the body.
+    let bare = json!({"name": "t", "arguments": {}});
+    refused(
+        check(&[base[0], base[1], base[2], ("Mcp-Param-Region", "eu")], "tools/call", bare, &region),
+        "Mcp-Param-Region",
+    );
+    // Bytes that are not header text.
+    let invalid = |name: &str| if name.eq_ignore_ascii_case("mcp-name") { Some(Err(())) } else { headers(&base)(name) };
+    refused(check_request_headers(&invalid, "tools/call", Some(&call), V, &[]), "Mcp-Name");
+    let control = [base[0], base[1], ("Mcp-Name", "t\u{1}")];
+    refused(check(&control, "tools/call", call, &[]), "Mcp-Name");
+}
