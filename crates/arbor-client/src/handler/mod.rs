@@ -1,87 +1,60 @@
-//! Placeholder for the client handler runtime; replaced by its real implementation.
-//! Signatures follow the contract between the client core and the handler runtime.
-#![allow(missing_docs, missing_debug_implementations, unused_variables)]
+//! The client handler: how a client answers its server's requests for input (sampling,
+//! elicitation, roots) and hears its notifications and logs, in both protocol eras, with
+//! ConduitMcp's limits and safety checks around every callback.
+//!
+//! The user implements [`ClientHandler`] (capabilities come from the callbacks: see
+//! `traits.rs`). The connection owns one [`HandlerRuntime`] per server and hands it
+//! legacy server requests (`serve_request`, each answered from a supervised task),
+//! cancellations (`cancel`), modern `input_required` rounds (`answer_inputs`, in the
+//! calling task) and notifications (`notify`, to one worker in arrival order). This module
+//! does not speak to the server: it hands back frames and values; the connection sends them.
+//!
+//! Invariant: a request for a capability the handler did not declare is refused before any
+//! callback runs, and every input, in either era, passes the same checks before and after
+//! its callback (`safety/`); a refusal is a typed error, never a crash.
+
+mod context;
+mod dispatch;
+mod error;
+mod inputs;
+mod limits;
+mod notifications;
+mod requests;
+mod runtime;
+pub mod safety;
+mod traits;
 
 use std::sync::Arc;
 
 use arbor_protocol::jsonrpc::RequestId;
-use arbor_protocol::model::capabilities::ClientCapabilities;
 use serde_json::{Map, Value};
 
-pub trait ClientHandler: Send + Sync + 'static {}
+pub use context::{ElicitationContext, FieldInfo, NotificationContext, RequestContext, UrlTarget};
+pub use error::{HandlerStartError, InputHandlerError, InputKind};
+pub use limits::{ClientLimits, ElicitationLimits, RateLimit, SamplingLimits};
+pub use runtime::HandlerRuntime;
+pub use traits::{ClientHandler, ElicitationHandler, NoHandler, RootsHandler, SamplingHandler};
 
-#[derive(Clone, Debug, Default)]
-pub struct ClientLimits {}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The era of the request being answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Era {
+    /// 2025-11-25 and earlier: server→client JSON-RPC requests.
     Legacy,
+    /// 2026-07-28: `input_required` results (MRTR).
     Modern,
 }
 
+/// User data attached to a client or a call, shown to callbacks.
 pub type Assigns = Arc<Map<String, Value>>;
 
+/// The link from a server request or input request to the in-flight call it belongs to.
+/// Implemented by the client core.
 pub trait CallLink: Send + Sync {
+    /// Pauses the call's deadline until the returned guard is dropped (bounded by the
+    /// call's max total timeout, which the client core enforces).
     fn pause_deadline(&self) -> Box<dyn std::any::Any + Send>;
+    /// The call's assigns, if any.
     fn assigns(&self) -> Option<Assigns>;
+    /// The call's request id as sent (legacy), for the context.
     fn request_id(&self) -> Option<RequestId>;
-}
-
-#[derive(Clone)]
-pub struct HandlerRuntime {}
-
-#[derive(Debug, thiserror::Error)]
-pub enum InputHandlerError {
-    #[error("input handler failed: {message}")]
-    Handler { message: String },
-}
-
-impl HandlerRuntime {
-    pub fn new(
-        handler: Arc<dyn ClientHandler>,
-        limits: ClientLimits,
-        server_id: String,
-        client_name: String,
-        client_assigns: Option<Assigns>,
-    ) -> HandlerRuntime {
-        todo!()
-    }
-    pub fn capabilities(&self) -> ClientCapabilities {
-        todo!()
-    }
-    pub fn set_server_origin(&self, origin: Option<String>) {
-        todo!()
-    }
-    pub fn serve_request(
-        &self,
-        id: RequestId,
-        method: &str,
-        params: Option<Value>,
-        call: Option<Arc<dyn CallLink>>,
-        respond: Box<dyn FnOnce(Vec<u8>) + Send>,
-    ) {
-        todo!()
-    }
-    pub fn cancel(&self, id: &RequestId) {
-        todo!()
-    }
-    pub async fn answer_inputs(
-        &self,
-        input_requests: &Map<String, Value>,
-        call: Option<Arc<dyn CallLink>>,
-    ) -> Result<Map<String, Value>, InputHandlerError> {
-        todo!()
-    }
-    pub fn notify(&self, method: &str, params: Option<Value>) {
-        todo!()
-    }
-    pub fn dropped_notifications(&self) -> u64 {
-        todo!()
-    }
-    pub fn dropped_logs(&self) -> u64 {
-        todo!()
-    }
-    pub async fn shutdown(&self) {
-        todo!()
-    }
 }
