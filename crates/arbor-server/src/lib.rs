@@ -9,7 +9,9 @@
 //!
 //! Serving is one call: `Server::new(handler).serve_stdio().await` serves stdin/stdout
 //! until stdin ends; [`Server::connect`] serves any [`Transport`] (an in-memory pair in
-//! tests) alongside others, and [`ServerConfig`] sets the limits and deadlines.
+//! tests) alongside others, and [`ServerConfig`] sets the limits and deadlines. Transports
+//! that are not one byte stream (Streamable HTTP) serve message by message through
+//! [`exchange`]: [`Server::open_endpoint`], [`Parsed`] bodies, [`Route`]s.
 //!
 //! This crate is not a transport: bytes arrive through `arbor-transport` (stdio, the
 //! in-memory pair) or `arbor-http`. Invariant: handlers never learn which protocol era a

@@ -38,7 +38,7 @@ use arbor_transport::{Transport, TransportConfig};
 use tokio::sync::OnceCell;
 
 use crate::config::ServerConfig;
-use crate::connection::{Connection, ConnectionArgs};
+use crate::connection::{Connection, ConnectionArgs, ConnectionHandle, Io};
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
@@ -233,21 +233,27 @@ impl Server {
     /// Serves one peer on `transport` under its own supervised connection actor, and
     /// returns at once with a handle on it. Starts the supervision tree if needed.
     pub async fn connect(&self, transport: Transport, options: ConnectOptions) -> Result<Connection, ConnectError> {
-        let tree = self.tree().await.map_err(|e| ConnectError::Start(e.to_string()))?;
         let (reader, writer) = transport.into_parts();
+        let handle = self.start_connection(Io::Stream { reader, writer }, options).await?;
+        Ok(Connection::new(handle))
+    }
+
+    /// Starts a connection actor on `io` under the tenant's connection supervisor.
+    pub(crate) async fn start_connection(
+        &self,
+        io: Io,
+        options: ConnectOptions,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let tree = self.tree().await.map_err(|e| ConnectError::Start(e.to_string()))?;
         let shared = self.shared.clone();
         let tenant = options.tenant.as_deref().unwrap_or(DEFAULT_TENANT);
-        let handle = tree
-            .start_connection(tenant, |tenant, gauge| ConnectionArgs {
-                shared,
-                reader,
-                writer,
-                tenant,
-                auth: options.auth,
-                gauge,
-            })
-            .await?;
-        Ok(Connection::new(handle))
+        tree.start_connection(tenant, |tenant, gauge| ConnectionArgs { shared, io, tenant, auth: options.auth, gauge })
+            .await
+    }
+
+    /// The handler the server serves.
+    pub(crate) fn handler(&self) -> &Arc<dyn ServerHandler> {
+        &self.shared.handler
     }
 
     /// Serves one peer on `transport` until it goes away, then stops the server.

@@ -12,19 +12,19 @@
 
 use std::sync::Mutex;
 
-use arbor_transport::FrameWriter;
+use super::output::{Kind, Output};
 
 /// The responses of one batch, collected until the last member reports.
 #[derive(Debug)]
 pub(crate) struct BatchReply {
-    writer: FrameWriter,
+    output: Output,
     state: Mutex<(Vec<Vec<u8>>, usize)>,
 }
 
 impl BatchReply {
     /// A batch of which `expected` members will report.
-    pub(crate) fn new(writer: FrameWriter, expected: usize) -> BatchReply {
-        BatchReply { writer, state: Mutex::new((Vec::with_capacity(expected), expected)) }
+    pub(crate) fn new(output: Output, expected: usize) -> BatchReply {
+        BatchReply { output, state: Mutex::new((Vec::with_capacity(expected), expected)) }
     }
 
     /// One member's response, or `None` for a member that will never answer.
@@ -41,7 +41,7 @@ impl BatchReply {
         }
         let frames = std::mem::take(frames);
         drop(state);
-        let _ = self.writer.send_with(|buf| {
+        let _ = self.output.send_with(Kind::Response, |buf| {
             buf.push(b'[');
             for (i, frame) in frames.iter().enumerate() {
                 if i > 0 {

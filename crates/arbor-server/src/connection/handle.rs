@@ -17,6 +17,7 @@ use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
+use super::output::Output;
 use super::ConnMsg;
 use crate::input::ClientRequester;
 
@@ -24,6 +25,9 @@ use crate::input::ClientRequester;
 #[derive(Clone)]
 pub(crate) struct ConnectionHandle {
     actor: ActorRef<ConnMsg>,
+    /// Where server-to-client requests made through this handle go: the route of the
+    /// submission whose request task holds it (endpoints), or the connection's own output.
+    output: Option<Output>,
 }
 
 impl std::fmt::Debug for ConnectionHandle {
@@ -34,7 +38,17 @@ impl std::fmt::Debug for ConnectionHandle {
 
 impl ConnectionHandle {
     pub(crate) fn new(actor: ActorRef<ConnMsg>) -> ConnectionHandle {
-        ConnectionHandle { actor }
+        ConnectionHandle { actor, output: None }
+    }
+
+    /// The same connection, with server-to-client requests sent to `output`.
+    pub(crate) fn with_output(&self, output: Output) -> ConnectionHandle {
+        ConnectionHandle { actor: self.actor.clone(), output: Some(output) }
+    }
+
+    /// Casts a message to the actor; `false` when it has stopped.
+    pub(crate) fn cast(&self, msg: ConnMsg) -> bool {
+        self.actor.cast(msg).is_ok()
     }
 
     /// Records that the client (un)subscribed to `uri`, after the handler agreed, and
@@ -46,15 +60,15 @@ impl ConnectionHandle {
         done.await.map_err(|_| closed())?
     }
 
-    fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         self.actor.get_status() < ractor::ActorStatus::Stopping
     }
 
-    async fn wait(&self) {
+    pub(crate) async fn wait(&self) {
         let _ = self.actor.get_cell().wait(None).await;
     }
 
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         let _ = self.actor.cast(ConnMsg::Close);
     }
 }
@@ -85,7 +99,7 @@ impl ClientRequester for ConnectionHandle {
         let (reply, answer) = oneshot::channel();
         let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
         self.actor
-            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply })
+            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply, output: self.output.clone() })
             .map_err(|_| McpError::internal("the connection to the client is closed"))?;
         let mut abandon = Abandon { handle: self, id: Some(id) };
         let answered = answer.await;

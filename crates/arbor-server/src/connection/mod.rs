@@ -1,14 +1,18 @@
 //! The connection actor: one per peer, the router and bookkeeper of everything the peer
 //! sends.
 //!
-//! A ractor actor with a closed message enum ([`ConnMsg`]). Its reader task decodes frames
-//! into bursts of typed messages; the actor checks each request's terms (handshake session
-//! or per-request `_meta`), enforces the limits, and spawns one supervised task per request
-//! on its own [`TaskSupervisor`], keeping the in-flight table (id → [`TaskRef`]) that
-//! cancellation and duplicate-id checks use. It answers protocol housekeeping itself
-//! (`initialize`, `ping`, errors) and keeps the session state: the negotiated terms, the
-//! log level, its subscription streams (`streams.rs`), and server-to-client requests
-//! waiting for answers.
+//! A ractor actor with a closed message enum ([`ConnMsg`]). Over a byte stream its reader
+//! task decodes frames into bursts of typed messages. As an
+//! [`Endpoint`](crate::exchange::Endpoint) it has no reader: it is fed one decoded
+//! submission at a time, each with the [`Route`] that everything the submission causes
+//! goes to (`output.rs`: the byte stream's writer, a submission's route, or the endpoint's
+//! standalone route for what no submission caused). Either way the actor checks each
+//! request's terms (handshake session or per-request `_meta`), enforces the limits, and
+//! spawns one supervised task per request on its own [`TaskSupervisor`] (`spawn.rs`),
+//! keeping the in-flight table (id → [`TaskRef`]) that cancellation and duplicate-id
+//! checks use. It answers protocol housekeeping itself (`initialize`, `ping`, errors) and
+//! keeps the session state: the negotiated terms, the log level, its subscription streams
+//! (`streams.rs`), and server-to-client requests waiting for answers (`pending.rs`).
 //!
 //! What it is not: it never awaits user code. Handlers run on request tasks; client
 //! notifications go to a per-connection worker task that calls the handler in arrival
@@ -17,16 +21,20 @@
 //!
 //! Invariants: when the actor has stopped, its request tasks, subscription streams, reader
 //! and workers have stopped too (stopped explicitly in `post_stop`, before the output is
-//! flushed and closed); ids are scoped to the connection, so no other connection can cancel or collide
-//! with its requests; a request's response is written by its task's report, which runs
-//! only after the task finished, so a cancelled request is never answered.
+//! flushed and closed); ids are scoped to the connection, so no other connection can
+//! cancel or collide with its requests (and requests an endpoint received with
+//! `OnClose::Cancel` are scoped to their exchange, outside the table); a request's
+//! response is written by its task's report, which runs only after the task finished, so
+//! a cancelled request is never answered.
 
 mod batch;
 mod handle;
 pub(crate) mod inbound;
 mod notify;
+pub(crate) mod output;
 mod pending;
 mod route;
+mod spawn;
 mod streams;
 
 use std::collections::HashMap;
@@ -48,14 +56,17 @@ use batch::BatchReply;
 pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
+pub(crate) use inbound::Inbound;
 use pending::{AnswerTx, Pending};
 
 use crate::subscription::unit::UnitRef;
 
 use crate::context::{ConnectionInfo, RequestSink};
+use crate::exchange::{EndpointShared, OnClose, Route};
 use crate::request::sink::ConnectionSink;
 use crate::serve::Shared;
 use crate::tree::TenantLimits;
+use output::Output;
 
 /// Everything a connection actor is told.
 pub(crate) enum ConnMsg {
@@ -63,8 +74,11 @@ pub(crate) enum ConnMsg {
     Inbound(Burst),
     /// The peer's input ended, or the output broke: stop.
     InputClosed,
-    /// A request task asks the client for input (legacy era), under a fresh id.
-    Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx },
+    /// One submission to an endpoint: a decoded body, and where what it causes goes.
+    Submit { item: inbound::Inbound, route: Route, on_close: OnClose },
+    /// A request task asks the client for input (legacy era), under a fresh id; `output`
+    /// is the route of the task's submission (endpoints), else the connection's output.
+    Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx, output: Option<Output> },
     /// The task waiting on server-to-client request `id` went away (cancelled, timed out).
     Forget { id: RequestId },
     /// A legacy (un)subscription the handler agreed to; answered once it is in effect.
@@ -79,11 +93,24 @@ const STREAM_CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5
 /// What a connection starts with.
 pub(crate) struct ConnectionArgs {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) reader: FrameReader,
-    pub(crate) writer: FrameWriter,
+    pub(crate) io: Io,
     pub(crate) tenant: Arc<TenantLimits>,
     pub(crate) auth: Option<String>,
     pub(crate) gauge: Gauge,
+}
+
+/// What a connection reads from and writes to.
+pub(crate) enum Io {
+    /// A byte stream (stdio, the in-memory pair): a reader task and one writer.
+    Stream { reader: FrameReader, writer: FrameWriter },
+    /// An endpoint: fed by `ConnMsg::Submit`, writing to routes.
+    Endpoint(Arc<EndpointShared>),
+}
+
+/// The submission the actor is handling, while it handles it.
+struct Current {
+    output: Output,
+    on_close: OnClose,
 }
 
 /// The connection actor.
@@ -110,7 +137,12 @@ struct ModernInfo {
 pub(crate) struct ConnState {
     shared: Arc<Shared>,
     me: ConnectionHandle,
-    writer: FrameWriter,
+    /// Where output not caused by a submission goes: the byte stream, or the endpoint's
+    /// standalone route.
+    output: Output,
+    /// The submission being handled (endpoints only): its output replaces `output`.
+    current: Option<Current>,
+    endpoint: Option<Arc<EndpointShared>>,
     tasks: TaskSupervisor,
     in_flight: HashMap<RequestId, TaskRef>,
     /// The in-flight table is swept of finished tasks when it reaches this size, so the
@@ -129,6 +161,9 @@ pub(crate) struct ConnState {
     resource_streams: HashMap<String, UnitRef>,
     /// The legacy session's `list_changed` stream.
     list_stream: Option<UnitRef>,
+    /// Listens scoped to their exchange (`OnClose::Cancel`): not keyed by id, closed with
+    /// their route or the connection.
+    scoped_listens: Vec<UnitRef>,
     /// While the actor handles the members of a batch: where their responses go.
     batch: Option<Arc<BatchReply>>,
     sink: Arc<dyn RequestSink>,
@@ -149,7 +184,7 @@ impl Actor for ConnectionActor {
         myself: ActorRef<ConnMsg>,
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
-        let ConnectionArgs { shared, reader, writer, tenant, auth, gauge } = args;
+        let ConnectionArgs { shared, io, tenant, auth, gauge } = args;
         let span = tracing::info_span!("connection", id = %myself.get_id(), tenant = tenant.name());
         tracing::debug!(parent: &span, "connection started");
         let spec = TaskSupervisorSpec::new("requests")
@@ -164,12 +199,20 @@ impl Actor for ConnectionActor {
             .gauge(gauge.clone());
         let streams = TaskSupervisor::start_linked(spec, myself.get_cell()).await?;
         let me = ConnectionHandle::new(myself.clone());
-        let workers = vec![tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()))];
+        let (output, endpoint, workers) = match io {
+            Io::Stream { reader, writer } => {
+                let reader = tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()));
+                (Output::Frames(writer), None, vec![reader])
+            }
+            Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
+        };
         Ok(ConnState {
-            sink: Arc::new(ConnectionSink::new(writer.clone())),
+            sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,
             me,
-            writer,
+            output,
+            current: None,
+            endpoint,
             tasks,
             in_flight: HashMap::new(),
             sweep_at: 64,
@@ -182,6 +225,7 @@ impl Actor for ConnectionActor {
             listens: HashMap::new(),
             resource_streams: HashMap::new(),
             list_stream: None,
+            scoped_listens: Vec::new(),
             batch: None,
             notifications: None,
             workers,
@@ -202,8 +246,16 @@ impl Actor for ConnectionActor {
                     state.on_inbound(item);
                 }
             }
-            ConnMsg::Ask { id, request, reply } => state.pending.ask(&state.writer, id, *request, reply),
-            ConnMsg::Forget { id } => state.pending.forget(&state.writer, &id),
+            ConnMsg::Submit { item, route, on_close } => {
+                state.current = Some(Current { output: Output::Route(route), on_close });
+                state.on_inbound(item);
+                state.current = None;
+            }
+            ConnMsg::Ask { id, request, reply, output } => {
+                let output = output.unwrap_or_else(|| state.output.clone());
+                state.pending.ask(output, id, *request, reply);
+            }
+            ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),
             ConnMsg::InputClosed | ConnMsg::Close => myself.stop(None),
         }
@@ -237,18 +289,33 @@ impl Actor for ConnectionActor {
         state.streams.shutdown().await;
         state.in_flight.clear();
         state.pending = Pending::default();
-        state.writer.close().await;
+        state.output.close().await;
         Ok(())
     }
 }
 
 impl ConnState {
+    /// Where what the message being handled causes goes: its submission's route, or the
+    /// connection's output.
+    fn out(&self) -> &Output {
+        match &self.current {
+            Some(current) => &current.output,
+            None => &self.output,
+        }
+    }
+
+    /// Whether the message being handled is scoped to its exchange (`OnClose::Cancel`):
+    /// no id table, cancelled by closing its route.
+    fn scoped(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| c.on_close == OnClose::Cancel)
+    }
+
     /// Sends a response frame: into the current batch's array, or straight out.
     fn respond(&self, frame: Vec<u8>) {
         match &self.batch {
             Some(batch) => batch.report(Some(frame)),
             None => {
-                let _ = self.writer.send(&frame);
+                let _ = self.out().send_vec(output::Kind::Response, frame);
             }
         }
     }

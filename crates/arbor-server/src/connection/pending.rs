@@ -3,7 +3,9 @@
 //! When a legacy request task needs input, the connection sends `elicitation/create`,
 //! `sampling/createMessage` or `roots/list` with a fresh id and files the waiting task's
 //! reply channel here under that id. The client's response is decoded with the pending
-//! method's result type (never by guessing its shape) and sent back. It is not the request
+//! method's result type (never by guessing its shape) and sent back. On an endpoint the
+//! request goes out on the route of the submission whose task asked, and the client's
+//! answer arrives later in another submission; it is matched here by id all the same. It is not the request
 //! task's timer: the task's deadline drops its receiver, and a dropped receiver makes the
 //! entry dead, swept on the next insert.
 //!
@@ -19,9 +21,10 @@ use arbor_protocol::method::{decode_result, encode_request};
 use arbor_protocol::methods::{Cancelled, CreateMessage, Elicit, ListRoots, MethodName};
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use arbor_protocol::model::utilities::CancelledNotificationParams;
-use arbor_transport::FrameWriter;
 use serde_json::value::RawValue;
 use tokio::sync::oneshot;
+
+use super::output::{Kind, Output};
 
 /// Where a request task waits for the client's answer.
 pub(crate) type AnswerTx = oneshot::Sender<Result<InputResponse, McpError>>;
@@ -29,13 +32,14 @@ pub(crate) type AnswerTx = oneshot::Sender<Result<InputResponse, McpError>>;
 /// The table of server-to-client requests in flight.
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
-    waiting: HashMap<RequestId, (MethodName, AnswerTx)>,
+    /// The pending method, the waiter, and where the request went (for its cancellation).
+    waiting: HashMap<RequestId, (MethodName, AnswerTx, Output)>,
     sweep_at: usize,
 }
 
 impl Pending {
     /// Sends `request` to the client under `id` and files `reply` there.
-    pub(crate) fn ask(&mut self, writer: &FrameWriter, id: RequestId, request: InputRequest, reply: AnswerTx) {
+    pub(crate) fn ask(&mut self, output: Output, id: RequestId, request: InputRequest, reply: AnswerTx) {
         let (method, frame) = match &request {
             InputRequest::Elicit(r) => (MethodName::Elicit, encode_request::<Elicit>(&id, &r.params)),
             InputRequest::CreateMessage(r) => {
@@ -45,33 +49,33 @@ impl Pending {
                 (MethodName::ListRoots, encode_request::<ListRoots>(&id, &r.params.clone().unwrap_or_default()))
             }
         };
-        if writer.send(&frame).is_err() {
+        if output.send_vec(Kind::Request, frame).is_err() {
             let _ = reply.send(Err(McpError::internal("the connection to the client is closed")));
             return;
         }
         if self.waiting.len() >= self.sweep_at {
-            self.waiting.retain(|_, (_, tx)| !tx.is_closed());
+            self.waiting.retain(|_, (_, tx, _)| !tx.is_closed());
             self.sweep_at = (self.waiting.len() * 2).max(16);
         }
-        self.waiting.insert(id, (method, reply));
+        self.waiting.insert(id, (method, reply, output));
     }
 
     /// The waiter of `id` went away: forget it, and tell the client it need not answer.
-    pub(crate) fn forget(&mut self, writer: &FrameWriter, id: &RequestId) {
-        if self.waiting.remove(id).is_some() {
+    pub(crate) fn forget(&mut self, id: &RequestId) {
+        if let Some((_, _, output)) = self.waiting.remove(id) {
             let params = CancelledNotificationParams {
                 meta: None,
                 request_id: Some(id.clone()),
                 reason: Some("the request that needed this input was cancelled or timed out".to_owned()),
                 extra: Default::default(),
             };
-            crate::request::sink::notify::<Cancelled>(writer, &params);
+            crate::request::sink::notify::<Cancelled>(&output, &params);
         }
     }
 
     /// The client answered `id`. Unknown ids (late or made up) are ignored.
     pub(crate) fn answer(&mut self, id: &RequestId, result: &RawValue) {
-        let Some((method, reply)) = self.waiting.remove(id) else { return };
+        let Some((method, reply, _)) = self.waiting.remove(id) else { return };
         let decoded = match method {
             MethodName::Elicit => decode_result::<Elicit>(result).map(InputResponse::Elicit),
             MethodName::CreateMessage => decode_result::<CreateMessage>(result).map(InputResponse::CreateMessage),
@@ -83,7 +87,7 @@ impl Pending {
     /// The client answered `id` with an error.
     pub(crate) fn fail(&mut self, id: Option<&RequestId>, error: ErrorObject) {
         let Some(id) = id else { return };
-        if let Some((_, reply)) = self.waiting.remove(id) {
+        if let Some((_, reply, _)) = self.waiting.remove(id) {
             let _ = reply.send(Err(McpError::from(error)));
         }
     }

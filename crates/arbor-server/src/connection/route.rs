@@ -10,14 +10,13 @@
 //! server advertised, and the rest become request tasks.
 //!
 //! This is bookkeeping only: nothing here awaits, and the only user code it calls is the
-//! handler's synchronous `tool_deadline`, behind `catch_unwind`. Invariant: every request
+//! handler's synchronous `tool_deadline`, behind `catch_unwind` (in `spawn.rs`, which
+//! turns a routed request into its task). Invariant: every request
 //! that reaches this module is answered exactly once, at once (refusals, housekeeping) or
 //! by its task's report, unless the client cancels it.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
 use arbor_protocol::era::lower::Lower;
 use arbor_protocol::era::{self, Terms};
 use arbor_protocol::error::McpError;
@@ -28,14 +27,12 @@ use arbor_protocol::methods::{ClientRequest, MethodName};
 use arbor_protocol::model::common::{EmptyResult, Implementation};
 use arbor_protocol::model::lifecycle::{InitializeRequestParams, InitializeResult};
 use arbor_protocol::version::{Feature, ProtocolVersion};
-use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::inbound::Inbound;
 use super::{BatchReply, ConnState, Legacy};
 use crate::context::ConnectionInfo;
-use crate::error::{already_initialized, duplicate_id, overloaded, panicked, timed_out, OverloadScope};
-use crate::request::{error_frame, JobTerms, RequestJob};
+use crate::error::already_initialized;
+use crate::request::JobTerms;
 
 /// The revision feature a client→server method needs, if any.
 fn gate(method: MethodName) -> Option<Feature> {
@@ -104,7 +101,7 @@ impl ConnState {
                 }
                 let expected =
                     items.iter().filter(|i| matches!(i, Inbound::Request { .. } | Inbound::Refused { .. })).count();
-                let batch = Arc::new(BatchReply::new(self.writer.clone(), expected));
+                let batch = Arc::new(BatchReply::new(self.out().clone(), expected));
                 self.batch = Some(batch);
                 for item in items {
                     // A batch inside a batch is not JSON-RPC; the decoder never makes one.
@@ -261,6 +258,9 @@ impl ConnState {
         });
         let log_level = self.shared.config.default_log_level;
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
+        if let Some(endpoint) = &self.endpoint {
+            let _ = endpoint.negotiated.set(version);
+        }
         let mut result = InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities: self.shared.legacy_capabilities(version),
@@ -271,98 +271,6 @@ impl ConnState {
         // The server's title, icons and website exist from their revisions on only.
         result.lower(version);
         self.reply(&id, &result);
-    }
-
-    fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
-        if self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
-            || self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
-        {
-            return self.reply_error(Some(id), &duplicate_id());
-        }
-        let config = &self.shared.config;
-        if !self.tenant.try_acquire() {
-            let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
-            return self.reply_error(Some(id), &err);
-        }
-        let method = request.method();
-        let deadline = match &*request {
-            ClientRequest::CallTool(p) => {
-                let handler = &self.shared.handler;
-                // A panicking override falls back to the default rather than taking the
-                // connection down with it.
-                std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
-            }
-            _ => None,
-        }
-        .unwrap_or(config.default_deadline);
-        let job = RequestJob {
-            shared: self.shared.clone(),
-            id: id.clone(),
-            request,
-            meta,
-            terms,
-            deadline: Some(Instant::now() + deadline),
-            sink: self.sink.clone(),
-            requester: self.me.clone(),
-            signal: Default::default(),
-        };
-        let report = {
-            let (id, writer, tenant, batch) =
-                (id.clone(), self.writer.clone(), self.tenant.clone(), self.batch.clone());
-            move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
-                tenant.release();
-                let frame = match outcome {
-                    TaskOutcome::Completed(frame) => frame,
-                    TaskOutcome::Failed(never) => match never {},
-                    TaskOutcome::Panicked(message) => {
-                        tracing::error!(%id, %method, %message, "request handler panicked");
-                        error_frame(&id, &panicked(method))
-                    }
-                    TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
-                    // Cancelled by the client, or the connection is stopping: no answer.
-                    TaskOutcome::Cancelled | TaskOutcome::Shutdown => {
-                        if let Some(batch) = batch {
-                            batch.report(None);
-                        }
-                        return;
-                    }
-                };
-                match batch {
-                    Some(batch) => batch.report(Some(frame)),
-                    None => {
-                        let _ = writer.send(&frame);
-                    }
-                }
-            }
-        };
-        // Boxed once here, so the task wrapper moves a pointer, not the request's state.
-        // Boxed once here (the request's state is several KiB), so the task wrapper and
-        // tokio move a pointer instead of copying that state at every layer; this alone
-        // tripled pipelined throughput.
-        // A span per request, child of the connection's, with the id and method as fields;
-        // without a subscriber interested in debug spans it costs a relaxed load.
-        let span = tracing::debug_span!(parent: &self.span, "request", %id, %method);
-        let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
-        match self.tasks.spawn_reporting(TaskOptions::deadline(deadline), work, report) {
-            Ok(task) => {
-                if self.in_flight.len() >= self.sweep_at {
-                    self.in_flight.retain(|_, task| !task.is_finished());
-                    self.sweep_at = (self.in_flight.len() * 2).max(64);
-                }
-                self.in_flight.insert(id, task);
-            }
-            Err(refused) => {
-                // The report was dropped unrun with the refused work; give the slot back.
-                self.tenant.release();
-                let err = match refused {
-                    SpawnError::Overloaded { max } => {
-                        overloaded(OverloadScope::Connection, max, config.overload_retry_after)
-                    }
-                    SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
-                };
-                self.reply_error(Some(id), &err);
-            }
-        }
     }
 
     fn reply<T: serde::Serialize>(&self, id: &RequestId, result: &T) {

@@ -6,7 +6,11 @@
 //! `subscriptions/listen` opens one keyed by its request id (a cancel for that id closes
 //! it); a legacy `resources/subscribe` opens one per URI (`resources/unsubscribe` closes
 //! it); an initialized legacy session gets one for the `list_changed` notifications the
-//! server advertises. Nothing here awaits: streams report readiness to whoever waits.
+//! server advertises. On an endpoint a listen writes to its submission's route, and one
+//! submitted with `OnClose::Cancel` is scoped to its exchange: not keyed by id, closed
+//! (handlers' `handle_close` run) when its route's reader goes away; the legacy streams
+//! write to the endpoint's standalone route. Nothing here awaits: streams report
+//! readiness to whoever waits.
 //!
 //! Invariant: a listen id is in use while its stream runs (a request reusing it is a
 //! duplicate), and when the connection stops every stream was told to close first, so
@@ -20,6 +24,7 @@ use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use tokio::sync::oneshot;
 
+use super::output::Output;
 use super::ConnState;
 use crate::context::ConnectionInfo;
 use crate::error::{duplicate_id, overloaded, OverloadScope};
@@ -30,6 +35,8 @@ impl ConnState {
     fn unit(
         &self,
         id: Option<RequestId>,
+        output: Output,
+        close_with_output: bool,
         connection: Arc<ConnectionInfo>,
         filter: SubscriptionFilter,
         ready: Option<oneshot::Sender<Result<(), McpError>>>,
@@ -39,7 +46,8 @@ impl ConnState {
             shared: StreamShared::new(
                 id,
                 connection,
-                self.writer.clone(),
+                output,
+                close_with_output,
                 shared.bus.clone(),
                 shared.config.subscription_options,
                 filter.clone(),
@@ -62,6 +70,7 @@ impl ConnState {
     /// Drops streams that ended on their own from the tables.
     fn sweep_streams(&mut self) {
         self.listens.retain(|_, unit| !unit.is_finished());
+        self.scoped_listens.retain(|unit| !unit.is_finished());
         self.resource_streams.retain(|_, unit| !unit.is_finished());
     }
 
@@ -69,13 +78,16 @@ impl ConnState {
     /// (acknowledgement, notifications, the complete result or an error).
     pub(super) fn open_listen(&mut self, id: RequestId, filter: SubscriptionFilter, connection: Arc<ConnectionInfo>) {
         self.sweep_streams();
-        if self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
-            || self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
+        let scoped = self.scoped();
+        if !scoped
+            && (self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
+                || self.in_flight.get(&id).is_some_and(|task| !task.is_finished()))
         {
             return self.reply_error(Some(id), &duplicate_id());
         }
-        let unit = self.unit(Some(id.clone()), connection, filter, None);
+        let unit = self.unit(Some(id.clone()), self.out().clone(), scoped, connection, filter, None);
         match unit.spawn(&self.streams) {
+            Ok(unit) if scoped => self.scoped_listens.push(unit),
             Ok(unit) => {
                 self.listens.insert(id, unit);
             }
@@ -117,7 +129,7 @@ impl ConnState {
             return;
         };
         let filter = SubscriptionFilter { resource_subscriptions: Some(vec![uri.clone()]), ..Default::default() };
-        let unit = self.unit(None, legacy.info.clone(), filter, Some(reply));
+        let unit = self.unit(None, self.output.clone(), false, legacy.info.clone(), filter, Some(reply));
         match unit.spawn(&self.streams) {
             Ok(unit) => {
                 self.resource_streams.insert(uri, unit);
@@ -145,7 +157,8 @@ impl ConnState {
         if filter == SubscriptionFilter::default() {
             return;
         }
-        let unit = self.unit(None, legacy.info.clone(), filter, None);
+        // Unrelated to the submission that initialized the session: the standalone output.
+        let unit = self.unit(None, self.output.clone(), false, legacy.info.clone(), filter, None);
         match unit.spawn(&self.streams) {
             Ok(unit) => self.list_stream = Some(unit),
             Err(refused) => tracing::debug!(%refused, "legacy list_changed stream refused"),
@@ -155,7 +168,8 @@ impl ConnState {
     /// Tells every stream to close (their handlers' `handle_close` runs); the connection's
     /// `post_stop` then waits for them through the supervisor's shutdown.
     pub(super) fn close_streams(&mut self) {
-        for mut unit in self.listens.drain().map(|(_, u)| u).chain(self.resource_streams.drain().map(|(_, u)| u)) {
+        let keyed = self.listens.drain().map(|(_, u)| u).chain(self.resource_streams.drain().map(|(_, u)| u));
+        for mut unit in keyed.chain(self.scoped_listens.drain(..)) {
             unit.close();
         }
         if let Some(mut unit) = self.list_stream.take() {

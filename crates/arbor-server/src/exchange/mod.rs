@@ -1,194 +1,144 @@
-//! Message-level serving for transports that are not one byte stream (Streamable HTTP).
+//! Message-level serving, for transports that are not one byte stream (Streamable HTTP).
 //!
-//! TODO(skeleton): filled in by the next commit.
+//! The transport decodes a body into a [`Parsed`], submits it to an [`Endpoint`] (a
+//! connection actor without a byte reader, under the server's supervision tree like any
+//! connection) together with a [`Route`], and reads from the route's [`RouteReceiver`]
+//! every server→client message the submission causes, tagged as an [`Outgoing`]
+//! notification, request or response: immediate refusals and housekeeping answers, the
+//! request task's progress, logs and final response, the server→client requests a legacy
+//! handler makes (whose answers come back in later submissions), a listen stream's
+//! notifications and result. Messages no submission caused (legacy `list_changed`,
+//! `resources/updated`) go to the endpoint's standalone route. [`OnClose`] says what a
+//! dropped receiver means: a cancel (2026-07-28) or nothing (legacy, where the HTTP layer
+//! buffers for resumption).
+//!
+//! This module is not an HTTP server: it knows no status codes, headers, sessions or SSE;
+//! `arbor-http` builds those on it, with the header rules of `arbor_protocol::era::http`.
+//!
+//! Invariant: an endpoint behaves as a stdio connection fed the same messages (same
+//! decoding, terms, gates, limits, deadlines, panics as -32603, batches), except that
+//! output is routed per submission, and that requests submitted with [`OnClose::Cancel`]
+//! are scoped to their exchange: outside the id table, cancelled only by their route
+//! closing.
 
-use std::sync::Arc;
+mod parsed;
+mod route;
+
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use arbor_protocol::era::http::ParamHeader;
-use arbor_protocol::error::McpError;
-use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::version::ProtocolVersion;
-use tokio::sync::mpsc;
+use arc_swap::ArcSwap;
 
+use crate::connection::{ConnMsg, ConnectionHandle, Io};
 use crate::error::ConnectError;
 use crate::serve::{ConnectOptions, Server};
 
-/// One server→client message, tagged with what it is (already serialised compact JSON, no
-/// newline).
-#[derive(Debug)]
-pub enum Outgoing {
-    /// A notification: progress/log of a request on this route, a listen stream's
-    /// notification, or (on the standalone route) an unrelated notification.
-    Notification(Vec<u8>),
-    /// A server→client request made by a request on this route, or (standalone) unrelated.
-    Request(Vec<u8>),
-    /// A JSON-RPC response (or error) answering one request submitted on this route, or a
-    /// whole batch array (2025-03-26). One per expected response.
-    Response(Vec<u8>),
-}
+pub use parsed::{BodyKind, Parsed};
+pub use route::{Outgoing, Route, RouteReceiver};
 
-impl Outgoing {
-    /// For a `Response` that is a JSON-RPC error, its code; `None` otherwise.
-    pub fn error_code(&self) -> Option<i64> {
-        todo!()
-    }
-}
-
-/// The sending half of a route; cheap to clone, unbounded.
-#[derive(Clone, Debug)]
-pub struct Route {
-    tx: Option<mpsc::UnboundedSender<Outgoing>>,
-}
-
-/// The receiving half of a route.
-#[derive(Debug)]
-pub struct RouteReceiver {
-    rx: mpsc::UnboundedReceiver<Outgoing>,
-}
-
-impl Route {
-    /// A connected pair.
-    pub fn channel() -> (Route, RouteReceiver) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Route { tx: Some(tx) }, RouteReceiver { rx })
-    }
-
-    /// A route that discards everything.
-    pub fn discard() -> Route {
-        Route { tx: None }
-    }
-
-    /// Whether the receiver was dropped.
-    pub fn is_closed(&self) -> bool {
-        self.tx.as_ref().is_some_and(|tx| tx.is_closed())
-    }
-}
-
-impl RouteReceiver {
-    /// The next message; `None` once every `Route` clone is dropped.
-    pub async fn recv(&mut self) -> Option<Outgoing> {
-        self.rx.recv().await
-    }
-
-    /// The next message if one is queued.
-    pub fn try_recv(&mut self) -> Option<Outgoing> {
-        self.rx.try_recv().ok()
-    }
-}
-
-/// What happens to the requests of a submission when its `RouteReceiver` is dropped.
+/// What happens to the requests of a submission when its [`RouteReceiver`] is dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnClose {
-    /// 2026-07-28 HTTP: closing the response stream cancels the request.
+    /// 2026-07-28 HTTP: closing the response stream cancels the request (its task is
+    /// stopped with outcome `Cancelled`, nothing is answered, its in-flight slot is freed;
+    /// a listen stream is closed and its handlers' `handle_close` runs). Requests submitted
+    /// this way are scoped to their exchange: they are not entered into the endpoint's id
+    /// table (no duplicate-id check against other exchanges, not reachable by
+    /// `notifications/cancelled`).
     Cancel,
-    /// Legacy HTTP: a disconnect is not a cancel; the request runs on.
+    /// Legacy HTTP: a disconnect is not a cancel; the request runs on and its output is
+    /// still sent to the route. Ids are checked against the session's in-flight table and
+    /// `notifications/cancelled` reaches them, as on stdio.
     Continue,
 }
 
-/// What kind of body a [`Parsed`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BodyKind {
-    /// One request (or a refused frame that would be answered).
-    Request,
-    /// One notification.
-    Notification,
-    /// One response or error response from the client.
-    Response,
-    /// A JSON-RPC batch.
-    Batch,
-}
-
-/// A decoded body (one message or a batch), parsed once, before routing.
+/// What an endpoint shares with its connection actor, readable without a message.
 #[derive(Debug)]
-pub struct Parsed {
-    _todo: (),
+pub(crate) struct EndpointShared {
+    /// Where messages unrelated to any submission go; replaceable.
+    pub(crate) standalone: Arc<ArcSwap<Route>>,
+    /// The legacy revision `initialize` negotiated, once it was answered.
+    pub(crate) negotiated: OnceLock<ProtocolVersion>,
 }
 
-impl Parsed {
-    /// Decodes a body.
-    pub fn parse(body: &[u8]) -> Parsed {
-        let _ = body;
-        todo!()
-    }
-    /// What kind of body it is.
-    pub fn kind(&self) -> BodyKind {
-        todo!()
-    }
-    /// The error this body will be answered with, if it is not a servable message.
-    pub fn error(&self) -> Option<&McpError> {
-        todo!()
-    }
-    /// Number of responses its submission will produce on the route.
-    pub fn expected_responses(&self) -> usize {
-        todo!()
-    }
-    /// For a single request: its method name as sent.
-    pub fn method(&self) -> Option<&str> {
-        todo!()
-    }
-    /// For a single request: its id.
-    pub fn request_id(&self) -> Option<&RequestId> {
-        todo!()
-    }
-    /// The request's params as JSON; `None` when absent.
-    pub fn params_json(&self) -> Option<&serde_json::Value> {
-        todo!()
-    }
-    /// The 2026-07-28 protocol version in `_meta`, if any.
-    pub fn modern_version(&self) -> Option<&str> {
-        todo!()
-    }
-    /// Whether the single message is `initialize`.
-    pub fn is_initialize(&self) -> bool {
-        todo!()
-    }
-}
-
-/// A connection actor fed message by message.
-#[derive(Clone, Debug)]
+/// A connection actor fed message by message: a legacy HTTP session, or a member of the
+/// pool that serves 2026-07-28 POSTs. It lives under the server's supervision tree like
+/// any connection (tenant bound, snapshot, shutdown). Cheap to clone.
+#[derive(Clone)]
 pub struct Endpoint {
-    _todo: (),
+    handle: ConnectionHandle,
+    shared: Arc<EndpointShared>,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("handle", &self.handle)
+            .field("negotiated", &self.shared.negotiated.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Endpoint {
-    /// Submits a parsed body; everything it causes goes to `route`. Never waits.
+    /// Submits a parsed body; everything it causes goes to `route`. Never waits on the
+    /// handler (one actor message). On a closed endpoint the route is dropped at once, so
+    /// its receiver reads `None` without any response.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
-        let _ = (parsed, route, on_close);
-        todo!()
+        let _ = self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close });
     }
-    /// Replaces the route for messages not related to any request.
+
+    /// Replaces the route for messages not related to any request (the legacy standalone
+    /// GET stream). Messages sent before are not moved; streams already open write to the
+    /// new route from their next message on.
     pub fn set_standalone(&self, route: Route) {
-        let _ = route;
-        todo!()
+        self.shared.standalone.store(Arc::new(route));
     }
+
     /// The negotiated legacy revision once `initialize` was answered.
     pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
-        todo!()
+        self.shared.negotiated.get().copied()
     }
-    /// Asks the endpoint to stop.
+
+    /// Asks the endpoint to stop: in-flight requests are stopped without answers and its
+    /// streams closed (handlers' `handle_close` run), as [`Connection::close`](crate::Connection::close).
     pub fn close(&self) {
-        todo!()
+        self.handle.close();
     }
+
     /// Waits until the endpoint has stopped.
     pub async fn closed(&self) {
-        todo!()
+        self.handle.wait().await;
     }
+
     /// Whether the endpoint is still running.
     pub fn is_open(&self) -> bool {
-        todo!()
+        self.handle.is_alive()
     }
 }
 
+/// The answer for tools without annotations, shared so a lookup allocates nothing.
+static NO_PARAM_HEADERS: LazyLock<Arc<[ParamHeader]>> = LazyLock::new(|| Arc::from(Vec::new()));
+
 impl Server {
-    /// Opens an endpoint: a connection actor with no byte transport, under the server's tree.
+    /// Opens an endpoint: a connection actor with no byte transport, under the server's
+    /// tree (tenant and auth from `options`). `standalone` receives the server→client
+    /// messages not related to any submission (see [`Endpoint::set_standalone`]).
     pub async fn open_endpoint(&self, options: ConnectOptions, standalone: Route) -> Result<Endpoint, ConnectError> {
-        let _ = (options, standalone);
-        todo!()
+        let shared = Arc::new(EndpointShared {
+            standalone: Arc::new(ArcSwap::from_pointee(standalone)),
+            negotiated: OnceLock::new(),
+        });
+        let handle = self.start_connection(Io::Endpoint(shared.clone()), options).await?;
+        Ok(Endpoint { handle, shared })
     }
 
-    /// `x-mcp-header` annotations of tool `name`.
+    /// The `x-mcp-header` annotations of tool `name`, for checking a 2026-07-28
+    /// `tools/call`'s `Mcp-Param-*` headers (`arbor_protocol::era::http::check_request_headers`).
+    /// A [`Router`](crate::Router) answers from what it cached at registration; a raw
+    /// handler through [`ServerHandler::tool_param_headers`](crate::ServerHandler::tool_param_headers).
+    /// Empty for unknown tools and tools without annotations.
     pub fn tool_param_headers(&self, name: &str) -> Arc<[ParamHeader]> {
-        let _ = name;
-        todo!()
+        self.handler().tool_param_headers(name).unwrap_or_else(|| NO_PARAM_HEADERS.clone())
     }
 }

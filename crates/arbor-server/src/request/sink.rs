@@ -1,8 +1,9 @@
-//! Where a request's progress and log notifications go: its connection's writer.
+//! Where a request's progress and log notifications go: its connection's output.
 //!
-//! One [`ConnectionSink`] per connection, shared by all its requests (a clone of an `Arc`
-//! per request, no allocation). Notifications are encoded straight into the writer's batch
-//! buffer. This module does not decide whether a notification may be sent (the
+//! One [`ConnectionSink`] per byte-stream connection, shared by all its requests (a clone
+//! of an `Arc` per request, no allocation), whose notifications are encoded straight into
+//! the writer's batch buffer; an endpoint makes one per submission, writing to that
+//! submission's route. This module does not decide whether a notification may be sent (the
 //! [`RequestContext`](crate::RequestContext) checks the token, the level and that the
 //! request is still running); it only writes.
 //!
@@ -14,34 +15,34 @@ use arbor_protocol::methods::{LoggingMessage, Progress};
 use arbor_protocol::model::common::ProgressToken;
 use arbor_protocol::model::logging::{LoggingLevel, LoggingMessageNotificationParams};
 use arbor_protocol::model::utilities::ProgressNotificationParams;
-use arbor_transport::FrameWriter;
 use serde::Serialize;
 use serde_json::{Number, Value};
 
+use crate::connection::output::{Kind, Output};
 use crate::context::RequestSink;
 
 /// Writes a connection's request-scoped notifications.
 #[derive(Debug)]
 pub(crate) struct ConnectionSink {
-    writer: FrameWriter,
+    output: Output,
 }
 
 impl ConnectionSink {
-    pub(crate) fn new(writer: FrameWriter) -> ConnectionSink {
-        ConnectionSink { writer }
+    pub(crate) fn new(output: Output) -> ConnectionSink {
+        ConnectionSink { output }
     }
 }
 
-/// Encodes one notification frame into the writer's buffer.
-pub(crate) fn notify<N: Notification>(writer: &FrameWriter, params: &N::Params) {
-    write_frame(writer, &NotificationFrame { method: N::METHOD.as_str(), params });
+/// Encodes one notification frame into the output.
+pub(crate) fn notify<N: Notification>(output: &Output, params: &N::Params) {
+    write_frame(output, Kind::Notification, &NotificationFrame { method: N::METHOD.as_str(), params });
 }
 
-/// Encodes any frame into the writer's buffer; a closed writer drops it.
-pub(crate) fn write_frame<T: Serialize>(writer: &FrameWriter, frame: &T) {
+/// Encodes any frame into the output; a closed output drops it.
+pub(crate) fn write_frame<T: Serialize>(output: &Output, kind: Kind, frame: &T) {
     // Our model types serialise to compact JSON without raw newlines, so this cannot be
-    // refused; a closed writer means the peer is gone and the frame has nowhere to go.
-    let _ = writer.send_with(|buf| {
+    // refused; a closed output means the peer is gone and the frame has nowhere to go.
+    let _ = output.send_with(kind, |buf| {
         serde_json::to_writer(buf, frame).expect("a model type always serialises");
     });
 }
@@ -65,7 +66,7 @@ impl RequestSink for ConnectionSink {
             message,
             extra: Default::default(),
         };
-        notify::<Progress>(&self.writer, &params);
+        notify::<Progress>(&self.output, &params);
     }
 
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
@@ -76,6 +77,6 @@ impl RequestSink for ConnectionSink {
             data,
             extra: Default::default(),
         };
-        notify::<LoggingMessage>(&self.writer, &params);
+        notify::<LoggingMessage>(&self.output, &params);
     }
 }

@@ -51,6 +51,7 @@ pub use tool::{Tool, ToolRoute};
 use crate::context::RequestContext;
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::reply::Reply;
+use arbor_protocol::era::http::ParamHeader;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::capabilities::{
@@ -342,6 +343,11 @@ impl ServerHandler for Router {
 
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
         self.shared.tools.load().get(tool).and_then(|t| t.deadline)
+    }
+
+    fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
+        let tools = self.shared.tools.load();
+        tools.get(tool).map(|t| t.param_headers.clone()).filter(|h| !h.is_empty())
     }
 
     fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {

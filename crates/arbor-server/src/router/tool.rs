@@ -16,6 +16,7 @@ use super::result::{structured, IntoStructuredResult, IntoToolResult};
 use super::schema::{self, Contract};
 use crate::context::RequestContext;
 use crate::reply::Reply;
+use arbor_protocol::era::http::ParamHeader;
 use arbor_protocol::error::McpError;
 use arbor_protocol::meta::Meta;
 use arbor_protocol::model::common::{Icon, JsonObject};
@@ -57,6 +58,9 @@ pub struct ToolRoute {
     pub(crate) tool: ToolDefinition,
     pub(crate) deadline: Option<Duration>,
     pub(crate) input: Arc<jsonschema::Validator>,
+    /// The input schema's `x-mcp-header` annotations, read once when the tool is
+    /// registered, so a 2026-07-28 HTTP call costs no schema walk.
+    pub(crate) param_headers: Arc<[ParamHeader]>,
     handler: ErasedTool,
 }
 
@@ -164,7 +168,9 @@ impl ToolRoute {
             tracing::warn!(tool = %name, "tool names should be 1-128 characters of A-Z, a-z, 0-9, '_', '-' and '.'");
         }
         let tool = ToolDefinition { name, input_schema, output_schema, ..Default::default() };
-        ToolRoute { tool, deadline: None, input, handler: call }
+        let param_headers =
+            Arc::from(arbor_protocol::era::http::param_headers(&Value::Object(tool.input_schema.clone())));
+        ToolRoute { tool, deadline: None, input, param_headers, handler: call }
     }
 
     /// What the tool does, for the model.

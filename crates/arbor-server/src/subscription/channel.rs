@@ -19,11 +19,11 @@ use arbor_protocol::meta::SUBSCRIPTION_ID;
 use arbor_protocol::method::NotificationFrame;
 use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
-use arbor_transport::FrameWriter;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::connection::output::{Kind, Output};
 use crate::context::ConnectionInfo;
 
 /// Why [`Channel::send`] or [`Channel::join`] refused.
@@ -67,7 +67,12 @@ pub(crate) struct StreamShared {
     /// whose notifications carry no subscription id.
     pub(crate) id: Option<RequestId>,
     pub(crate) connection: Arc<ConnectionInfo>,
-    pub(crate) writer: FrameWriter,
+    /// Where the stream writes: the connection's byte stream, the listen's route on an
+    /// endpoint, or the endpoint's standalone route for legacy streams.
+    pub(crate) output: Output,
+    /// Whether the stream ends (as if told to close) when its output's reader goes away:
+    /// a 2026-07-28 HTTP listen, whose closed response stream is its cancellation.
+    pub(crate) close_with_output: bool,
     pub(crate) bus: Arc<dyn Bus>,
     /// The queue options of the runtime's own joins.
     pub(crate) options: SubscribeOptions,
@@ -78,7 +83,8 @@ impl StreamShared {
     pub(crate) fn new(
         id: Option<RequestId>,
         connection: Arc<ConnectionInfo>,
-        writer: FrameWriter,
+        output: Output,
+        close_with_output: bool,
         bus: Arc<dyn Bus>,
         options: SubscribeOptions,
         filter: SubscriptionFilter,
@@ -86,7 +92,8 @@ impl StreamShared {
         Arc::new(StreamShared {
             id,
             connection,
-            writer,
+            output,
+            close_with_output,
             bus,
             options,
             state: Mutex::new(State { phase: Phase::Opening, held: Vec::new(), filter, joins: Vec::new() }),
@@ -118,7 +125,7 @@ impl StreamShared {
         state.phase = Phase::Open;
         let held = std::mem::take(&mut state.held);
         for frame in first.into_iter().chain(held) {
-            let _ = self.writer.send(&frame);
+            let _ = self.output.send_vec(Kind::Notification, frame);
         }
     }
 
@@ -215,8 +222,10 @@ impl Channel {
                     state.held.push(serde_json::to_vec(&frame).expect("a string and an id serialise"));
                 } else {
                     self.shared
-                        .writer
-                        .send_with(|buf| serde_json::to_writer(buf, &frame).expect("a string and an id serialise"))
+                        .output
+                        .send_with(Kind::Notification, |buf| {
+                            serde_json::to_writer(buf, &frame).expect("a string and an id serialise")
+                        })
                         .map_err(|_| ChannelError::Closed)?;
                 }
                 return Ok(());
@@ -227,7 +236,7 @@ impl Channel {
         match state.phase {
             Phase::Opening => state.held.push(frame),
             _ => {
-                self.shared.writer.send(&frame).map_err(|_| ChannelError::Closed)?;
+                self.shared.output.send_vec(Kind::Notification, frame).map_err(|_| ChannelError::Closed)?;
             }
         }
         Ok(())
@@ -327,7 +336,8 @@ mod tests {
             let shared = StreamShared::new(
                 id.clone(),
                 connection.clone(),
-                writer.clone(),
+                Output::Frames(writer.clone()),
+                false,
                 bus.clone(),
                 SubscribeOptions::coalesce(),
                 Default::default(),

@@ -47,6 +47,7 @@ use tokio::sync::oneshot;
 use super::channel::StreamShared;
 use super::{intersect, Channel, ErasedHandler, ErasedState, Flow, Subscribe};
 use crate::connection::inbound::MAX_UNREAD_OUTPUT;
+use crate::connection::output::Kind;
 
 /// Everything a stream starts with.
 pub(crate) struct Unit {
@@ -119,7 +120,8 @@ impl Unit {
                 Subscribe::Reject(error) => {
                     stream.shared.close();
                     if let Some(id) = &stream.shared.id {
-                        let _ = stream.shared.writer.send(&error.to_response(Some(id.clone())).to_vec());
+                        let _ =
+                            stream.shared.output.send_vec(Kind::Response, error.to_response(Some(id.clone())).to_vec());
                     }
                     // The handlers that had accepted see the stream torn down by another.
                     stream.close_all().await;
@@ -134,7 +136,8 @@ impl Unit {
         // Across nodes, a join takes effect at the bus's source asynchronously: the client
         // hears the stream is open only once a message published anywhere will reach it.
         stream.shared.bus.settled().await;
-        if !matches!(close.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+        let output_gone = stream.shared.close_with_output && stream.shared.output.is_closed();
+        if output_gone || !matches!(close.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
             // Cancelled while opening: nothing more may be sent for this id.
             stream.shared.close();
             stream.close_all().await;
@@ -158,6 +161,16 @@ impl Unit {
         }
         stream.serve(close).await;
         Ok(())
+    }
+}
+
+/// Completes when the stream's output is gone and that ends the stream (an HTTP listen);
+/// never otherwise.
+async fn closed_output(shared: &StreamShared) {
+    if shared.close_with_output {
+        shared.output.closed().await;
+    } else {
+        std::future::pending().await
     }
 }
 
@@ -190,20 +203,22 @@ impl Stream {
         let mut next = 0usize;
         let end = loop {
             subs.extend(self.shared.take_joins());
-            let writer = &self.shared.writer;
-            if writer.buffered() >= MAX_UNREAD_OUTPUT {
+            let output = &self.shared.output;
+            if output.buffered() >= MAX_UNREAD_OUTPUT {
                 // The client is not reading: let the bus queue (and its overflow policy)
                 // absorb what comes meanwhile.
                 tokio::select! {
                     _ = &mut close => break End::Outside,
-                    () = writer.drained_below(MAX_UNREAD_OUTPUT / 2) => continue,
-                    () = writer.closed() => break End::Outside,
+                    () = output.drained_below(MAX_UNREAD_OUTPUT / 2) => continue,
+                    () = output.closed() => break End::Outside,
                 }
             }
             let event = poll_fn(|cx| poll_any(&mut subs, &mut next, cx));
             let (index, event) = tokio::select! {
                 biased;
                 _ = &mut close => break End::Outside,
+                // An HTTP listen's closed response stream is its cancellation.
+                () = closed_output(&self.shared) => break End::Outside,
                 ready = event => ready,
             };
             let owner = subs[index].0;
@@ -254,7 +269,7 @@ impl Stream {
     /// Answers the listen request: the complete result, or an error.
     fn finish(&self, error: Option<McpError>) {
         let Some(id) = &self.shared.id else { return };
-        let writer = &self.shared.writer;
+        let output = &self.shared.output;
         match error {
             None => {
                 let mut meta = Meta::new();
@@ -264,16 +279,19 @@ impl Stream {
                     result_type: Some(ResultType::Complete),
                     extra: Default::default(),
                 };
-                let _ = writer.send(&encode_response(id, &result));
+                let _ = output.send_vec(Kind::Response, encode_response(id, &result));
             }
             Some(error) => {
-                let _ = writer.send(&error.to_response(Some(id.clone())).to_vec());
+                let _ = output.send_vec(Kind::Response, error.to_response(Some(id.clone())).to_vec());
             }
         }
         // stdio: the cancellation page says a server ending a listen MUST also send
-        // `notifications/cancelled` for it; clients accept either signal.
-        let params = json!({"requestId": id.to_value(), "reason": "subscription ended by the server"});
-        let _ = writer.send(&self.shared.encode("notifications/cancelled", params));
+        // `notifications/cancelled` for it; clients accept either signal. Over HTTP the
+        // response ends the listen's own stream, and nothing may follow it there.
+        if !output.is_route() {
+            let params = json!({"requestId": id.to_value(), "reason": "subscription ended by the server"});
+            let _ = output.send_vec(Kind::Notification, self.shared.encode("notifications/cancelled", params));
+        }
     }
 
     /// `handle_close` for every handler still holding a state.
@@ -311,6 +329,7 @@ fn poll_any(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::output::Output;
     use crate::context::ConnectionInfo;
     use arbor_bus::{Bus, LocalBus, SubscribeOptions};
     use arbor_protocol::version::ProtocolVersion;
@@ -330,7 +349,15 @@ mod tests {
             protocol_version: ProtocolVersion::LATEST,
         });
         let bus: Arc<dyn Bus> = Arc::new(LocalBus::new());
-        let shared = StreamShared::new(None, connection, writer, bus, SubscribeOptions::coalesce(), Default::default());
+        let shared = StreamShared::new(
+            None,
+            connection,
+            Output::Frames(writer),
+            false,
+            bus,
+            SubscribeOptions::coalesce(),
+            Default::default(),
+        );
         let unit = Unit { shared, handlers: Arc::from(Vec::new()), requested: Default::default(), ready: None };
         let (_close, rx) = oneshot::channel();
         let future = unit.run(rx);

@@ -1,0 +1,169 @@
+//! Spawning a request task: the last step of routing a request, and the one with the most
+//! bookkeeping.
+//!
+//! A request that passed its era, gates and capability checks gets the duplicate-id check
+//! (unless it is scoped to its exchange), a tenant slot, its deadline, a sink and a
+//! requester writing where its submission's output goes, and a supervised task whose
+//! report writes the response (or the panic or timeout error) and gives the slot back. A
+//! request submitted to an endpoint with `OnClose::Cancel` races its work against its
+//! route closing and then cancels itself through its own task handle, so it ends exactly
+//! like a client's cancel; it never enters the in-flight table. It is not where the era or
+//! gates are decided (`route.rs`).
+//!
+//! Invariant: the tenant slot taken here is released exactly once: by the report, or at
+//! once when the spawn is refused.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef};
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::Meta;
+use arbor_protocol::methods::ClientRequest;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::output::Kind;
+use super::ConnState;
+use crate::context::RequestSink;
+use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
+use crate::request::sink::ConnectionSink;
+use crate::request::{error_frame, JobTerms, RequestJob};
+
+impl ConnState {
+    pub(super) fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
+        // A request scoped to its exchange is not in the id table: another exchange may
+        // use the same id, and only closing its route cancels it.
+        let scoped = self.scoped();
+        if !scoped
+            && (self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
+                || self.listens.get(&id).is_some_and(|unit| !unit.is_finished()))
+        {
+            return self.reply_error(Some(id), &duplicate_id());
+        }
+        let config = &self.shared.config;
+        if !self.tenant.try_acquire() {
+            let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
+            return self.reply_error(Some(id), &err);
+        }
+        let method = request.method();
+        let deadline = match &*request {
+            ClientRequest::CallTool(p) => {
+                let handler = &self.shared.handler;
+                // A panicking override falls back to the default rather than taking the
+                // connection down with it.
+                std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
+            }
+            _ => None,
+        }
+        .unwrap_or(config.default_deadline);
+        // A byte stream's requests share the connection's sink and handle; a submission's
+        // get their own, writing to its route.
+        let (sink, requester) = match &self.current {
+            None => (self.sink.clone(), self.me.clone()),
+            Some(current) => (
+                Arc::new(ConnectionSink::new(current.output.clone())) as Arc<dyn RequestSink>,
+                self.me.with_output(current.output.clone()),
+            ),
+        };
+        let job = RequestJob {
+            shared: self.shared.clone(),
+            id: id.clone(),
+            request,
+            meta,
+            terms,
+            deadline: Some(Instant::now() + deadline),
+            sink,
+            requester,
+            signal: Default::default(),
+        };
+        let report = {
+            let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
+            move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
+                tenant.release();
+                let frame = match outcome {
+                    TaskOutcome::Completed(frame) => frame,
+                    TaskOutcome::Failed(never) => match never {},
+                    TaskOutcome::Panicked(message) => {
+                        tracing::error!(%id, %method, %message, "request handler panicked");
+                        error_frame(&id, &panicked(method))
+                    }
+                    TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
+                    // Cancelled by the client (or its route closed), or the connection is
+                    // stopping: no answer.
+                    TaskOutcome::Cancelled | TaskOutcome::Shutdown => {
+                        if let Some(batch) = batch {
+                            batch.report(None);
+                        }
+                        return;
+                    }
+                };
+                match batch {
+                    Some(batch) => batch.report(Some(frame)),
+                    None => {
+                        let _ = output.send_vec(Kind::Response, frame);
+                    }
+                }
+            }
+        };
+        // Boxed once here (the request's state is several KiB), so the task wrapper and
+        // tokio move a pointer instead of copying that state at every layer; this alone
+        // tripled pipelined throughput.
+        // A span per request, child of the connection's, with the id and method as fields;
+        // without a subscriber interested in debug spans it costs a relaxed load.
+        let span = tracing::debug_span!(parent: &self.span, "request", %id, %method);
+        let options = TaskOptions::deadline(deadline);
+        let spawned = if scoped {
+            let route = self.out().clone();
+            let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
+            let stop = async move {
+                route.closed().await;
+                // The task cancels itself through its own handle, so it ends `Cancelled`
+                // exactly as a client's cancel would: dropped work, no answer, slot freed.
+                if let Ok(task) = task_rx.await {
+                    let _ = task.cancel();
+                }
+                std::future::pending::<std::convert::Infallible>().await
+            };
+            let work = Box::pin(
+                async move {
+                    tokio::select! {
+                        biased;
+                        response = job.run() => Ok(response),
+                        never = stop => match never {},
+                    }
+                }
+                .instrument(span),
+            );
+            self.tasks.spawn_reporting(options, work, report).inspect(|task| {
+                let _ = task_tx.send(task.clone());
+            })
+        } else {
+            let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
+            self.tasks.spawn_reporting(options, work, report)
+        };
+        match spawned {
+            Ok(_) if scoped => {}
+            Ok(task) => {
+                if self.in_flight.len() >= self.sweep_at {
+                    self.in_flight.retain(|_, task| !task.is_finished());
+                    self.sweep_at = (self.in_flight.len() * 2).max(64);
+                }
+                self.in_flight.insert(id, task);
+            }
+            Err(refused) => {
+                // The report was dropped unrun with the refused work; give the slot back.
+                self.tenant.release();
+                let err = match refused {
+                    SpawnError::Overloaded { max } => {
+                        overloaded(OverloadScope::Connection, max, self.shared.config.overload_retry_after)
+                    }
+                    SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
+                };
+                self.reply_error(Some(id), &err);
+            }
+        }
+    }
+}
