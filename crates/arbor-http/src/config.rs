@@ -1,0 +1,156 @@
+//! [`HttpConfig`]: where the endpoint listens and the limits it enforces.
+//!
+//! Plain data read once when an [`HttpServer`](crate::HttpServer) is built; nothing here
+//! acts. It is not the server's own configuration (`arbor_server::ServerConfig` holds the
+//! in-flight bounds, deadlines and revisions); only what HTTP adds.
+//!
+//! Invariant: every limit has a safe default (loopback bind, loopback-only `Host` names,
+//! no cross-origin access, a body cap, a nesting cap, bounded sessions and event buffers),
+//! so `HttpConfig::default()` is fit to face a browser on the same machine.
+
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_server::ConnectOptions;
+use axum::http::request::Parts;
+
+/// Picks the tenant and identity of a request from its head (for example from an
+/// `Authorization` header already checked by a layer in front). Called once per modern
+/// POST and once per legacy `initialize`; a legacy session keeps what its `initialize` got.
+pub type TenantHook = Arc<dyn Fn(&Parts) -> ConnectOptions + Send + Sync>;
+
+/// Cross-origin access for browser clients; off unless set.
+#[derive(Clone, Debug, Default)]
+pub struct CorsConfig {
+    /// Exact origins allowed (`https://app.example`); empty allows any origin, which is
+    /// only sensible behind authentication.
+    pub allow_origins: Vec<String>,
+    /// How long a browser may cache a preflight answer.
+    pub max_age: Option<Duration>,
+}
+
+/// Settings of an [`HttpServer`](crate::HttpServer).
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// Where [`HttpServer::bind`](crate::HttpServer::bind) listens. Default `127.0.0.1:3000`;
+    /// port 0 picks a free port.
+    pub bind: SocketAddr,
+    /// The MCP endpoint's path. Default `/mcp`.
+    pub path: String,
+    /// `Host` header values accepted (exact, case-insensitive; an entry without a port
+    /// accepts that name with any port). `None`: the loopback names (`localhost`,
+    /// `127.0.0.1`, `[::1]`, any port) when bound to a loopback address, no check
+    /// otherwise. Guards against DNS rebinding.
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Exact `Origin` values allowed besides loopback origins whose host is allowed.
+    /// A request without `Origin` (not from a browser) is not checked.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes; larger ones get 413. Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// Deepest JSON nesting accepted in a body (arrays and objects); deeper ones get 400
+    /// and -32600 before any parsing. Default 64.
+    pub max_json_depth: usize,
+    /// A legacy session with no request and no open stream for this long is closed.
+    /// Default 10 minutes.
+    pub session_idle_timeout: Duration,
+    /// Legacy sessions held at once; an `initialize` beyond it gets 503. Default 100,000.
+    pub max_sessions: usize,
+    /// Events kept per legacy SSE stream for replay after `Last-Event-ID`. Default 64.
+    pub event_buffer: usize,
+    /// Interval of `:` keep-alive comments on SSE streams. Default 15 s.
+    pub keep_alive: Duration,
+    /// The `retry` sent in the priming event of a 2025-11-25 POST stream. Default 1 s.
+    pub sse_retry: Duration,
+    /// How long a POST waits for its response before answering with an SSE stream even
+    /// though nothing precedes the response (so keep-alives can flow, and a 2025-11-25
+    /// client gets a priming event it can resume from). Default 15 s.
+    pub json_wait: Duration,
+    /// SEP-1699 polling: a 2025-11-25 POST stream still unanswered after this long is
+    /// closed by the server (after its priming event); the client comes back with GET and
+    /// `Last-Event-ID` after `sse_retry` and the stream resumes. Default off.
+    pub sse_polling: Option<Duration>,
+    /// Serve the 2024-11-05 HTTP+SSE transport too: `GET {parent}/sse` opens the stream
+    /// and sends `event: endpoint` with `{parent}/messages?sessionId=…`, where `{parent}` is
+    /// `path` without its last segment (`/mcp` → `/sse` and `/messages`). Default off.
+    pub legacy_sse: bool,
+    /// Cross-origin access; `None` (default) sends no CORS headers.
+    pub cors: Option<CorsConfig>,
+    /// Tenant and identity per request; `None` puts everything in the default tenant.
+    pub tenant: Option<TenantHook>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 3000)),
+            path: "/mcp".to_owned(),
+            allowed_hosts: None,
+            allowed_origins: Vec::new(),
+            max_body_bytes: 4 * 1024 * 1024,
+            max_json_depth: 64,
+            session_idle_timeout: Duration::from_secs(600),
+            max_sessions: 100_000,
+            event_buffer: 64,
+            keep_alive: Duration::from_secs(15),
+            sse_retry: Duration::from_secs(1),
+            json_wait: Duration::from_secs(15),
+            sse_polling: None,
+            legacy_sse: false,
+            cors: None,
+            tenant: None,
+        }
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("bind", &self.bind)
+            .field("path", &self.path)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_json_depth", &self.max_json_depth)
+            .field("session_idle_timeout", &self.session_idle_timeout)
+            .field("max_sessions", &self.max_sessions)
+            .field("event_buffer", &self.event_buffer)
+            .field("keep_alive", &self.keep_alive)
+            .field("sse_retry", &self.sse_retry)
+            .field("json_wait", &self.json_wait)
+            .field("sse_polling", &self.sse_polling)
+            .field("legacy_sse", &self.legacy_sse)
+            .field("cors", &self.cors)
+            .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
+            .finish()
+    }
+}
+
+impl HttpConfig {
+    /// The same configuration listening on `bind`.
+    pub fn bind(mut self, bind: SocketAddr) -> Self {
+        self.bind = bind;
+        self
+    }
+
+    /// The same configuration serving the endpoint at `path`.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The same configuration with a tenant hook.
+    pub fn tenant(mut self, hook: impl Fn(&Parts) -> ConnectOptions + Send + Sync + 'static) -> Self {
+        self.tenant = Some(Arc::new(hook));
+        self
+    }
+
+    /// `path` without its last segment: where the 2024-11-05 `/sse` and `/messages` live.
+    pub(crate) fn legacy_sse_base(&self) -> &str {
+        match self.path.rfind('/') {
+            Some(i) => &self.path[..i],
+            None => "",
+        }
+    }
+}

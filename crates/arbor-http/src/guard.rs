@@ -1,0 +1,266 @@
+//! Hardening: the checks every request passes before any MCP code sees it (`Host`,
+//! `Origin`, `Accept`, `Content-Type`, body size, JSON nesting depth), and the one way an
+//! HTTP-level refusal is written (status plus a JSON-RPC error body).
+//!
+//! It is not authentication (put an auth layer in front, or use the tenant hook) and not
+//! the 2026-07-28 header rules (those are `arbor_protocol::era::http`, applied by the
+//! modern path after parsing).
+//!
+//! Invariant: a refused request costs only itself: the checks read the request head and
+//! the body bytes, touch no shared state, and answer with the status the spec names.
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+
+use crate::config::HttpConfig;
+
+/// Loopback names accepted by default (compared without the port, lowercased).
+const LOOPBACK_NAMES: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
+
+/// Which `Host` values are accepted, read once from the configuration.
+#[derive(Clone, Debug)]
+pub(crate) enum HostPolicy {
+    /// No check (bound to a non-loopback address and no list given).
+    Any,
+    /// Lowercased names, each with an optional required port.
+    List(Vec<(String, Option<u16>)>),
+}
+
+/// The request checks, prepared once.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    hosts: HostPolicy,
+    origins: Vec<String>,
+    /// CORS with an empty origin list: any origin is welcome.
+    any_origin: bool,
+    pub(crate) max_body: usize,
+    pub(crate) max_depth: usize,
+}
+
+impl Guard {
+    pub(crate) fn new(config: &HttpConfig) -> Guard {
+        let hosts = match &config.allowed_hosts {
+            Some(list) => HostPolicy::List(list.iter().map(|h| split_host(&h.to_ascii_lowercase())).collect()),
+            None if config.bind.ip().is_loopback() => {
+                HostPolicy::List(LOOPBACK_NAMES.iter().map(|n| ((*n).to_owned(), None)).collect())
+            }
+            None => HostPolicy::Any,
+        };
+        let mut origins = config.allowed_origins.clone();
+        let mut any_origin = false;
+        if let Some(cors) = &config.cors {
+            any_origin = cors.allow_origins.is_empty();
+            origins.extend(cors.allow_origins.iter().cloned());
+        }
+        Guard { hosts, origins, any_origin, max_body: config.max_body_bytes, max_depth: config.max_json_depth }
+    }
+
+    /// `Host` and `Origin`: 403 with a JSON-RPC error when either is foreign.
+    pub(crate) fn check_origin_and_host(&self, headers: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+        if let HostPolicy::List(allowed) = &self.hosts {
+            let ok = match headers.get(header::HOST).map(|v| v.to_str()) {
+                Some(Ok(host)) => {
+                    let (name, port) = split_host(&host.to_ascii_lowercase());
+                    allowed.iter().any(|(n, p)| *n == name && (p.is_none() || *p == port))
+                }
+                // HTTP/2 carries the authority instead of `Host`; hyper maps it to the URI,
+                // and a request with neither has no name to rebind.
+                None => true,
+                Some(Err(_)) => false,
+            };
+            if !ok {
+                return Err(Box::new(reject(StatusCode::FORBIDDEN, &forbidden("Host header is not allowed"), None)));
+            }
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            if !self.origin_allowed(origin) {
+                return Err(Box::new(reject(StatusCode::FORBIDDEN, &forbidden("Origin is not allowed"), None)));
+            }
+        }
+        Ok(())
+    }
+
+    fn origin_allowed(&self, origin: &HeaderValue) -> bool {
+        if self.any_origin {
+            return true;
+        }
+        let Ok(origin) = origin.to_str() else { return false };
+        if self.origins.iter().any(|o| o == origin) {
+            return true;
+        }
+        // A page served from this machine (any port) is local; anything else, including
+        // the opaque `null` origin, must be listed.
+        let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+        match rest {
+            Some(authority) if !authority.contains('/') => {
+                let (name, _) = split_host(&authority.to_ascii_lowercase());
+                LOOPBACK_NAMES.contains(&name.as_str())
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The checks of a POST's head: `Content-Type` (415) and `Accept` (406).
+pub(crate) fn check_post_head(headers: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| media_type(ct).eq_ignore_ascii_case("application/json"))
+        .unwrap_or(false);
+    if !json {
+        let err = McpError::InvalidRequest {
+            message: "Unsupported Media Type: Content-Type must be application/json".into(),
+            data: None,
+        };
+        return Err(Box::new(reject(StatusCode::UNSUPPORTED_MEDIA_TYPE, &err, None)));
+    }
+    if !accepts(headers, "application/json", true) || !accepts(headers, "text/event-stream", true) {
+        let err = McpError::InvalidRequest {
+            message: "Not Acceptable: Accept must list application/json and text/event-stream".into(),
+            data: None,
+        };
+        return Err(Box::new(reject(StatusCode::NOT_ACCEPTABLE, &err, None)));
+    }
+    Ok(())
+}
+
+/// Whether `Accept` admits `wanted` (wildcards count); an absent header admits
+/// `if_absent`.
+pub(crate) fn accepts(headers: &HeaderMap, wanted: &str, if_absent: bool) -> bool {
+    let mut seen = false;
+    let (major, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    for value in headers.get_all(header::ACCEPT) {
+        seen = true;
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let t = media_type(item);
+            if t.eq_ignore_ascii_case(wanted) || t == "*/*" {
+                return true;
+            }
+            if let Some(m) = t.strip_suffix("/*") {
+                if m.eq_ignore_ascii_case(major) {
+                    return true;
+                }
+            }
+        }
+    }
+    !seen && if_absent
+}
+
+/// The media type of a header value, without parameters or spaces.
+fn media_type(value: &str) -> &str {
+    value.split(';').next().unwrap_or("").trim()
+}
+
+/// Splits `name[:port]` (with `[v6]:port`) into the name and the port.
+fn split_host(host: &str) -> (String, Option<u16>) {
+    if let Some(rest) = host.strip_prefix('[') {
+        if let Some(end) = rest.find(']') {
+            let name = format!("[{}]", &rest[..end]);
+            let port = rest[end + 1..].strip_prefix(':').and_then(|p| p.parse().ok());
+            return (name, port);
+        }
+    }
+    match host.rsplit_once(':') {
+        // A bare IPv6 address has several colons and no port.
+        Some((name, port)) if !name.contains(':') => (name.to_owned(), port.parse().ok()),
+        _ => (host.to_owned(), None),
+    }
+}
+
+/// Whether `body` nests arrays and objects deeper than `max` (strings are skipped, escapes
+/// respected). A pre-scan, so a hostile body never reaches a recursive parser.
+pub(crate) fn too_deep(body: &[u8], max: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in body {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+pub(crate) fn forbidden(message: &str) -> McpError {
+    McpError::Other { code: -32000, message: format!("Forbidden: {message}"), data: None }
+}
+
+/// An HTTP refusal: `status` with the JSON-RPC error body for `err`.
+pub(crate) fn reject(status: StatusCode, err: &McpError, id: Option<RequestId>) -> Response<Body> {
+    let body = err.to_response(id).to_vec();
+    json_response(status, body)
+}
+
+/// A JSON body with `status`.
+pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// An empty answer with `status` (202 for notifications, 405, DELETE's 204).
+pub(crate) fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
+
+/// 405 with the methods the endpoint answers.
+pub(crate) fn method_not_allowed(allow: &'static str) -> Response<Body> {
+    let err = McpError::Other { code: -32000, message: "Method Not Allowed".into(), data: None };
+    let mut response = reject(StatusCode::METHOD_NOT_ALLOWED, &err, None);
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+/// The status a JSON answer of the 2026-07-28 era carries for an error `code`.
+pub(crate) fn modern_status(code: Option<i64>) -> StatusCode {
+    match code {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32020 | -32021 | -32022 | -32602 | -32600 | -32700) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_scan_skips_strings_and_counts_nesting() {
+        assert!(!too_deep(br#"{"a":[1,{"b":"[[[[[[["}]}"#, 3));
+        assert!(too_deep(br#"{"a":[[[1]]]}"#, 3));
+        assert!(!too_deep(br#"{"a":"\"[[[[\\"}"#, 1));
+    }
+
+    #[test]
+    fn host_split_handles_ports_and_v6() {
+        assert_eq!(split_host("localhost:3000"), ("localhost".into(), Some(3000)));
+        assert_eq!(split_host("[::1]:80"), ("[::1]".into(), Some(80)));
+        assert_eq!(split_host("127.0.0.1"), ("127.0.0.1".into(), None));
+        assert_eq!(split_host("::1"), ("::1".into(), None));
+    }
+}

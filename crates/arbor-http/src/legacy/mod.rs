@@ -1,0 +1,295 @@
+//! The 2025-03-26 … 2025-11-25 path: sessions opened by `initialize`, POSTs answered as
+//! JSON or as resumable SSE streams, the standalone GET stream, DELETE; and, as an
+//! option, the 2024-11-05 HTTP+SSE transport (`sse_transport`).
+//!
+//! It is not the session's protocol state (the endpoint, a connection actor, negotiates
+//! and serves); it maps HTTP onto it: which stream a message goes on, what is kept for
+//! `Last-Event-ID`, when a session is gone.
+//!
+//! Invariants: a disconnect is not a cancel (`OnClose::Continue`; a POST stream's pump
+//! keeps buffering after its client left); every message goes on exactly one stream (the
+//! POST stream of the request it belongs to, or the standalone stream); 404 means the
+//! session is unknown or gone, 400 that the request named none.
+
+pub(crate) mod session;
+pub(crate) mod sse_transport;
+pub(crate) mod stream;
+
+use std::sync::Arc;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::version::{Era, Feature, ProtocolVersion};
+use arbor_server::{BodyKind, OnClose, Outgoing, Parsed, Route};
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Response, StatusCode};
+
+pub(crate) use session::Sessions;
+use session::{new_session_id, Session};
+use stream::{EventStream, ReaderStart};
+
+use crate::guard::{accepts, empty, json_response, modern_status, reject};
+use crate::server::{Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::sse;
+
+fn bad_request(message: &str) -> Response<Body> {
+    let err = McpError::InvalidRequest { message: format!("Bad Request: {message}"), data: None };
+    reject(StatusCode::BAD_REQUEST, &err, None)
+}
+
+fn session_not_found() -> Response<Body> {
+    let err = McpError::Other { code: -32001, message: "Session not found".into(), data: None };
+    reject(StatusCode::NOT_FOUND, &err, None)
+}
+
+fn unavailable(err: &McpError) -> Response<Body> {
+    reject(StatusCode::SERVICE_UNAVAILABLE, err, None)
+}
+
+/// The session a request names: `Err` is the 404 (or 400 for a malformed id).
+// The error is the request's final answer, made once: not worth a box.
+#[allow(clippy::result_large_err)]
+fn find_session(inner: &Inner, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
+    let Some(raw) = parts.headers.get(SESSION_ID) else {
+        return Err(bad_request("Mcp-Session-Id header is required"));
+    };
+    let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
+    inner.sessions.get(id).ok_or_else(session_not_found)
+}
+
+/// `MCP-Protocol-Version` on a session's request: absent is the negotiated revision (or
+/// 2025-03-26, as the spec allows); present must be a legacy revision the server serves.
+/// A different legacy revision than the negotiated one is tolerated: SDK clients send
+/// their own constant on some requests, and the session's terms do not change.
+#[allow(clippy::result_large_err)]
+fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Body>> {
+    let Some(raw) = parts.headers.get(PROTOCOL_VERSION) else { return Ok(()) };
+    let version = raw.to_str().ok().and_then(ProtocolVersion::parse);
+    match version {
+        Some(v) if v.era() == Era::Legacy && inner.server.config().supported_versions.contains(v) => Ok(()),
+        _ => Err(bad_request(&format!(
+            "Unsupported protocol version in MCP-Protocol-Version: {}",
+            String::from_utf8_lossy(raw.as_bytes())
+        ))),
+    }
+}
+
+/// A legacy POST (the body is parsed and not modern).
+pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
+    if parts.headers.get(SESSION_ID).is_none() {
+        if parsed.is_initialize() {
+            return initialize(inner, parts, parsed).await;
+        }
+        return bad_request("Mcp-Session-Id header is required");
+    }
+    let session = match find_session(inner, parts) {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    if let Err(answer) = check_version_header(inner, parts) {
+        return answer;
+    }
+    serve(inner, &session, parsed).await
+}
+
+/// `initialize` without a session: opens one, answers with its id.
+async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
+    if inner.sessions.len() >= inner.config.max_sessions {
+        let err =
+            McpError::Other { code: -32000, message: "Service Unavailable: too many sessions".into(), data: None };
+        return unavailable(&err);
+    }
+    let id = match new_session_id() {
+        Ok(id) => id,
+        Err(e) => return unavailable(&McpError::internal(format!("Internal error: no randomness: {e}"))),
+    };
+    let options = inner.config.tenant.as_ref().map(|hook| hook(parts)).unwrap_or_default();
+    let standalone = Arc::new(EventStream::new(0));
+    let (route, rx) = Route::channel();
+    let endpoint = match inner.server.open_endpoint(options, route).await {
+        Ok(ep) => ep,
+        Err(e) => return unavailable(&McpError::internal(format!("Internal error: cannot open a session: {e}"))),
+    };
+    let tasks = match inner.stream_tasks().await {
+        Ok(tasks) => tasks,
+        Err(err) => {
+            endpoint.close();
+            return unavailable(&err);
+        }
+    };
+    let cap = inner.config.event_buffer;
+    let pumped = standalone.clone();
+    let spawned = tasks.spawn(async move {
+        stream::pump(rx, pumped, usize::MAX, cap).await;
+        Ok::<(), ()>(())
+    });
+    if let Err(e) = spawned {
+        endpoint.close();
+        return unavailable(&McpError::Other {
+            code: -32000,
+            message: format!("Service Unavailable: {e}"),
+            data: None,
+        });
+    }
+    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, inner.sessions.epoch));
+    let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
+
+    let request_id = parsed.request_id().cloned();
+    let (route, mut rx) = Route::channel();
+    session.endpoint.submit(parsed, route, OnClose::Continue);
+    // The endpoint answers `initialize` itself, at once: nothing precedes it.
+    let answer = loop {
+        match rx.recv().await {
+            Some(Outgoing::Response(json)) => break Some(json),
+            Some(_) => continue,
+            None => break None,
+        }
+    };
+    let Some(json) = answer else {
+        session.endpoint.close();
+        let err = McpError::internal("Internal error: initialize was not answered");
+        return reject(StatusCode::INTERNAL_SERVER_ERROR, &err, request_id);
+    };
+    let answer = Outgoing::Response(json);
+    let refused = answer.error_code();
+    let Outgoing::Response(json) = answer else { unreachable!() };
+    if let Some(code) = refused {
+        // No session for a refused initialize.
+        session.endpoint.close();
+        let status = match modern_status(Some(code)) {
+            StatusCode::OK => StatusCode::BAD_REQUEST,
+            other => other,
+        };
+        return json_response(status, json);
+    }
+    inner.sessions.insert(session);
+    inner.sessions.ensure_reaper(Arc::downgrade(inner), inner.config.session_idle_timeout);
+    let mut response = json_response(StatusCode::OK, json);
+    response.headers_mut().insert(SESSION_ID, id_header);
+    response
+}
+
+/// A POST of a known session.
+async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Response<Body> {
+    let busy = session.busy();
+    let expected = parsed.expected_responses();
+    if matches!(parsed.kind(), BodyKind::Notification | BodyKind::Response) || expected == 0 {
+        session.endpoint.submit(parsed, Route::discard(), OnClose::Continue);
+        return empty(StatusCode::ACCEPTED);
+    }
+    let request_id = parsed.request_id().cloned();
+    let (route, mut rx) = Route::channel();
+    session.endpoint.submit(parsed, route, OnClose::Continue);
+    let mut shutdown = inner.shutdown.subscribe();
+    let first = tokio::select! {
+        out = rx.recv() => match out {
+            Some(out) => Some(out),
+            None => {
+                let err = McpError::internal("Internal error: the request ended without a response");
+                return reject(StatusCode::INTERNAL_SERVER_ERROR, &err, request_id);
+            }
+        },
+        _ = tokio::time::sleep(inner.config.json_wait) => None,
+        _ = shutdown.wait_for(|stop| *stop) => {
+            let err = McpError::internal("Internal error: the server is shutting down");
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
+        }
+    };
+    let mut expected = expected;
+    let first = match first {
+        Some(Outgoing::Response(json)) if expected == 1 || json.first() == Some(&b'[') => {
+            return json_response(StatusCode::OK, json);
+        }
+        other => other,
+    };
+    // The answer is an SSE stream: its events are buffered for resumption, filled by a
+    // supervised pump that outlives this connection.
+    let stream = session.new_stream();
+    if let Some(out) = first {
+        let (Outgoing::Response(json) | Outgoing::Notification(json) | Outgoing::Request(json)) = &out;
+        if matches!(out, Outgoing::Response(_)) {
+            expected -= 1;
+        }
+        stream.push(json.clone(), inner.config.event_buffer);
+    }
+    let tasks = match inner.stream_tasks().await {
+        Ok(tasks) => tasks,
+        Err(err) => return unavailable(&err),
+    };
+    let cap = inner.config.event_buffer;
+    let pumped = stream.clone();
+    if expected == 0 {
+        pumped.finish();
+    } else if let Err(e) = tasks.spawn(async move {
+        stream::pump(rx, pumped, expected, cap).await;
+        Ok::<(), ()>(())
+    }) {
+        // The request runs on; its answers are lost with the route, as on a dropped POST.
+        let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
+        return unavailable(&err);
+    }
+    let polling = session.version().is_some_and(|v| v.supports(Feature::SsePolling));
+    let start = ReaderStart {
+        cursor: 0,
+        prime: polling.then_some(inner.config.sse_retry),
+        poll_after: if polling { inner.config.sse_polling } else { None },
+        keep_alive: inner.config.keep_alive,
+    };
+    sse::response(stream::body(stream, start, busy, shutdown, inner.count_stream()))
+}
+
+/// A GET with a session: the standalone stream, or a resumption with `Last-Event-ID`.
+pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
+    if !accepts(&parts.headers, "text/event-stream", true) {
+        let err = McpError::InvalidRequest {
+            message: "Not Acceptable: Accept must list text/event-stream".into(),
+            data: None,
+        };
+        return reject(StatusCode::NOT_ACCEPTABLE, &err, None);
+    }
+    let session = match find_session(inner, parts) {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    if let Err(answer) = check_version_header(inner, parts) {
+        return answer;
+    }
+    let polling = session.version().is_some_and(|v| v.supports(Feature::SsePolling));
+    let keep_alive = inner.config.keep_alive;
+    let (stream, start) = match parts.headers.get("last-event-id") {
+        Some(raw) => {
+            let Some((stream_id, seq)) = raw.to_str().ok().and_then(sse::parse_event_id) else {
+                return bad_request("Last-Event-ID is not an event id of this server");
+            };
+            let Some(stream) = session.stream(stream_id) else {
+                let err = McpError::InvalidRequest {
+                    message: "Not Found: that event stream is no longer kept".into(),
+                    data: None,
+                };
+                return reject(StatusCode::NOT_FOUND, &err, None);
+            };
+            let poll_after = if polling && stream_id != 0 { inner.config.sse_polling } else { None };
+            (stream, ReaderStart { cursor: seq, prime: None, poll_after, keep_alive })
+        }
+        None => {
+            let stream = session.standalone.clone();
+            let cursor = stream.delivered();
+            (
+                stream,
+                ReaderStart { cursor, prime: polling.then_some(inner.config.sse_retry), poll_after: None, keep_alive },
+            )
+        }
+    };
+    let busy = session.busy();
+    sse::response(stream::body(stream, start, busy, inner.shutdown.subscribe(), inner.count_stream()))
+}
+
+/// DELETE: ends the session.
+pub(crate) fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
+    let session = match find_session(inner, parts) {
+        Ok(session) => session,
+        Err(answer) => return answer,
+    };
+    inner.sessions.remove(&session.id);
+    empty(StatusCode::OK)
+}

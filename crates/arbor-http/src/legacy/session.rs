@@ -1,0 +1,236 @@
+//! Legacy sessions: the record kept per `Mcp-Session-Id` (its endpoint, its streams, when
+//! it was last used), the registry, and the reaper that closes idle sessions.
+//!
+//! It is not the session's MCP state: that lives in the endpoint, a connection actor
+//! under the server's tree. The record only adds what HTTP needs.
+//!
+//! Invariants: a session id is 128 random bits from the OS (`getrandom`), hex-encoded
+//! (visible ASCII); a session is in the registry exactly until it is deleted, reaped or
+//! the server shuts down, and its endpoint is closed when it leaves; a session is idle
+//! when nothing uses it (no POST being answered, no stream read) and is reaped after
+//! `session_idle_timeout` of that.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use arbor_protocol::version::ProtocolVersion;
+use arbor_server::Endpoint;
+use parking_lot::{Mutex, RwLock};
+use tokio::time::Instant;
+
+use super::stream::EventStream;
+use crate::server::Inner;
+
+/// Finished POST streams a session keeps for resumption beyond those still running.
+const KEPT_FINISHED_STREAMS: usize = 8;
+
+/// A fresh session id: 128 bits from the OS, as 32 hex digits.
+pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    let mut id = String::with_capacity(32);
+    for b in bytes {
+        use std::fmt::Write;
+        let _ = write!(id, "{b:02x}");
+    }
+    Ok(id.into())
+}
+
+/// What HTTP keeps for one legacy session.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: Arc<str>,
+    pub(crate) endpoint: Endpoint,
+    /// Stream 0: messages unrelated to any request (the GET stream).
+    pub(crate) standalone: Arc<EventStream>,
+    streams: Mutex<Streams>,
+    /// POSTs being answered plus readers attached.
+    busy: AtomicUsize,
+    /// Milliseconds since the registry's epoch when it was last used.
+    last_used: AtomicU64,
+    epoch: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Streams {
+    last_id: u64,
+    /// The POST streams, oldest first.
+    list: Vec<Arc<EventStream>>,
+}
+
+/// Marks a session in use until dropped; the drop records the time.
+#[derive(Debug)]
+pub(crate) struct Busy(Arc<Session>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Session {
+    pub(crate) fn new(id: Arc<str>, endpoint: Endpoint, standalone: Arc<EventStream>, epoch: Instant) -> Session {
+        let session = Session {
+            id,
+            endpoint,
+            standalone,
+            streams: Mutex::new(Streams::default()),
+            busy: AtomicUsize::new(0),
+            last_used: AtomicU64::new(0),
+            epoch,
+        };
+        session.touch();
+        session
+    }
+
+    fn touch(&self) {
+        self.last_used.store(self.epoch.elapsed().as_millis() as u64, Ordering::Release);
+    }
+
+    /// Marks the session in use.
+    pub(crate) fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        Busy(self.clone())
+    }
+
+    /// The revision `initialize` settled, once it was answered.
+    pub(crate) fn version(&self) -> Option<ProtocolVersion> {
+        self.endpoint.negotiated_version()
+    }
+
+    /// A new POST stream, after forgetting the oldest finished ones beyond the bound.
+    pub(crate) fn new_stream(&self) -> Arc<EventStream> {
+        let mut streams = self.streams.lock();
+        streams.list.retain(|s| !s.is_spent());
+        let finished = streams.list.iter().filter(|s| s.is_done()).count();
+        if finished > KEPT_FINISHED_STREAMS {
+            let mut excess = finished - KEPT_FINISHED_STREAMS;
+            streams.list.retain(|s| {
+                if excess > 0 && s.is_done() {
+                    excess -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        streams.last_id += 1;
+        let stream = Arc::new(EventStream::new(streams.last_id));
+        streams.list.push(stream.clone());
+        stream
+    }
+
+    /// The stream an event id names.
+    pub(crate) fn stream(&self, id: u64) -> Option<Arc<EventStream>> {
+        if id == 0 {
+            return Some(self.standalone.clone());
+        }
+        self.streams.lock().list.iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Idle for at least `timeout` at `now_ms`.
+    fn idle(&self, now_ms: u64, timeout: Duration) -> bool {
+        self.busy.load(Ordering::Acquire) == 0
+            && now_ms.saturating_sub(self.last_used.load(Ordering::Acquire)) >= timeout.as_millis() as u64
+    }
+
+    /// Ends the session's streams and closes its endpoint.
+    fn close(&self) {
+        self.standalone.finish();
+        for stream in self.streams.lock().list.drain(..) {
+            stream.finish();
+        }
+        self.endpoint.close();
+    }
+}
+
+/// The sessions by id.
+pub(crate) struct Sessions {
+    map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
+    pub(crate) epoch: Instant,
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Sessions {
+    pub(crate) fn new() -> Sessions {
+        Sessions { map: RwLock::new(HashMap::new()), epoch: Instant::now(), reaper: Mutex::new(None) }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.read().len()
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.map.read().get(id).cloned()
+    }
+
+    pub(crate) fn insert(&self, session: Arc<Session>) {
+        self.map.write().insert(session.id.clone(), session);
+    }
+
+    /// Removes and closes a session; whether it was there.
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        let removed = self.map.write().remove(id);
+        match removed {
+            Some(session) => {
+                session.close();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn close_all(&self) {
+        if let Some(reaper) = self.reaper.lock().take() {
+            reaper.abort();
+        }
+        let all: Vec<_> = self.map.write().drain().map(|(_, s)| s).collect();
+        for session in all {
+            session.close();
+        }
+    }
+
+    /// Closes the sessions idle for `timeout`, and those whose endpoint stopped; returns
+    /// how many went.
+    pub(crate) fn reap(&self, timeout: Duration) -> usize {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let gone: Vec<Arc<Session>> = {
+            let mut map = self.map.write();
+            let ids: Vec<Arc<str>> = map
+                .iter()
+                .filter(|(_, s)| s.idle(now, timeout) || !s.endpoint.is_open())
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for session in &gone {
+            session.close();
+        }
+        gone.len()
+    }
+
+    /// Starts the reaper once (needs a runtime; called when a session is made).
+    pub(crate) fn ensure_reaper(&self, inner: Weak<Inner>, timeout: Duration) {
+        let mut reaper = self.reaper.lock();
+        if reaper.is_some() {
+            return;
+        }
+        let period = (timeout / 2).clamp(Duration::from_millis(10), Duration::from_secs(30));
+        *reaper = Some(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = inner.upgrade() else { return };
+                let reaped = inner.sessions.reap(timeout);
+                if reaped > 0 {
+                    tracing::debug!(reaped, "idle HTTP sessions closed");
+                }
+            }
+        }));
+    }
+}

@@ -1,0 +1,272 @@
+//! One resumable SSE stream of a legacy session: a bounded buffer of numbered events, the
+//! pump that fills it from a route, and the response body that reads it.
+//!
+//! It is not the session (`session.rs` holds the streams) and not the HTTP answer's
+//! choice between JSON and SSE (`mod.rs`). A stream outlives the connection that opened
+//! it: the pump keeps filling the buffer while no client reads (a disconnect is not a
+//! cancel in this era), and a GET with `Last-Event-ID` attaches a new reader.
+//!
+//! Invariants: event ids are `<stream>-<seq>`, `seq` counting from 1 (`0` is the priming
+//! event), so an id names its stream and is unique in the session; the buffer never holds
+//! more than `event_buffer` events (the oldest go first); at most one reader is attached
+//! (a newer one supersedes it), and no lock is held across an await.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_server::{Outgoing, RouteReceiver};
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use tokio::sync::{watch, Notify};
+use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
+
+use super::session::Busy;
+use crate::server::StreamCount;
+use crate::sse;
+
+/// A session's stream: the standalone one (id 0) or one per POST answered with SSE.
+#[derive(Debug)]
+pub(crate) struct EventStream {
+    pub(crate) id: u64,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// `(seq, json)`, oldest first, at most `cap`.
+    events: VecDeque<(u64, Vec<u8>)>,
+    /// The last seq given out (0 before the first event).
+    last_seq: u64,
+    /// No event will follow (the POST's responses are in, or the session closed).
+    done: bool,
+    /// Bumped by each reader that attaches; an older reader sees it and ends.
+    reader: u64,
+    attached: bool,
+    /// The last seq handed to a reader: a new standalone GET starts after it.
+    delivered: u64,
+}
+
+/// What a read found.
+enum Read {
+    /// Events were written.
+    Some,
+    /// Nothing new yet.
+    Nothing,
+    /// Everything was read and nothing will follow.
+    Finished,
+    /// A newer reader took the stream over.
+    Superseded,
+}
+
+impl EventStream {
+    pub(crate) fn new(id: u64) -> EventStream {
+        EventStream { id, state: Mutex::new(State::default()), changed: Notify::new() }
+    }
+
+    /// Appends an event, dropping the oldest beyond `cap`.
+    pub(crate) fn push(&self, json: Vec<u8>, cap: usize) {
+        {
+            let mut state = self.state.lock();
+            state.last_seq += 1;
+            let seq = state.last_seq;
+            state.events.push_back((seq, json));
+            while state.events.len() > cap.max(1) {
+                state.events.pop_front();
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// No event will follow.
+    pub(crate) fn finish(&self) {
+        self.state.lock().done = true;
+        self.changed.notify_waiters();
+    }
+
+    /// Whether the stream is finished and a reader had everything.
+    pub(crate) fn is_spent(&self) -> bool {
+        let state = self.state.lock();
+        state.done && state.delivered >= state.last_seq && !state.attached
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.lock().done
+    }
+
+    /// Where a new standalone reader starts: after what was already delivered.
+    pub(crate) fn delivered(&self) -> u64 {
+        self.state.lock().delivered
+    }
+
+    /// Attaches a reader (superseding any other); returns its generation.
+    fn attach(&self) -> u64 {
+        let generation = {
+            let mut state = self.state.lock();
+            state.reader += 1;
+            state.attached = true;
+            state.reader
+        };
+        self.changed.notify_waiters();
+        generation
+    }
+
+    fn detach(&self, generation: u64) {
+        let mut state = self.state.lock();
+        if state.reader == generation {
+            state.attached = false;
+        }
+    }
+
+    /// Frames the events after `*cursor` into `out`.
+    fn read(&self, generation: u64, cursor: &mut u64, out: &mut BytesMut) -> Read {
+        let mut state = self.state.lock();
+        if state.reader != generation {
+            return Read::Superseded;
+        }
+        let mut wrote = false;
+        let after = *cursor;
+        for (seq, json) in state.events.iter().filter(|(seq, _)| *seq > after) {
+            sse::put_event(out, self.id, *seq, json);
+            *cursor = *seq;
+            wrote = true;
+        }
+        // Events that fell out of the buffer are skipped, not waited for.
+        if *cursor < state.last_seq && state.events.is_empty() {
+            *cursor = state.last_seq;
+        }
+        state.delivered = state.delivered.max(*cursor);
+        match (wrote, state.done && *cursor >= state.last_seq) {
+            (_, true) if !wrote => Read::Finished,
+            (true, _) => Read::Some,
+            (false, _) => Read::Nothing,
+        }
+    }
+}
+
+/// Moves a route's messages into `stream` until `expected` responses arrived (or the
+/// route ends), then finishes it. Runs as a supervised task.
+pub(crate) async fn pump(mut rx: RouteReceiver, stream: Arc<EventStream>, mut expected: usize, cap: usize) {
+    while expected > 0 {
+        let Some(out) = rx.recv().await else { break };
+        match out {
+            Outgoing::Response(json) => {
+                // A 2025-03-26 batch's answers come as one array.
+                expected = if json.first() == Some(&b'[') { 0 } else { expected - 1 };
+                stream.push(json, cap);
+            }
+            Outgoing::Notification(json) | Outgoing::Request(json) => stream.push(json, cap),
+        }
+    }
+    stream.finish();
+}
+
+/// How a reader starts.
+pub(crate) struct ReaderStart {
+    /// Read events after this seq.
+    pub(crate) cursor: u64,
+    /// Send a priming event with this `retry` first.
+    pub(crate) prime: Option<Duration>,
+    /// End the response after this long while the stream is unfinished (SEP-1699
+    /// polling): the client resumes with `Last-Event-ID`.
+    pub(crate) poll_after: Option<Duration>,
+    pub(crate) keep_alive: Duration,
+}
+
+/// The body of an SSE answer reading `stream`.
+pub(crate) fn body(
+    stream: Arc<EventStream>,
+    start: ReaderStart,
+    busy: Busy,
+    shutdown: watch::Receiver<bool>,
+    count: StreamCount,
+) -> axum::body::Body {
+    let generation = stream.attach();
+    let mut keep_alive = interval_at(Instant::now() + start.keep_alive, start.keep_alive);
+    keep_alive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let reader = Reader {
+        generation,
+        cursor: start.cursor,
+        prime: start.prime,
+        poll_until: start.poll_after.map(|d| Instant::now() + d),
+        keep_alive,
+        shutdown,
+        ended: false,
+        _busy: busy,
+        _count: count,
+        stream,
+    };
+    axum::body::Body::from_stream(futures::stream::unfold(reader, Reader::next))
+}
+
+enum Wake {
+    Changed,
+    KeepAlive,
+    End,
+}
+
+struct Reader {
+    stream: Arc<EventStream>,
+    generation: u64,
+    cursor: u64,
+    prime: Option<Duration>,
+    poll_until: Option<Instant>,
+    keep_alive: Interval,
+    shutdown: watch::Receiver<bool>,
+    ended: bool,
+    _busy: Busy,
+    _count: StreamCount,
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.stream.detach(self.generation);
+    }
+}
+
+impl Reader {
+    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, Reader)> {
+        if self.ended {
+            return None;
+        }
+        let mut out = BytesMut::new();
+        if let Some(retry) = self.prime.take() {
+            sse::put_priming(&mut out, self.stream.id, self.cursor, retry);
+        }
+        loop {
+            let stream = self.stream.clone();
+            let changed = stream.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.stream.read(self.generation, &mut self.cursor, &mut out) {
+                Read::Some => return Some((Ok(out.freeze()), self)),
+                Read::Finished | Read::Superseded => {
+                    self.ended = true;
+                    return if out.is_empty() { None } else { Some((Ok(out.freeze()), self)) };
+                }
+                Read::Nothing if !out.is_empty() => return Some((Ok(out.freeze()), self)),
+                Read::Nothing => {}
+            }
+            let poll_until = self.poll_until;
+            let poll = async move {
+                match poll_until {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let woke = tokio::select! {
+                _ = &mut changed => Wake::Changed,
+                _ = self.keep_alive.tick() => Wake::KeepAlive,
+                _ = self.shutdown.wait_for(|stop| *stop) => Wake::End,
+                _ = poll => Wake::End,
+            };
+            match woke {
+                Wake::Changed => continue,
+                Wake::KeepAlive => return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)),
+                Wake::End => return None,
+            }
+        }
+    }
+}

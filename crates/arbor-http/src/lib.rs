@@ -1,0 +1,41 @@
+//! Streamable HTTP for Arbor: one endpoint serving an [`arbor_server::Server`] to clients
+//! of every protocol revision at once, hardened for a browser on the same machine.
+//!
+//! ```no_run
+//! # async fn demo(server: arbor_server::Server) -> std::io::Result<()> {
+//! use arbor_http::{HttpConfig, HttpServer};
+//! let bound = HttpServer::with_config(server, HttpConfig::default()).bind().await?;
+//! println!("MCP on http://{}/mcp", bound.local_addr());
+//! let stop = bound.shutdown_handle();
+//! tokio::spawn(async move { tokio::signal::ctrl_c().await.ok(); stop.shutdown() });
+//! bound.run().await
+//! # }
+//! ```
+//!
+//! Or mount [`HttpServer::router`] into an existing axum application.
+//!
+//! - 2026-07-28 (a body whose `_meta` carries the protocol version): POST only, every
+//!   `Mcp-*` header checked against the body (400 + -32020), answered as JSON or as an SSE
+//!   stream scoped to the request; closing the stream cancels the request; no sessions.
+//! - 2025-03-26 … 2025-11-25: sessions (`Mcp-Session-Id`) opened by `initialize`, POSTs as
+//!   JSON or resumable SSE, the standalone GET stream, `Last-Event-ID`, DELETE, idle
+//!   sessions reaped.
+//! - 2024-11-05 HTTP+SSE with [`HttpConfig::legacy_sse`].
+//!
+//! This crate is not the MCP runtime: it parses nothing beyond `Parsed::parse` and serves
+//! everything through `arbor_server::exchange` endpoints, connection actors under the
+//! server's supervision tree. Invariant: a slow or vanished client costs only itself:
+//! buffers are bounded, no lock is held across an await, and a refused request touches
+//! no shared state.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+mod config;
+mod guard;
+mod legacy;
+mod modern;
+mod server;
+mod sse;
+
+pub use config::{CorsConfig, HttpConfig, TenantHook};
+pub use server::{Bound, HttpServer, HttpStats, ShutdownHandle};

@@ -1,0 +1,273 @@
+//! The 2026-07-28 path: a POST checked against its headers, submitted to a pooled
+//! endpoint, answered as JSON or as an SSE stream scoped to the request.
+//!
+//! It is not a session: nothing outlives the exchange, `Mcp-Session-Id` and
+//! `Last-Event-ID` are ignored, and no request is ever sent to the client. The endpoints
+//! are long-lived connection actors under the server's tree, one per tenant (sharded for
+//! the default tenant), so a request costs no actor spawn.
+//!
+//! Invariant: the exchange owns its `RouteReceiver`: when the client goes away the
+//! response body (or the handler future, before the body exists) is dropped, the
+//! receiver with it, and the endpoint cancels the request (`OnClose::Cancel`): a closed
+//! stream is the cancel, a closed listen runs `handle_close`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arbor_protocol::era::http::check_request_headers;
+use arbor_protocol::error::McpError;
+use arbor_server::{BodyKind, ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, Response, StatusCode};
+use bytes::{Bytes, BytesMut};
+use parking_lot::RwLock;
+use tokio::sync::{watch, Mutex};
+use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
+
+use crate::guard::{empty, json_response, modern_status, reject};
+use crate::server::{Inner, StreamCount};
+use crate::sse;
+
+/// How many tenant endpoints are kept; past it the oldest-made is closed.
+const MAX_TENANT_ENDPOINTS: usize = 1024;
+
+/// A tenant endpoint's key: `ConnectOptions`' tenant and identity.
+type TenantKey = (Option<String>, Option<String>);
+
+/// The endpoints modern requests are submitted to.
+pub(crate) struct ModernPool {
+    /// The default tenant's endpoints; a request picks one round robin.
+    shards: Vec<RwLock<Option<Endpoint>>>,
+    next: AtomicUsize,
+    /// Serialises opening, so a burst opens each endpoint once.
+    opening: Mutex<()>,
+    /// Endpoints of named tenants or identities (the tenant hook), by (tenant, auth).
+    tenants: RwLock<HashMap<TenantKey, Endpoint>>,
+}
+
+impl ModernPool {
+    pub(crate) fn new() -> ModernPool {
+        let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).clamp(1, 4);
+        ModernPool {
+            shards: (0..n).map(|_| RwLock::new(None)).collect(),
+            next: AtomicUsize::new(0),
+            opening: Mutex::new(()),
+            tenants: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// An open endpoint for `options`, opened on first use or after it stopped.
+    async fn endpoint(&self, inner: &Inner, options: Option<ConnectOptions>) -> Result<Endpoint, McpError> {
+        match options {
+            None => {
+                let i = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+                if let Some(ep) = self.shards[i].read().as_ref().filter(|ep| ep.is_open()) {
+                    return Ok(ep.clone());
+                }
+                let _opening = self.opening.lock().await;
+                if let Some(ep) = self.shards[i].read().as_ref().filter(|ep| ep.is_open()) {
+                    return Ok(ep.clone());
+                }
+                let ep = open(inner, ConnectOptions::default()).await?;
+                *self.shards[i].write() = Some(ep.clone());
+                Ok(ep)
+            }
+            Some(options) => {
+                let key = (options.tenant.clone(), options.auth.clone());
+                if let Some(ep) = self.tenants.read().get(&key).filter(|ep| ep.is_open()) {
+                    return Ok(ep.clone());
+                }
+                let _opening = self.opening.lock().await;
+                if let Some(ep) = self.tenants.read().get(&key).filter(|ep| ep.is_open()) {
+                    return Ok(ep.clone());
+                }
+                let ep = open(inner, options).await?;
+                let mut tenants = self.tenants.write();
+                tenants.retain(|_, ep| ep.is_open());
+                if tenants.len() >= MAX_TENANT_ENDPOINTS {
+                    if let Some(old) = tenants.keys().next().cloned() {
+                        if let Some(old) = tenants.remove(&old) {
+                            old.close();
+                        }
+                    }
+                }
+                tenants.insert(key, ep.clone());
+                Ok(ep)
+            }
+        }
+    }
+
+    /// Closes every endpoint (graceful shutdown).
+    pub(crate) fn close_all(&self) {
+        for shard in &self.shards {
+            if let Some(ep) = shard.write().take() {
+                ep.close();
+            }
+        }
+        for (_, ep) in self.tenants.write().drain() {
+            ep.close();
+        }
+    }
+
+    /// Endpoints currently open.
+    pub(crate) fn open_count(&self) -> usize {
+        self.shards.iter().filter(|s| s.read().as_ref().is_some_and(|e| e.is_open())).count()
+            + self.tenants.read().values().filter(|e| e.is_open()).count()
+    }
+}
+
+async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, McpError> {
+    inner
+        .server
+        .open_endpoint(options, Route::discard())
+        .await
+        .map_err(|e| McpError::internal(format!("Internal error: cannot serve the request: {e}")))
+}
+
+/// Looks a header up for `check_request_headers`: its text, or `Err` for bytes that are
+/// not visible ASCII.
+fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<String, ()>> + 'a {
+    move |name: &str| headers.get(name).map(|v| v.to_str().map(str::to_owned).map_err(|_| ()))
+}
+
+/// Serves one 2026-07-28 POST whose body is already parsed.
+pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
+    match parsed.kind() {
+        BodyKind::Response => {
+            let err = McpError::InvalidRequest {
+                message: "Invalid Request: a 2026-07-28 POST carries a request or a notification, never a response"
+                    .into(),
+                data: None,
+            };
+            return reject(StatusCode::BAD_REQUEST, &err, None);
+        }
+        BodyKind::Batch => {
+            let err = McpError::InvalidRequest {
+                message: "Invalid Request: batches are not part of 2026-07-28".into(),
+                data: None,
+            };
+            return reject(StatusCode::BAD_REQUEST, &err, None);
+        }
+        BodyKind::Request | BodyKind::Notification => {}
+    }
+    if let (Some(version), Some(method)) = (parsed.modern_version(), parsed.method()) {
+        let params = parsed.params_json();
+        let tool_headers = match (method, params.and_then(|p| p.get("name")).and_then(|n| n.as_str())) {
+            ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
+            _ => None,
+        };
+        let annotated = tool_headers.as_deref().unwrap_or(&[]);
+        if parsed.kind() == BodyKind::Request {
+            if let Err(err) = check_request_headers(&lookup(&parts.headers), method, params, version, annotated) {
+                return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
+            }
+        }
+    }
+    let options = inner.config.tenant.as_ref().map(|hook| hook(parts));
+    let endpoint = match inner.modern.endpoint(inner, options).await {
+        Ok(ep) => ep,
+        Err(err) => return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned()),
+    };
+    if parsed.kind() == BodyKind::Notification {
+        endpoint.submit(parsed, Route::discard(), OnClose::Cancel);
+        return empty(StatusCode::ACCEPTED);
+    }
+    let id = parsed.request_id().cloned();
+    let (route, mut rx) = Route::channel();
+    endpoint.submit(parsed, route, OnClose::Cancel);
+    let mut shutdown = inner.shutdown.subscribe();
+    let first = tokio::select! {
+        out = rx.recv() => Some(out),
+        _ = tokio::time::sleep(inner.config.json_wait) => None,
+        _ = shutdown.wait_for(|stop| *stop) => {
+            let err = McpError::internal("Internal error: the server is shutting down");
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, id);
+        }
+    };
+    match first {
+        Some(Some(out @ Outgoing::Response(_))) => {
+            let status = modern_status(out.error_code());
+            let Outgoing::Response(body) = out else { unreachable!() };
+            json_response(status, body)
+        }
+        Some(Some(out)) => stream(inner, Some(out), rx, shutdown),
+        Some(None) => {
+            let err = McpError::internal("Internal error: the request ended without a response");
+            reject(StatusCode::INTERNAL_SERVER_ERROR, &err, id)
+        }
+        None => stream(inner, None, rx, shutdown),
+    }
+}
+
+/// An SSE answer reading one request's route until its response.
+fn stream(
+    inner: &Arc<Inner>,
+    first: Option<Outgoing>,
+    rx: RouteReceiver,
+    shutdown: watch::Receiver<bool>,
+) -> Response<Body> {
+    let period = inner.config.keep_alive;
+    let mut keep_alive = interval_at(Instant::now() + period, period);
+    keep_alive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let state = ExchangeStream { first, rx, keep_alive, shutdown, done: false, _count: inner.count_stream() };
+    let body = futures::stream::unfold(state, ExchangeStream::next);
+    sse::response(Body::from_stream(body))
+}
+
+/// The state of one modern SSE answer.
+struct ExchangeStream {
+    first: Option<Outgoing>,
+    rx: RouteReceiver,
+    keep_alive: Interval,
+    shutdown: watch::Receiver<bool>,
+    done: bool,
+    _count: StreamCount,
+}
+
+impl ExchangeStream {
+    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, ExchangeStream)> {
+        if self.done {
+            return None;
+        }
+        let out = match self.first.take() {
+            Some(out) => out,
+            None => {
+                let woke = tokio::select! {
+                    out = self.rx.recv() => Some(out),
+                    _ = self.keep_alive.tick() => None,
+                    _ = self.shutdown.wait_for(|stop| *stop) => Some(None),
+                };
+                match woke {
+                    Some(out) => out?,
+                    None => return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)),
+                }
+            }
+        };
+        let mut buf = BytesMut::new();
+        self.push(&mut buf, out);
+        // Whatever else is already queued leaves in the same write.
+        while !self.done {
+            match self.rx.try_recv() {
+                Some(out) => self.push(&mut buf, out),
+                None => break,
+            }
+        }
+        Some((Ok(buf.freeze()), self))
+    }
+
+    fn push(&mut self, buf: &mut BytesMut, out: Outgoing) {
+        match out {
+            Outgoing::Response(body) => {
+                sse::put_data(buf, &body);
+                self.done = true;
+            }
+            // A request is never sent in this era; the runtime does not make one, and if
+            // it did it could not be answered, so it is not written.
+            Outgoing::Request(_) => {}
+            Outgoing::Notification(body) => sse::put_data(buf, &body),
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! [`HttpServer`]: the axum router of the MCP endpoint, the request dispatch by method
+//! and era, and the listener ([`Bound`]) with its graceful [`ShutdownHandle`].
+//!
+//! It is not where either era is served (`modern`, `legacy`) nor where requests are
+//! checked (`guard`); it reads the request head once and sends the request to the right
+//! place.
+//!
+//! Invariant: every request passes the `Host`/`Origin` check before anything else, and a
+//! POST its head, size and depth checks before its body is parsed (once, by
+//! `Parsed::parse`). Era: a body with 2026-07-28 `_meta` is modern whatever its headers;
+//! otherwise `Mcp-Session-Id` or `initialize` makes it legacy.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arbor_otp::{TaskSupervisor, TaskSupervisorSpec};
+use arbor_protocol::error::McpError;
+use arbor_protocol::version::{Era, ProtocolVersion};
+use arbor_server::{Parsed, Server};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, Method, Response, StatusCode};
+use axum::routing::{any, get, post};
+use bytes::Bytes;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, OnceCell};
+
+use crate::config::HttpConfig;
+use crate::guard::{self, check_post_head, reject, too_deep, Guard};
+use crate::legacy::{self, Sessions};
+use crate::modern::{self, ModernPool};
+
+/// The header naming a legacy session.
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+/// The header naming the protocol revision of a request.
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+
+/// Everything the handlers share.
+pub(crate) struct Inner {
+    pub(crate) server: Server,
+    pub(crate) config: HttpConfig,
+    pub(crate) guard: Guard,
+    pub(crate) modern: ModernPool,
+    pub(crate) sessions: Sessions,
+    pub(crate) sse_sessions: legacy::sse_transport::SseSessions,
+    /// The supervisor of the legacy streams' pumps (started with the first session).
+    streams: OnceCell<TaskSupervisor>,
+    /// Flips to `true` once on shutdown; every open stream ends on it.
+    pub(crate) shutdown: watch::Sender<bool>,
+    streams_open: AtomicUsize,
+}
+
+impl Inner {
+    /// Counts an open SSE response body until the guard drops.
+    pub(crate) fn count_stream(self: &Arc<Self>) -> StreamCount {
+        self.streams_open.fetch_add(1, Ordering::Relaxed);
+        StreamCount(self.clone())
+    }
+
+    /// The task supervisor the legacy streams' pumps run on.
+    pub(crate) async fn stream_tasks(&self) -> Result<&TaskSupervisor, McpError> {
+        let max = self.config.max_sessions.saturating_mul(4).max(1024);
+        self.streams
+            .get_or_try_init(|| async {
+                TaskSupervisor::start(TaskSupervisorSpec::new("http-streams").max_concurrency(max)).await
+            })
+            .await
+            .map_err(|e| McpError::internal(format!("Internal error: cannot start the stream supervisor: {e}")))
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+}
+
+/// Counts one open SSE body (see [`HttpStats::streams_open`]).
+pub(crate) struct StreamCount(Arc<Inner>);
+
+impl Drop for StreamCount {
+    fn drop(&mut self) {
+        self.0.streams_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Live counts of an [`HttpServer`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HttpStats {
+    /// Legacy Streamable HTTP sessions held (reaped ones excluded).
+    pub sessions: usize,
+    /// 2024-11-05 HTTP+SSE sessions held (one per open GET stream).
+    pub sse_sessions: usize,
+    /// SSE response bodies open, both eras.
+    pub streams_open: usize,
+    /// Modern endpoints (pooled connection actors) open.
+    pub modern_endpoints: usize,
+}
+
+/// Streamable HTTP in front of an [`arbor_server::Server`]; cheap to clone.
+#[derive(Clone)]
+pub struct HttpServer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer").field("config", &self.inner.config).field("stats", &self.stats()).finish()
+    }
+}
+
+impl HttpServer {
+    /// Serves `server` with the default configuration (127.0.0.1:3000, `/mcp`).
+    pub fn new(server: Server) -> Self {
+        Self::with_config(server, HttpConfig::default())
+    }
+
+    /// Serves `server` with `config`.
+    pub fn with_config(server: Server, config: HttpConfig) -> Self {
+        let (shutdown, _) = watch::channel(false);
+        let inner = Inner {
+            guard: Guard::new(&config),
+            sessions: Sessions::new(),
+            sse_sessions: Default::default(),
+            modern: ModernPool::new(),
+            streams: OnceCell::new(),
+            shutdown,
+            streams_open: AtomicUsize::new(0),
+            server,
+            config,
+        };
+        HttpServer { inner: Arc::new(inner) }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &HttpConfig {
+        &self.inner.config
+    }
+
+    /// The MCP endpoint (and, with `legacy_sse`, the 2024-11-05 `/sse` and `/messages`)
+    /// as an axum router, to serve alone or `merge` into an application.
+    pub fn router(&self) -> axum::Router {
+        let config = &self.inner.config;
+        let mut router = axum::Router::new().route(&config.path, any(endpoint));
+        if config.legacy_sse {
+            let base = config.legacy_sse_base();
+            router = router
+                .route(&format!("{base}/sse"), get(legacy::sse_transport::open))
+                .route(&format!("{base}/messages"), post(legacy::sse_transport::message));
+        }
+        let mut router = router.with_state(self.inner.clone());
+        if let Some(cors) = &config.cors {
+            router = router.layer(cors_layer(cors));
+        }
+        router
+    }
+
+    /// Listens on `config.bind` (port 0 picks one).
+    pub async fn bind(self) -> std::io::Result<Bound> {
+        let listener = TcpListener::bind(self.inner.config.bind).await?;
+        let local_addr = listener.local_addr()?;
+        Ok(Bound { server: self, listener, local_addr })
+    }
+
+    /// Live counts.
+    pub fn stats(&self) -> HttpStats {
+        HttpStats {
+            sessions: self.inner.sessions.len(),
+            sse_sessions: self.inner.sse_sessions.len(),
+            streams_open: self.inner.streams_open.load(Ordering::Relaxed),
+            modern_endpoints: self.inner.modern.open_count(),
+        }
+    }
+
+    /// A handle that shuts this server down gracefully (see [`ShutdownHandle`]).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle { inner: self.inner.clone() }
+    }
+
+    /// The `arbor_server::Server` behind the endpoint.
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+}
+
+/// A listening [`HttpServer`], not yet serving.
+#[derive(Debug)]
+pub struct Bound {
+    server: HttpServer,
+    listener: TcpListener,
+    local_addr: SocketAddr,
+}
+
+impl Bound {
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A handle that stops [`Bound::run`].
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.server.shutdown_handle()
+    }
+
+    /// Serves until shut down: accepts connections (with `TCP_NODELAY`, or SSE events wait
+    /// for delayed ACKs), then on shutdown stops accepting, ends every stream, closes
+    /// every session and endpoint and shuts the `Server` down.
+    pub async fn run(self) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        let inner = self.server.inner.clone();
+        let router = self.server.router();
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::debug!(%err, "TCP_NODELAY could not be set");
+            }
+        });
+        let mut stop = inner.shutdown.subscribe();
+        let signal = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        let served = axum::serve(listener, router).with_graceful_shutdown(signal).await;
+        finish(&inner).await;
+        served
+    }
+}
+
+/// Stops a server: see [`ShutdownHandle::shutdown`].
+#[derive(Clone)]
+pub struct ShutdownHandle {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ShutdownHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShutdownHandle").field("shutting_down", &self.inner.is_shutting_down()).finish()
+    }
+}
+
+impl ShutdownHandle {
+    /// Graceful: [`Bound::run`] stops accepting, every SSE stream ends, waiting POSTs
+    /// are answered 503, sessions and endpoints close and the `Server` shuts down; `run`
+    /// returns once that is done. Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.send_replace(true);
+    }
+}
+
+/// What shutdown does once no connection is served any more.
+async fn finish(inner: &Arc<Inner>) {
+    inner.sessions.close_all();
+    inner.sse_sessions.close_all();
+    inner.modern.close_all();
+    if let Some(tasks) = inner.streams.get() {
+        tasks.shutdown().await;
+    }
+    inner.server.shutdown().await;
+}
+
+fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowOrigin, Any, CorsLayer};
+    let origins = if cors.allow_origins.is_empty() {
+        AllowOrigin::from(Any)
+    } else {
+        AllowOrigin::list(cors.allow_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    let mut layer = CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::POST, Method::DELETE])
+        .allow_headers(Any)
+        .expose_headers([header::HeaderName::from_static(SESSION_ID)]);
+    if let Some(age) = cors.max_age {
+        layer = layer.max_age(age);
+    }
+    layer
+}
+
+/// The MCP endpoint: every method lands here.
+async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
+    let (parts, body) = request.into_parts();
+    if let Err(refused) = inner.guard.check_origin_and_host(&parts.headers) {
+        return *refused;
+    }
+    let session = parts.headers.get(SESSION_ID);
+    match parts.method {
+        Method::POST => post_endpoint(&inner, &parts, body).await,
+        Method::GET if session.is_some() => legacy::get(&inner, &parts).await,
+        Method::DELETE if session.is_some() => legacy::delete(&inner, &parts),
+        // No session: a GET or DELETE is the modern era's, which has neither.
+        _ => guard::method_not_allowed("POST"),
+    }
+}
+
+/// Reads a POST body within the cap: 413 beyond it.
+pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Result<Bytes, Response<Body>> {
+    let max = inner.guard.max_body;
+    let too_large = || {
+        let err = McpError::InvalidRequest {
+            message: format!("Payload Too Large: the body exceeds {max} bytes"),
+            data: None,
+        };
+        reject(StatusCode::PAYLOAD_TOO_LARGE, &err, None)
+    };
+    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > max as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(_) => {
+            let err =
+                McpError::InvalidRequest { message: "Bad Request: the body could not be read".into(), data: None };
+            Err(reject(StatusCode::BAD_REQUEST, &err, None))
+        }
+    }
+}
+
+/// A POST's common checks, then its parse: `Err` is the answer already.
+pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Result<Parsed, Response<Body>> {
+    let bytes = read_body(inner, parts, body).await?;
+    if too_deep(&bytes, inner.guard.max_depth) {
+        let err = McpError::InvalidRequest {
+            message: format!("Invalid Request: JSON nested deeper than {}", inner.guard.max_depth),
+            data: None,
+        };
+        return Err(reject(StatusCode::BAD_REQUEST, &err, None));
+    }
+    let parsed = Parsed::parse(&bytes);
+    if let Some(err) = parsed.error() {
+        // Bytes that are not a JSON-RPC message are refused here in every era; other
+        // errors (unknown method, bad params) are the endpoint's to answer in its era.
+        let code = err.to_error_object().code;
+        if code == -32700 || code == -32600 {
+            return Err(reject(StatusCode::BAD_REQUEST, err, parsed.request_id().cloned()));
+        }
+    }
+    Ok(parsed)
+}
+
+async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Response<Body> {
+    if let Err(refused) = check_post_head(&parts.headers) {
+        return *refused;
+    }
+    let parsed = match read_parsed(inner, parts, body).await {
+        Ok(parsed) => parsed,
+        Err(answer) => return answer,
+    };
+    if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
+        return modern::post(inner, parts, parsed).await;
+    }
+    legacy::post(inner, parts, parsed).await
+}
+
+/// Whether `MCP-Protocol-Version` names a 2026-07-28-era revision (or one we do not know,
+/// which only a newer client sends): such a body without `_meta` is answered by the
+/// modern endpoint (-32602), not refused for lacking a session.
+fn modern_header(parts: &Parts) -> bool {
+    match parts.headers.get(PROTOCOL_VERSION).map(|v| v.to_str()) {
+        Some(Ok(v)) => ProtocolVersion::parse(v).is_none_or(|v| v.era() == Era::Modern),
+        Some(Err(_)) => false,
+        None => false,
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests for arbor-http: one binary, one module per behaviour, real sockets on
+//! 127.0.0.1:0 and a real HTTP client.
+
+// Helpers are shared by the modules; not every one uses all of them.
+#[allow(dead_code)]
+mod support;
+
+mod bad_requests_are_refused_with_the_spec_status;
+mod modern_requests_are_checked_and_scoped_to_their_exchange;

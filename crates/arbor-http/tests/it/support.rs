@@ -1,0 +1,287 @@
+//! The fixture every test serves over a real loopback socket, and a small client: POST
+//! helpers for both eras and an SSE event reader with a bound on every wait.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_http::{HttpConfig, HttpServer, ShutdownHandle};
+use arbor_protocol::model::content::ContentBlock;
+use arbor_protocol::model::mrtr::InputResponse;
+use arbor_protocol::model::subscriptions::SubscriptionFilter;
+use arbor_protocol::model::tools::CallToolResult;
+use arbor_server::bus::BusMessage;
+use arbor_server::router::NoArgs;
+use arbor_server::{
+    Channel, Flow, InputRequired, Reply, RequestContext, Router, RouterHandle, Server, Subscribe, SubscriptionHandler,
+};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+/// Every wait in a test is bounded by this, so a broken server fails instead of hanging.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+pub const MODERN: &str = "2026-07-28";
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct EchoArgs {
+    message: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RegionArgs {
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: Option<String>,
+}
+
+/// What the server side lets a test observe.
+pub struct Probe {
+    /// A `slow` call started.
+    pub started: mpsc::UnboundedReceiver<()>,
+    /// A `slow` call saw its cancellation.
+    pub cancelled: mpsc::UnboundedReceiver<()>,
+    /// A listen stream's `handle_close` ran.
+    pub closed: mpsc::UnboundedReceiver<()>,
+}
+
+/// Signals when dropped.
+struct Dropped(mpsc::UnboundedSender<()>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+struct Closes(mpsc::UnboundedSender<()>);
+
+#[async_trait::async_trait]
+impl SubscriptionHandler for Closes {
+    type State = ();
+    async fn subscribe(&self, _: &SubscriptionFilter, _: &Channel) -> Subscribe<()> {
+        Subscribe::Accept(())
+    }
+    async fn handle_message(&self, _: Arc<BusMessage>, _: &Channel, _: &mut ()) -> Flow {
+        Flow::Stream
+    }
+    async fn handle_close(&self, _: &Channel, _: ()) {
+        let _ = self.0.send(());
+    }
+}
+
+/// The fixture: `echo`, `slow` (waits for its cancellation), `progress` (two progress
+/// notifications, then a result), `ask` (asks the user's name), `region` (an
+/// `x-mcp-header` argument), `nap` (answers after 300 ms).
+pub fn fixture() -> (Server, RouterHandle, Probe) {
+    let (started_tx, started) = mpsc::unbounded_channel();
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let (closed_tx, closed) = mpsc::unbounded_channel();
+    let router = Router::new("http-fixture", "1.0.0")
+        .tool("echo", "Says it back", |args: EchoArgs| async move { args.message })
+        .tool("slow", "Runs until cancelled", move |_: NoArgs, cx: RequestContext| {
+            let (started, cancelled) = (started_tx.clone(), cancelled_tx.clone());
+            async move {
+                let _ = started.send(());
+                // Stopped from outside, the future is dropped: the guard tells.
+                let guard = Dropped(cancelled.clone());
+                tokio::select! {
+                    _ = cx.cancelled() => {}
+                    _ = tokio::time::sleep(Duration::from_secs(60)) => std::mem::forget(guard),
+                }
+                "done"
+            }
+        })
+        .tool("progress", "Reports progress", |_: NoArgs, cx: RequestContext| async move {
+            cx.progress(1.0, Some(2.0), None);
+            cx.progress(2.0, Some(2.0), None);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            "finished"
+        })
+        .tool("nap", "Answers after a while", |_: NoArgs| async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            "rested"
+        })
+        .tool("region", "Has a header argument", |args: RegionArgs| async move {
+            args.region.unwrap_or_else(|| "none".into())
+        })
+        .tool("ask", "Asks a name", |_: NoArgs, cx: RequestContext| async move {
+            let answer = cx.input_responses().and_then(|r| r.get("name")).cloned();
+            match answer {
+                Some(InputResponse::Elicit(reply)) => {
+                    let name = reply.content.as_ref().and_then(|c| c.get("name")).and_then(|n| n.as_str());
+                    let text = format!("hello {}", name.unwrap_or("?"));
+                    let content = vec![ContentBlock::text(text)];
+                    Reply::Complete(CallToolResult { content, ..Default::default() })
+                }
+                _ => {
+                    let params = serde_json::from_value(json!({
+                        "message": "What is your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                    }))
+                    .unwrap();
+                    Reply::InputRequired(InputRequired::new().elicit("name", params))
+                }
+            }
+        });
+    let handle = router.handle();
+    let server = Server::new(router).subscription_handler(Closes(closed_tx));
+    (server, handle, Probe { started, cancelled, closed })
+}
+
+/// A served fixture on 127.0.0.1:0.
+pub struct Served {
+    pub url: String,
+    pub base: String,
+    pub port: u16,
+    pub http: HttpServer,
+    pub client: reqwest::Client,
+    pub handle: RouterHandle,
+    pub probe: Probe,
+    stop: ShutdownHandle,
+    run: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+pub async fn serve(config: HttpConfig) -> Served {
+    let (server, handle, probe) = fixture();
+    let config = config.bind("127.0.0.1:0".parse().unwrap());
+    let http = HttpServer::with_config(server, config);
+    let bound = http.clone().bind().await.expect("bind");
+    let addr = bound.local_addr();
+    let stop = bound.shutdown_handle();
+    let run = tokio::spawn(bound.run());
+    let client = reqwest::Client::builder().timeout(PATIENCE).build().unwrap();
+    let base = format!("http://{addr}");
+    Served { url: format!("{base}/mcp"), base, port: addr.port(), http, client, handle, probe, stop, run }
+}
+
+impl Served {
+    /// Shuts down and waits for `run` to return.
+    pub async fn finish(self) {
+        self.stop.shutdown();
+        let ran = tokio::time::timeout(PATIENCE, self.run).await.expect("shutdown finished in time");
+        ran.unwrap().unwrap();
+    }
+
+    /// A POST of `body` with the usual head and `headers`.
+    pub fn post(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::RequestBuilder {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+    }
+
+    /// A 2026-07-28 request with `_meta` and every header it needs, plus `extra`.
+    pub fn modern(&self, id: i64, method: &str, mut params: Value, extra: &[(&str, &str)]) -> reqwest::RequestBuilder {
+        let mut meta = params.get("_meta").cloned().unwrap_or_else(|| json!({}));
+        meta["io.modelcontextprotocol/protocolVersion"] = json!(MODERN);
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        params["_meta"] = meta;
+        let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut headers = vec![("mcp-protocol-version", MODERN), ("mcp-method", method)];
+        if let Some(name) = name.as_deref() {
+            headers.push(("mcp-name", name));
+        }
+        headers.extend_from_slice(extra);
+        self.post(&body, &headers)
+    }
+
+    /// Opens a legacy session at `version` (with `capabilities`), sends `initialized`,
+    /// and returns its id.
+    pub async fn initialize(&self, version: &str, capabilities: Value) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": capabilities,
+            "clientInfo": {"name": "it", "version": "1"}}});
+        let response = self.post(&init, &[]).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["result"]["protocolVersion"], version, "{body}");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = self.post(&initialized, &[("mcp-session-id", &session)]).send().await.unwrap();
+        assert_eq!(response.status(), 202);
+        session
+    }
+}
+
+/// One SSE event as read.
+#[derive(Debug, Default, Clone)]
+pub struct Event {
+    pub id: Option<String>,
+    pub event: Option<String>,
+    pub retry: Option<u64>,
+    pub data: String,
+}
+
+impl Event {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Reads events off an SSE response, skipping comments.
+pub struct SseReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buf: String,
+}
+
+impl SseReader {
+    pub fn new(response: reqwest::Response) -> SseReader {
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        SseReader { body: response.bytes_stream().boxed(), buf: String::new() }
+    }
+
+    /// The next event, `None` when the stream ended.
+    pub async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let mut event = Event::default();
+                let mut is_event = false;
+                for line in block.lines() {
+                    let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                    let value = value.strip_prefix(' ').unwrap_or(value);
+                    match field {
+                        "" => {}
+                        "id" => (event.id, is_event) = (Some(value.to_owned()), true),
+                        "event" => (event.event, is_event) = (Some(value.to_owned()), true),
+                        "retry" => event.retry = value.parse().ok(),
+                        "data" => {
+                            event.data.push_str(value);
+                            is_event = true;
+                        }
+                        _ => {}
+                    }
+                }
+                if is_event {
+                    return Some(event);
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(PATIENCE, self.body.next()).await.expect("an SSE event in time")?;
+            self.buf.push_str(std::str::from_utf8(&chunk.ok()?).unwrap());
+        }
+    }
+
+    /// The next event that carries data.
+    pub async fn next_data(&mut self) -> Event {
+        loop {
+            let event = self.next().await.expect("the stream ended early");
+            if !event.data.is_empty() {
+                return event;
+            }
+        }
+    }
+}
+
+/// Waits for one signal from the server side.
+pub async fn signalled(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
+    tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("{what} in time")).expect(what);
+}
