@@ -1,0 +1,265 @@
+//! One request on the wire and the caller waiting for its answer: ids, `_meta`, the
+//! deadline (reset by progress, paused by server requests tied to the call, bounded by
+//! the maximum total), and cancellation when the caller gives up.
+//!
+//! The waiting happens in the caller's task, never in the connection actor: the reader
+//! (or an HTTP response task) completes the pending entry and the caller wakes up.
+//! This module does not retry (MRTR and header refreshes live in `client.rs`).
+//! Invariant: a call that ends without an answer (timeout, cancel, drop) removes its
+//! pending entry and tells the server in the era's way: `notifications/cancelled` on a
+//! stream and in the legacy era, closing the response stream in modern HTTP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta;
+use arbor_protocol::method::RequestFrame;
+use arbor_protocol::methods::MethodName;
+use arbor_protocol::version::{Era, ProtocolVersion};
+use parking_lot::Mutex;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+
+use crate::error::ClientError;
+use crate::handler::{Assigns, CallLink};
+use crate::options::{CallOptions, CancelToken, ProgressFn};
+use crate::shared::{Failure, Pending, PendingKind, Reply, Shared};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Signal {
+    progress: u64,
+    paused: usize,
+}
+
+/// The caller's side of one call, shared by its rounds (MRTR retries) and by the server
+/// requests tied to it.
+pub(crate) struct CallCtl {
+    pub(crate) on_progress: Option<ProgressFn>,
+    assigns: Option<Assigns>,
+    signal: watch::Sender<Signal>,
+    current: Mutex<Option<RequestId>>,
+    timeout: Duration,
+    max_total: Duration,
+    reset_on_progress: bool,
+    cancel: Option<CancelToken>,
+    started: Instant,
+}
+
+impl CallCtl {
+    pub(crate) fn new(shared: &Shared, opts: &CallOptions) -> Arc<CallCtl> {
+        let o = &shared.options;
+        let timeout = opts.timeout.unwrap_or(o.timeout);
+        Arc::new(CallCtl {
+            on_progress: opts.on_progress.clone(),
+            assigns: opts.assigns.clone(),
+            signal: watch::Sender::new(Signal::default()),
+            current: Mutex::new(None),
+            timeout,
+            max_total: opts.max_total_timeout.unwrap_or(o.max_total_timeout).max(timeout),
+            reset_on_progress: opts.reset_on_progress.unwrap_or(o.reset_on_progress),
+            cancel: opts.cancel.clone(),
+            started: Instant::now(),
+        })
+    }
+
+    /// A call for the client's own requests (probe, handshake): fixed timeout, no extras.
+    pub(crate) fn internal(timeout: Duration) -> Arc<CallCtl> {
+        Arc::new(CallCtl {
+            on_progress: None,
+            assigns: None,
+            signal: watch::Sender::new(Signal::default()),
+            current: Mutex::new(None),
+            timeout,
+            max_total: timeout,
+            reset_on_progress: false,
+            cancel: None,
+            started: Instant::now(),
+        })
+    }
+
+    pub(crate) fn progressed(&self) {
+        self.signal.send_modify(|s| s.progress += 1);
+    }
+
+    /// Waits for the reply within the deadline rules.
+    async fn wait(&self, rx: &mut oneshot::Receiver<Reply>) -> Result<Reply, ClientError> {
+        let hard = self.started + self.max_total;
+        let mut sig = self.signal.subscribe();
+        let mut seen = *sig.borrow_and_update();
+        let mut deadline = (Instant::now() + self.timeout).min(hard);
+        loop {
+            let paused = seen.paused > 0;
+            tokio::select! {
+                biased;
+                reply = &mut *rx => return reply.map_err(|_| ClientError::Disconnected),
+                _ = async { match &self.cancel { Some(t) => t.cancelled().await, None => std::future::pending().await } } => {
+                    return Err(ClientError::Cancelled);
+                }
+                changed = sig.changed() => {
+                    if changed.is_err() {
+                        continue;
+                    }
+                    let now = *sig.borrow_and_update();
+                    let resumed = seen.paused > 0 && now.paused == 0;
+                    if resumed || (self.reset_on_progress && now.progress != seen.progress) {
+                        deadline = (Instant::now() + self.timeout).min(hard);
+                    }
+                    seen = now;
+                }
+                _ = tokio::time::sleep_until(deadline), if !paused => return Err(ClientError::Timeout(self.timeout)),
+                _ = tokio::time::sleep_until(hard) => return Err(ClientError::Timeout(self.max_total)),
+            }
+        }
+    }
+}
+
+impl CallLink for CallCtl {
+    fn pause_deadline(&self) -> Box<dyn std::any::Any + Send> {
+        // Counted here, released when the returned guard drops.
+        self.signal.send_modify(|s| s.paused += 1);
+        Box::new(PauseRelease(self.signal.clone()))
+    }
+    fn assigns(&self) -> Option<Assigns> {
+        self.assigns.clone()
+    }
+    fn request_id(&self) -> Option<RequestId> {
+        self.current.lock().clone()
+    }
+}
+
+struct PauseRelease(watch::Sender<Signal>);
+
+impl Drop for PauseRelease {
+    fn drop(&mut self) {
+        self.0.send_modify(|s| s.paused = s.paused.saturating_sub(1));
+    }
+}
+
+/// Removes a pending entry when the caller stops waiting without an answer, and tells
+/// the server (unless disarmed, or the request may not be cancelled).
+struct InFlight<'a> {
+    shared: &'a Arc<Shared>,
+    id: i64,
+    armed: bool,
+    cancellable: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            abandon(self.shared, self.id, self.cancellable, "the caller stopped waiting");
+        }
+    }
+}
+
+/// Forgets request `id` and, if it was still pending and `tell` is set, cancels it
+/// towards the server.
+pub(crate) fn abandon(shared: &Arc<Shared>, id: i64, tell: bool, reason: &str) {
+    let Some(entry) = shared.pending.lock().remove(&id) else { return };
+    let closed_stream = entry.abort.is_some();
+    if let Some(abort) = entry.abort {
+        // Modern HTTP: closing the response stream is the cancel.
+        abort.abort();
+    }
+    if !tell {
+        return;
+    }
+    let Some(link) = shared.link() else { return };
+    let modern = shared.era() == Some(Era::Modern);
+    if link.is_http() && modern && closed_stream {
+        return;
+    }
+    let frame = serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": MethodName::Cancelled.as_str(),
+        "params": cancel_params(shared, id, reason),
+    }))
+    .unwrap_or_default();
+    link.notify_detached(shared, frame);
+}
+
+fn cancel_params(shared: &Shared, id: i64, reason: &str) -> Value {
+    let mut params = serde_json::json!({"requestId": id, "reason": reason});
+    if shared.era() == Some(Era::Modern) {
+        // Modern notifications carry no required `_meta`; the HTTP transport defines none
+        // for notification POSTs either, so the version rides along for the header.
+        params["_meta"] = serde_json::json!({ meta::PROTOCOL_VERSION: ProtocolVersion::LATEST.as_str() });
+    }
+    params
+}
+
+/// Whether a request of `method` is sent with modern terms.
+pub(crate) fn is_modern(shared: &Shared, method: MethodName) -> bool {
+    method == MethodName::Discover || shared.era() == Some(Era::Modern)
+}
+
+/// Adds the era's `_meta` to `params` (an object): modern terms, and the progress token.
+pub(crate) fn shape_params(shared: &Shared, modern: bool, params: &mut Value, progress: Option<i64>) {
+    if !params.is_object() {
+        *params = Value::Object(Map::new());
+    }
+    if !modern && progress.is_none() {
+        return;
+    }
+    let obj = params.as_object_mut().expect("made an object above");
+    let meta = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    let meta = meta.as_object_mut().expect("made an object above");
+    if modern {
+        meta.insert(meta::PROTOCOL_VERSION.into(), Value::String(ProtocolVersion::LATEST.as_str().into()));
+        meta.insert(meta::CLIENT_CAPABILITIES.into(), shared.client_capabilities.clone());
+        meta.insert(meta::CLIENT_INFO.into(), shared.client_info.clone());
+    }
+    if let Some(token) = progress {
+        meta.insert(meta::PROGRESS_TOKEN.into(), Value::from(token));
+    }
+}
+
+/// Sends one request and waits for its answer.
+pub(crate) async fn roundtrip(
+    shared: &Arc<Shared>,
+    method: MethodName,
+    params: &mut Value,
+    ctl: &Arc<CallCtl>,
+    kind: PendingKind,
+    cancellable: bool,
+) -> Result<Box<RawValue>, ClientError> {
+    let link = shared.link().ok_or(ClientError::Disconnected)?;
+    let id = shared.next_id();
+    let modern = is_modern(shared, method);
+    let progress = ctl.on_progress.as_ref().map(|_| id);
+    shape_params(shared, modern, params, progress);
+    let rid = RequestId::from(id);
+    *ctl.current.lock() = Some(rid.clone());
+    let frame = serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
+        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    let (tx, mut rx) = oneshot::channel();
+    shared.pending.lock().insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
+    let mut guard = InFlight { shared, id, armed: true, cancellable };
+    link.send_request(shared, id, method, params, modern, frame)?;
+    let reply = match ctl.wait(&mut rx).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            let reason = match &e {
+                ClientError::Timeout(_) => "timeout",
+                _ => "cancelled by the client",
+            };
+            guard.armed = false;
+            abandon(shared, id, cancellable, reason);
+            return Err(e);
+        }
+    };
+    guard.armed = false;
+    match reply {
+        Reply::Result(raw) => Ok(raw),
+        Reply::Error(e) => Err(ClientError::Rpc(e)),
+        Reply::Failed(Failure::Transport(t)) => Err(ClientError::Transport(t)),
+        Reply::Failed(Failure::SessionExpired) => Err(ClientError::SessionExpired),
+        Reply::Failed(Failure::Disconnected) => Err(ClientError::Disconnected),
+    }
+}

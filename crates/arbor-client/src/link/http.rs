@@ -1,0 +1,289 @@
+//! The Streamable HTTP link (reqwest): one POST per message, answered with JSON or an SSE
+//! stream; the legacy session (`Mcp-Session-Id`, `MCP-Protocol-Version`, the standalone
+//! GET stream, DELETE on close, 404 = session expired) and the modern headers
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
+//!
+//! Each request's POST runs in its own task, which feeds what arrives on its response
+//! stream to `Shared::inbound` tagged with the request's id, so a legacy server request
+//! on that stream is tied to the right call. Aborting the task closes the stream, which
+//! is how a modern HTTP request is cancelled. It does not decide the era (it is told per
+//! request) and does not retry.
+//! Invariant: a request's task completes its pending entry one way or another (answer,
+//! HTTP error, stream ended early), so no caller waits on a finished POST.
+
+use std::sync::Arc;
+
+use arbor_protocol::era::http::{
+    encode_header_text, encode_header_value, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+};
+use arbor_protocol::methods::MethodName;
+use arbor_protocol::version::{Feature, ProtocolVersion};
+use futures::StreamExt;
+use parking_lot::Mutex;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tokio::task::AbortHandle;
+
+use super::sse::SseParser;
+use super::Origin;
+use crate::connection::Event;
+use crate::error::{ClientError, ConnectError};
+use crate::shared::{Failure, Shared};
+use crate::target::HttpTarget;
+
+/// The header carrying the legacy session id.
+const SESSION_HEADER: &str = "Mcp-Session-Id";
+
+#[derive(Debug)]
+pub(crate) struct HttpLink {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    extra: HeaderMap,
+    session_id: Mutex<Option<String>>,
+    /// The negotiated legacy version, once `initialize` was answered.
+    legacy_version: Mutex<Option<ProtocolVersion>>,
+    standalone: Mutex<Option<AbortHandle>>,
+    pub(crate) generation: u64,
+}
+
+impl HttpLink {
+    pub(crate) fn open(target: &HttpTarget, generation: u64) -> Result<Arc<HttpLink>, ConnectError> {
+        let url = reqwest::Url::parse(&target.url).map_err(|e| ConnectError::Transport(e.to_string()))?;
+        let mut extra = HeaderMap::new();
+        for (name, value) in &target.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| ConnectError::Transport(e.to_string()))?;
+            let value = HeaderValue::from_str(value).map_err(|e| ConnectError::Transport(e.to_string()))?;
+            extra.append(name, value);
+        }
+        let client = reqwest::Client::builder().build().map_err(|e| ConnectError::Transport(e.to_string()))?;
+        Ok(Arc::new(HttpLink {
+            client,
+            url,
+            extra,
+            session_id: Mutex::new(None),
+            legacy_version: Mutex::new(None),
+            standalone: Mutex::new(None),
+            generation,
+        }))
+    }
+
+    /// The server's origin (`scheme://host[:port]`), for elicitation URL checks.
+    pub(crate) fn origin(&self) -> String {
+        self.url.origin().ascii_serialization()
+    }
+
+    pub(crate) fn set_legacy_version(&self, version: Option<ProtocolVersion>) {
+        *self.legacy_version.lock() = version;
+    }
+
+    pub(crate) fn has_session(&self) -> bool {
+        self.session_id.lock().is_some()
+    }
+
+    pub(crate) fn forget_session(&self) {
+        *self.session_id.lock() = None;
+        *self.legacy_version.lock() = None;
+        if let Some(s) = self.standalone.lock().take() {
+            s.abort();
+        }
+    }
+
+    fn base_headers(&self, modern: bool) -> HeaderMap {
+        let mut h = self.extra.clone();
+        h.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if modern {
+            h.insert(PROTOCOL_VERSION_HEADER, HeaderValue::from_static(ProtocolVersion::LATEST.as_str()));
+            return h;
+        }
+        if let Some(id) = self.session_id.lock().as_deref() {
+            if let Ok(v) = HeaderValue::from_str(id) {
+                h.insert(SESSION_HEADER, v);
+            }
+        }
+        if let Some(v) = *self.legacy_version.lock() {
+            if v.supports(Feature::ProtocolVersionHeader) {
+                h.insert(PROTOCOL_VERSION_HEADER, HeaderValue::from_static(v.as_str()));
+            }
+        }
+        h
+    }
+
+    /// The modern per-request headers: method, name, annotated arguments.
+    fn modern_headers(&self, shared: &Shared, h: &mut HeaderMap, method: MethodName, params: &Value) {
+        h.insert(METHOD_HEADER, HeaderValue::from_static(method.as_str()));
+        let name = match method {
+            MethodName::CallTool | MethodName::GetPrompt => params.get("name"),
+            MethodName::ReadResource => params.get("uri"),
+            _ => None,
+        };
+        if let Some(v) = name.and_then(Value::as_str).and_then(|n| HeaderValue::from_str(&encode_header_text(n)).ok()) {
+            h.insert(NAME_HEADER, v);
+        }
+        if method != MethodName::CallTool {
+            return;
+        }
+        let Some(tool) = params.get("name").and_then(Value::as_str) else { return };
+        let Some(annotations) = shared.param_headers.lock().get(tool).cloned() else { return };
+        let Some(arguments) = params.get("arguments") else { return };
+        for a in annotations.iter() {
+            let value = a.value_in(arguments).and_then(encode_header_value);
+            if let (Some(value), Ok(name)) = (value, HeaderName::from_bytes(a.header_name().as_bytes())) {
+                if let Ok(value) = HeaderValue::from_str(&value) {
+                    h.insert(name, value);
+                }
+            }
+        }
+    }
+
+    /// POSTs a request; its answer (and what comes before it) goes to `Shared::inbound`.
+    pub(crate) fn start_request(
+        self: &Arc<Self>,
+        shared: &Arc<Shared>,
+        id: i64,
+        method: MethodName,
+        params: &Value,
+        modern: bool,
+        frame: Vec<u8>,
+    ) {
+        let mut headers = self.base_headers(modern);
+        if modern {
+            self.modern_headers(shared, &mut headers, method, params);
+        }
+        let (link, shared2) = (self.clone(), shared.clone());
+        let task = tokio::spawn(async move { link.run_request(&shared2, id, method, headers, frame).await });
+        let abort = task.abort_handle();
+        match shared.pending.lock().get_mut(&id) {
+            Some(p) if modern => p.abort = Some(abort),
+            // Legacy: a disconnect is not a cancel, and the task ends with its stream.
+            _ => {}
+        }
+    }
+
+    async fn run_request(&self, shared: &Arc<Shared>, id: i64, method: MethodName, headers: HeaderMap, frame: Vec<u8>) {
+        let sent = self.client.post(self.url.clone()).headers(headers).body(frame).send().await;
+        let response = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(e.to_string())));
+                return;
+            }
+        };
+        let status = response.status();
+        if method == MethodName::Initialize {
+            if let Some(sid) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+                *self.session_id.lock() = Some(sid.to_owned());
+            }
+        }
+        if status == StatusCode::NOT_FOUND && self.has_session() {
+            shared.complete(id, crate::shared::Reply::Failed(Failure::SessionExpired));
+            shared.event(Event::SessionExpired { generation: self.generation });
+            return;
+        }
+        self.read_body(shared, response, Origin::Post(id)).await;
+        // Whatever the stream held, the request is over: a missing answer is an error.
+        let why = if status.is_success() {
+            format!("the response stream ended without an answer (HTTP {status})")
+        } else {
+            format!("HTTP {status}")
+        };
+        shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(why)));
+    }
+
+    /// Feeds a response body (JSON or SSE) to the dispatcher.
+    async fn read_body(&self, shared: &Arc<Shared>, response: Response, origin: Origin) {
+        let sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        if sse {
+            let mut parser = SseParser::default();
+            let mut body = response.bytes_stream();
+            while let Some(chunk) = body.next().await {
+                let Ok(chunk) = chunk else { break };
+                for data in parser.feed(&chunk) {
+                    shared.inbound(&data, origin);
+                }
+            }
+        } else if let Ok(bytes) = response.bytes().await {
+            if !bytes.iter().all(u8::is_ascii_whitespace) {
+                shared.inbound(&bytes, origin);
+            }
+        }
+    }
+
+    /// POSTs a notification or a response; the server answers 202.
+    pub(crate) async fn post_message(&self, shared: &Arc<Shared>, frame: Vec<u8>) -> Result<(), ClientError> {
+        let modern = shared.era() == Some(arbor_protocol::version::Era::Modern);
+        let mut headers = self.base_headers(modern);
+        if modern {
+            if let Ok(v) = serde_json::from_slice::<Value>(&frame) {
+                if let Some(m) = v.get("method").and_then(Value::as_str).and_then(MethodName::parse) {
+                    headers.insert(METHOD_HEADER, HeaderValue::from_static(m.as_str()));
+                }
+            }
+        }
+        let response = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(frame)
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        if response.status().is_success() {
+            Ok(())
+        } else {
+            Err(ClientError::Transport(format!("HTTP {}", response.status())))
+        }
+    }
+
+    /// Opens the legacy standalone GET stream, for server messages not tied to a request.
+    pub(crate) fn open_standalone(self: &Arc<Self>, shared: &Arc<Shared>) {
+        let (link, shared) = (self.clone(), shared.clone());
+        let task = tokio::spawn(async move {
+            let mut failures = 0;
+            while failures < 3 {
+                let mut headers = link.base_headers(false);
+                headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+                headers.remove(CONTENT_TYPE);
+                let response = match link.client.get(link.url.clone()).headers(headers).send().await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        failures += 1;
+                        continue;
+                    }
+                };
+                // 405: the server offers no standalone stream, which is allowed.
+                if !response.status().is_success() {
+                    return;
+                }
+                failures = 0;
+                link.read_body(&shared, response, Origin::Standalone).await;
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                failures += 1;
+            }
+        });
+        if let Some(old) = self.standalone.lock().replace(task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Ends the legacy session: stops the standalone stream and sends DELETE.
+    pub(crate) async fn close(&self) {
+        if let Some(s) = self.standalone.lock().take() {
+            s.abort();
+        }
+        let sid = self.session_id.lock().take();
+        if let Some(sid) = sid {
+            let mut headers = self.extra.clone();
+            if let Ok(v) = HeaderValue::from_str(&sid) {
+                headers.insert(SESSION_HEADER, v);
+            }
+            let delete = self.client.delete(self.url.clone()).headers(headers).send();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), delete).await;
+        }
+    }
+}

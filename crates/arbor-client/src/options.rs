@@ -1,0 +1,299 @@
+//! What a client is told before it connects ([`ClientOptions`]) and before each call
+//! ([`CallOptions`]): identity, era mode, timeouts, restart policy, progress, assigns.
+//!
+//! This module holds settings only; nothing here does IO. Defaults follow ConduitMcp's
+//! client: a 60 s call timeout, a 10 min maximum total, progress resetting the timeout.
+//! Invariant: a call's effective deadline never passes its maximum total timeout, however
+//! often progress resets it or server requests pause it.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_protocol::model::common::Implementation;
+use arbor_protocol::model::utilities::ProgressNotificationParams;
+use tokio::sync::Notify;
+
+use crate::era::EraCache;
+use crate::handler::{Assigns, ClientHandler, ClientLimits};
+
+/// Which era to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EraMode {
+    /// Probe with `server/discover`, fall back to `initialize` on any other error or
+    /// silence; remember the answer per server in the [`EraCache`].
+    #[default]
+    Detect,
+    /// Speak 2026-07-28 only (`server/discover` must succeed).
+    ForceModern,
+    /// Speak the handshake era only (`initialize` at once, no probe).
+    ForceLegacy,
+}
+
+/// What happens when a stdio server exits on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RestartPolicy {
+    /// Stay disconnected until [`crate::Client::restart`] is called.
+    #[default]
+    Manual,
+    /// Restart at once, at most `max_restarts` times within `within` (then stay down).
+    OnExit {
+        /// Restarts allowed in the window.
+        max_restarts: u32,
+        /// The sliding window.
+        within: Duration,
+    },
+}
+
+/// Settings of one client (one server connection).
+#[derive(Clone)]
+pub struct ClientOptions {
+    pub(crate) info: Implementation,
+    pub(crate) server_id: Option<String>,
+    pub(crate) era_mode: EraMode,
+    pub(crate) era_cache: EraCache,
+    pub(crate) probe_timeout: Duration,
+    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
+    pub(crate) limits: ClientLimits,
+    pub(crate) assigns: Option<Assigns>,
+    pub(crate) timeout: Duration,
+    pub(crate) max_total_timeout: Duration,
+    pub(crate) reset_on_progress: bool,
+    pub(crate) restart: RestartPolicy,
+    pub(crate) max_input_rounds: usize,
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("info", &self.info.name)
+            .field("server_id", &self.server_id)
+            .field("era_mode", &self.era_mode)
+            .field("handler", &self.handler.is_some())
+            .field("timeout", &self.timeout)
+            .field("max_total_timeout", &self.max_total_timeout)
+            .field("restart", &self.restart)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions::new("arbor-client", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+impl ClientOptions {
+    /// A client that calls itself `name` `version` (its `clientInfo`).
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ClientOptions {
+            info: Implementation::new(name, version),
+            server_id: None,
+            era_mode: EraMode::Detect,
+            era_cache: EraCache::global(),
+            probe_timeout: Duration::from_secs(5),
+            handler: None,
+            limits: ClientLimits::default(),
+            assigns: None,
+            timeout: Duration::from_secs(60),
+            max_total_timeout: Duration::from_secs(600),
+            reset_on_progress: true,
+            restart: RestartPolicy::Manual,
+            max_input_rounds: 8,
+        }
+    }
+
+    /// The operator's id for the server (handler contexts, logs, the supervisor's name).
+    pub fn server_id(mut self, id: impl Into<String>) -> Self {
+        self.server_id = Some(id.into());
+        self
+    }
+
+    /// Which era to speak (default: detect).
+    pub fn era(mut self, mode: EraMode) -> Self {
+        self.era_mode = mode;
+        self
+    }
+
+    /// Where detected eras are remembered (default: [`EraCache::global`]).
+    pub fn era_cache(mut self, cache: EraCache) -> Self {
+        self.era_cache = cache;
+        self
+    }
+
+    /// How long the `server/discover` probe waits before taking silence for a legacy
+    /// server (default 5 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
+    /// The handler answering the server's input requests; the client advertises only
+    /// what it implements. Without one, the client declares no capabilities.
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handler = Some(Arc::new(handler));
+        self
+    }
+
+    /// The handler, already shared.
+    pub fn handler_arc(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+        self.handler = Some(handler);
+        self
+    }
+
+    /// Limits and safety settings of the handler runtime.
+    pub fn limits(mut self, limits: ClientLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The client's own assigns, seen by handler callbacks not tied to a call.
+    pub fn assigns(mut self, assigns: Assigns) -> Self {
+        self.assigns = Some(assigns);
+        self
+    }
+
+    /// The default per-call timeout (60 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The default maximum total time of a call, whatever progress or pauses (10 min).
+    pub fn max_total_timeout(mut self, timeout: Duration) -> Self {
+        self.max_total_timeout = timeout;
+        self
+    }
+
+    /// Whether progress notifications reset a call's timeout by default (true).
+    pub fn reset_on_progress(mut self, reset: bool) -> Self {
+        self.reset_on_progress = reset;
+        self
+    }
+
+    /// What to do when a stdio server exits on its own (default: wait for `restart`).
+    pub fn restart_policy(mut self, policy: RestartPolicy) -> Self {
+        self.restart = policy;
+        self
+    }
+
+    /// The bound on `input_required` rounds of one call (default 8).
+    pub fn max_input_rounds(mut self, rounds: usize) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+}
+
+/// A progress callback.
+pub type ProgressFn = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
+
+/// Settings of one call; unset fields take the client's defaults.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_total_timeout: Option<Duration>,
+    pub(crate) reset_on_progress: Option<bool>,
+    pub(crate) on_progress: Option<ProgressFn>,
+    pub(crate) assigns: Option<Assigns>,
+    pub(crate) cancel: Option<CancelToken>,
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("max_total_timeout", &self.max_total_timeout)
+            .field("reset_on_progress", &self.reset_on_progress)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("assigns", &self.assigns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallOptions {
+    /// Default settings.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// The time allowed without an answer (reset by progress when enabled).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The hard bound on the whole call.
+    pub fn max_total_timeout(mut self, timeout: Duration) -> Self {
+        self.max_total_timeout = Some(timeout);
+        self
+    }
+
+    /// Whether progress resets the timeout.
+    pub fn reset_on_progress(mut self, reset: bool) -> Self {
+        self.reset_on_progress = Some(reset);
+        self
+    }
+
+    /// Asks for progress (a `progressToken` in `_meta`) and calls `f` with each update.
+    pub fn on_progress(mut self, f: impl Fn(&ProgressNotificationParams) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// User data handed to the handler for server requests tied to this call.
+    pub fn assigns(mut self, assigns: Assigns) -> Self {
+        self.assigns = Some(assigns);
+        self
+    }
+
+    /// A token that cancels the call when triggered (dropping the call's future
+    /// cancels it too).
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// Cancels the calls it was given to; cheap to clone.
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<(AtomicBool, Notify)>,
+}
+
+impl fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelToken").field("cancelled", &self.is_cancelled()).finish()
+    }
+}
+
+impl CancelToken {
+    /// A fresh token.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Cancels every call holding this token.
+    pub fn cancel(&self) {
+        self.inner.0.store(true, Ordering::SeqCst);
+        self.inner.1.notify_waiters();
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.0.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.1.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}

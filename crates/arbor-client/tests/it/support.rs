@@ -1,0 +1,211 @@
+//! The fixtures: our own server (`arbor-server`) with a test handler, reached over an
+//! in-memory pair, and a client handler that answers elicitations.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_client::handler::{ClientHandler, ElicitationContext, ElicitationHandler};
+use arbor_client::{Client, ClientOptions, EraCache, EraMode, ServerTarget};
+use arbor_protocol::error::McpError;
+use arbor_protocol::model::capabilities::{
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
+};
+use arbor_protocol::model::common::PaginatedRequestParams;
+use arbor_protocol::model::content::ContentBlock;
+use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
+use arbor_protocol::model::mrtr::InputResponse;
+use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use arbor_server::{
+    ConnectOptions, InputRequired, Reply, RequestContext, Server, ServerConfig, ServerHandler, ServerInfo, Transport,
+};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+/// Tools the test server offers, in list order.
+pub const TOOLS: [&str; 5] = ["echo", "hang", "slow", "ask", "spare"];
+
+/// What the server saw, for assertions.
+#[derive(Default)]
+pub struct Seen {
+    /// Requests whose handler was stopped before it finished (cancelled).
+    pub stopped: Mutex<Vec<String>>,
+}
+
+pub struct TestServer {
+    pub seen: Arc<Seen>,
+}
+
+struct StopGuard(Arc<Seen>, String, bool);
+
+impl Drop for StopGuard {
+    fn drop(&mut self) {
+        if !self.2 {
+            self.0.stopped.lock().push(self.1.clone());
+        }
+    }
+}
+
+fn text(t: impl Into<String>) -> CallToolResult {
+    CallToolResult { content: vec![ContentBlock::text(t)], ..Default::default() }
+}
+
+#[async_trait::async_trait]
+impl ServerHandler for TestServer {
+    fn info(&self) -> ServerInfo {
+        ServerInfo::new("arbor-client-test", "0.0.1")
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ToolsCapability::default()),
+            resources: Some(ResourcesCapability { subscribe: Some(true), ..Default::default() }),
+            prompts: Some(PromptsCapability::default()),
+            ..Default::default()
+        }
+    }
+
+    fn tool_deadline(&self, _: &str) -> Option<Duration> {
+        Some(Duration::from_secs(3600))
+    }
+
+    /// Two tools per page; the cursor is the index of the next tool.
+    async fn list_tools(&self, params: PaginatedRequestParams, _: RequestContext) -> Result<ListToolsResult, McpError> {
+        let start: usize = match params.cursor.as_deref() {
+            None => 0,
+            Some(c) => c.parse().map_err(|_| McpError::invalid_params("bad cursor"))?,
+        };
+        let tools = TOOLS
+            .iter()
+            .skip(start)
+            .take(2)
+            .map(|name| Tool {
+                name: (*name).into(),
+                input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
+                ..Default::default()
+            })
+            .collect();
+        let next = start + 2;
+        Ok(ListToolsResult { tools, next_cursor: (next < TOOLS.len()).then(|| next.to_string()), ..Default::default() })
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Result<Reply<CallToolResult>, McpError> {
+        let arg = |name: &str| params.arguments.as_ref().and_then(|a| a.get(name)).cloned().unwrap_or(Value::Null);
+        match params.name.as_str() {
+            "echo" => Ok(text(arg("message").as_str().unwrap_or_default()).into()),
+            "hang" => {
+                let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
+                std::future::pending::<()>().await;
+                guard.2 = true;
+                unreachable!()
+            }
+            // Sends `steps` progress notifications, `every` seconds apart, then answers.
+            "slow" => {
+                let steps = arg("steps").as_u64().unwrap_or(1);
+                let every = arg("every").as_u64().unwrap_or(1);
+                for i in 1..=steps {
+                    tokio::time::sleep(Duration::from_secs(every)).await;
+                    cx.progress(i as f64, Some(steps as f64), None);
+                }
+                Ok(text("done").into())
+            }
+            "ask" => match cx.input_responses().and_then(|r| r.get("name")) {
+                Some(InputResponse::Elicit(answer)) => {
+                    let name = answer.content.as_ref().and_then(|c| c.get("name")).cloned().unwrap_or(Value::Null);
+                    let seen = cx.input_state().cloned().unwrap_or(Value::Null);
+                    Ok(text(format!("hello {} ({seen})", name.as_str().unwrap_or("?"))).into())
+                }
+                _ => {
+                    let params = serde_json::from_value(json!({
+                        "message": "What is your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                    }))
+                    .unwrap();
+                    Ok(Reply::InputRequired(InputRequired::new().elicit("name", params).state(json!({"round": 1}))))
+                }
+            },
+            other => Err(McpError::invalid_params(format!("Unknown tool: {other}"))),
+        }
+    }
+
+    async fn subscribe(&self, _: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        _: RequestContext,
+    ) -> Result<Reply<ReadResourceResult>, McpError> {
+        let contents = serde_json::from_value(json!([{"uri": params.uri, "text": "hello"}])).unwrap();
+        Ok(ReadResourceResult { contents, ..Default::default() }.into())
+    }
+}
+
+/// Answers every form elicitation with `{"name": <assigns.name or "Ada">}`.
+pub struct Answers;
+
+#[async_trait::async_trait]
+impl ElicitationHandler for Answers {
+    async fn handle_elicitation(
+        &self,
+        _: ElicitRequestParams,
+        ctx: &ElicitationContext,
+    ) -> Result<ElicitResult, McpError> {
+        let name = ctx.assigns.as_ref().and_then(|a| a.get("name")).cloned().unwrap_or_else(|| json!("Ada"));
+        let content = json!({ "name": name }).as_object().unwrap().clone();
+        Ok(ElicitResult {
+            meta: None,
+            result_type: None,
+            action: ElicitAction::Accept,
+            content: Some(content),
+            extra: Default::default(),
+        })
+    }
+}
+
+pub struct AnsweringHandler;
+
+impl ClientHandler for AnsweringHandler {
+    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
+        Some(&Answers)
+    }
+}
+
+/// Our server, and a target that connects a fresh in-memory pair to it each time.
+pub struct Fixture {
+    pub server: Server,
+    pub seen: Arc<Seen>,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let seen = Arc::new(Seen::default());
+        let server = Server::with_config(TestServer { seen: seen.clone() }, ServerConfig::default());
+        Fixture { server, seen }
+    }
+
+    pub fn target(&self) -> ServerTarget {
+        let server = self.server.clone();
+        ServerTarget::transport_factory(None, move || {
+            let server = server.clone();
+            async move {
+                let (server_side, client_side) = Transport::memory_pair();
+                server.connect(server_side, ConnectOptions::default()).await.map_err(std::io::Error::other)?;
+                Ok(client_side)
+            }
+        })
+    }
+
+    pub async fn client(&self, era: EraMode) -> Client {
+        self.client_with(ClientOptions::new("test-client", "1.0.0").era(era)).await
+    }
+
+    pub async fn client_with(&self, options: ClientOptions) -> Client {
+        Client::connect(self.target(), options.era_cache(EraCache::new())).await.expect("connects")
+    }
+}
