@@ -6,4 +6,5 @@
 mod support;
 
 mod bad_requests_are_refused_with_the_spec_status;
+mod legacy_sessions_are_resumable_and_reaped;
 mod modern_requests_are_checked_and_scoped_to_their_exchange;

@@ -1,0 +1,202 @@
+//! 2025-03-26 … 2025-11-25 over HTTP: `initialize` mints a session id, every other
+//! request must name a live session (400 without, 404 unknown or ended), DELETE ends it,
+//! an idle one is reaped; the standalone GET stream carries `list_changed` and resumes
+//! from `Last-Event-ID`; a POST stream carries a server-to-client request whose answer is
+//! a separate POST; SEP-1699 polling closes a waiting stream after its priming event and
+//! the client resumes it; the 2024-11-05 HTTP+SSE transport sends its endpoint event.
+
+use std::time::Duration;
+
+use arbor_http::HttpConfig;
+use serde_json::{json, Value};
+
+use crate::support::{serve, Served, SseReader, PATIENCE};
+
+fn call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    tokio::time::timeout(PATIENCE, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} in time"));
+}
+
+#[tokio::test]
+async fn a_session_is_named_on_every_request_until_deleted() {
+    let s = serve(HttpConfig::default()).await;
+    let session = s.initialize("2025-06-18", json!({})).await;
+    assert_eq!(session.len(), 32);
+    assert!(session.bytes().all(|b| b.is_ascii_hexdigit()));
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+
+    let response = s.post(&call(1, "echo", json!({"message": "hi"})), &headers).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"], "hi", "{body}");
+
+    let without = s.post(&call(2, "echo", json!({"message": "hi"})), &[]).send().await.unwrap();
+    assert_eq!(without.status(), 400);
+    let unknown =
+        s.post(&call(3, "echo", json!({"message": "hi"})), &[("mcp-session-id", "nope")]).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    let bad_version = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "1999-01-01")];
+    let refused = s.post(&call(4, "echo", json!({"message": "hi"})), &bad_version).send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+
+    let deleted = s.client.delete(&s.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(deleted.status().is_success());
+    assert_eq!(s.http.stats().sessions, 0);
+    let after = s.post(&call(5, "echo", json!({"message": "hi"})), &headers).send().await.unwrap();
+    assert_eq!(after.status(), 404);
+    let get = s.client.get(&s.url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(get.status(), 404);
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn an_idle_session_is_reaped_but_one_with_an_open_stream_is_not() {
+    let config = HttpConfig { session_idle_timeout: Duration::from_millis(50), ..HttpConfig::default() };
+    let s = serve(config).await;
+    let watched = s.initialize("2025-11-25", json!({})).await;
+    let stream = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &watched)
+        .send()
+        .await
+        .unwrap();
+    let idle = s.initialize("2025-11-25", json!({})).await;
+    until("the idle session reaped", || s.http.stats().sessions == 1).await;
+    let gone = s.post(&call(1, "echo", json!({"message": "hi"})), &[("mcp-session-id", &idle)]).send().await.unwrap();
+    assert_eq!(gone.status(), 404);
+    let kept =
+        s.post(&call(2, "echo", json!({"message": "hi"})), &[("mcp-session-id", &watched)]).send().await.unwrap();
+    assert_eq!(kept.status(), 200, "a session whose stream is open is in use");
+    drop(stream);
+    until("the watched session reaped once its stream closed", || s.http.stats().sessions == 0).await;
+    s.finish().await;
+}
+
+async fn get_stream(s: &Served, session: &str, last_event_id: Option<&str>) -> SseReader {
+    let mut request = s.client.get(&s.url).header("accept", "text/event-stream").header("mcp-session-id", session);
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    SseReader::new(response)
+}
+
+#[tokio::test]
+async fn the_standalone_stream_carries_list_changed_and_resumes_after_last_event_id() {
+    let s = serve(HttpConfig::default()).await;
+    let session = s.initialize("2025-11-25", json!({})).await;
+    let mut events = get_stream(&s, &session, None).await;
+    let priming = events.next().await.unwrap();
+    assert_eq!((priming.id.as_deref(), priming.retry, priming.data.as_str()), (Some("0-0"), Some(1000), ""));
+
+    s.handle.remove_tool("echo");
+    let changed = events.next_data().await;
+    assert_eq!(changed.json()["method"], "notifications/tools/list_changed");
+    assert_eq!(changed.id.as_deref(), Some("0-1"));
+    drop(events);
+
+    // A change while nobody reads is kept, and replayed after the last id seen.
+    s.handle.remove_tool("nap");
+    let mut resumed = get_stream(&s, &session, Some("0-1")).await;
+    let replayed = resumed.next_data().await;
+    assert_eq!(replayed.json()["method"], "notifications/tools/list_changed");
+    assert_eq!(replayed.id.as_deref(), Some("0-2"));
+    s.finish().await;
+}
+
+/// The elicitation request goes out on the POST's stream; its answer is a POST of its own
+/// (202), and the tool's result then ends the stream.
+async fn ask_round_trip(s: &Served, version: &str, events: &mut SseReader, session: &str) -> Value {
+    let asked = events.next_data().await;
+    let question = asked.json();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let answer =
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    let headers = [("mcp-session-id", session), ("mcp-protocol-version", version)];
+    let answered = s.post(&answer, &headers).send().await.unwrap();
+    assert_eq!(answered.status(), 202);
+    question
+}
+
+#[tokio::test]
+async fn a_post_stream_carries_an_elicitation_round_trip() {
+    let s = serve(HttpConfig::default()).await;
+    let session = s.initialize("2025-06-18", json!({"elicitation": {}})).await;
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-06-18")];
+    let response = s.post(&call(9, "ask", json!({})), &headers).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    ask_round_trip(&s, "2025-06-18", &mut events, &session).await;
+    let done = events.next_data().await;
+    assert_eq!(done.json()["result"]["content"][0]["text"], "hello Ada", "{done:?}");
+    let (first, second) = (done.id.as_deref().unwrap(), "-2");
+    assert!(first.ends_with(second), "ids count per stream: {first}");
+    assert!(events.next().await.is_none(), "the stream ends with the response");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn polling_closes_a_waiting_stream_and_the_client_resumes_it() {
+    let config = HttpConfig { sse_polling: Some(Duration::from_millis(30)), ..HttpConfig::default() };
+    let s = serve(config).await;
+    let session = s.initialize("2025-11-25", json!({"elicitation": {}})).await;
+    let headers = [("mcp-session-id", session.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let response = s.post(&call(9, "ask", json!({})), &headers).send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let priming = events.next().await.unwrap();
+    assert_eq!((priming.data.as_str(), priming.retry), ("", Some(1000)));
+    let stream = priming.id.unwrap().split_once('-').unwrap().0.to_owned();
+    // The question is out; nobody answers it within the polling interval, so the server
+    // ends the response (the request runs on).
+    let question = events.next_data().await;
+    let last = question.id.clone().unwrap();
+    assert!(events.next().await.is_none(), "the server closed the stream");
+
+    let answer = json!({"jsonrpc": "2.0", "id": question.json()["id"], "result": {"action": "accept", "content": {"name": "Ada"}}});
+    assert_eq!(s.post(&answer, &headers).send().await.unwrap().status(), 202);
+    let mut resumed = get_stream(&s, &session, Some(&last)).await;
+    let done = resumed.next_data().await;
+    assert_eq!(done.json()["result"]["content"][0]["text"], "hello Ada", "{done:?}");
+    assert!(done.id.unwrap().starts_with(&format!("{stream}-")), "the resumed stream is the POST's");
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn the_2024_transport_names_its_post_endpoint_and_answers_on_the_stream() {
+    let config = HttpConfig { legacy_sse: true, ..HttpConfig::default() };
+    let s = serve(config).await;
+    let response = s.client.get(format!("{}/sse", s.base)).header("accept", "text/event-stream").send().await.unwrap();
+    let mut events = SseReader::new(response);
+    let endpoint = events.next().await.unwrap();
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+    assert!(endpoint.data.starts_with("/messages?sessionId="), "{endpoint:?}");
+    let post_url = format!("{}{}", s.base, endpoint.data);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+    let send =
+        |body: Value| s.client.post(&post_url).header("content-type", "application/json").body(body.to_string()).send();
+    assert_eq!(send(init).await.unwrap().status(), 202);
+    let answer = events.next_data().await;
+    assert_eq!(answer.event.as_deref(), Some("message"));
+    assert_eq!(answer.json()["result"]["protocolVersion"], "2024-11-05");
+    assert_eq!(send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap().status(), 202);
+    assert_eq!(send(call(2, "echo", json!({"message": "old"}))).await.unwrap().status(), 202);
+    let echoed = events.next_data().await.json();
+    assert_eq!(echoed["result"]["content"][0]["text"], "old", "{echoed}");
+    assert_eq!(s.http.stats().sse_sessions, 1);
+    drop(events);
+    until("the session closed with its stream", || s.http.stats().sse_sessions == 0).await;
+    assert_eq!(send(call(3, "echo", json!({"message": "x"}))).await.unwrap().status(), 404);
+    s.finish().await;
+}
