@@ -109,7 +109,11 @@ impl CallCtl {
                     }
                     seen = now;
                 }
-                _ = tokio::time::sleep_until(deadline), if !paused => return Err(ClientError::Timeout(self.timeout)),
+                _ = tokio::time::sleep_until(deadline), if !paused => {
+                    // A deadline cut short by the maximum reports the maximum.
+                    let limit = if deadline >= hard { self.max_total } else { self.timeout };
+                    return Err(ClientError::Timeout(limit));
+                }
                 _ = tokio::time::sleep_until(hard) => return Err(ClientError::Timeout(self.max_total)),
             }
         }
