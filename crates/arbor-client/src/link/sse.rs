@@ -34,7 +34,8 @@ impl SseParser {
     fn line_done(&mut self, line: &[u8], out: &mut Vec<Vec<u8>>) {
         if line.is_empty() {
             let event = self.event.take();
-            if self.has_data && event.as_deref().is_none_or(|e| e == "message") {
+            // An event with empty data (a 2025-11-25 priming event) carries no message.
+            if self.has_data && !self.data.is_empty() && event.as_deref().is_none_or(|e| e == "message") {
                 out.push(std::mem::take(&mut self.data));
             }
             self.data.clear();
@@ -71,7 +72,7 @@ mod tests {
 
     #[test]
     fn events_split_anywhere_come_out_whole() {
-        let text = b": keep-alive\r\nid: 1\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: endpoint\ndata: /x\n\ndata:{}\n\n";
+        let text = b": keep-alive\r\nid: 1\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\nevent: endpoint\ndata: /x\n\nid: 7\ndata:\n\ndata:{}\n\n";
         let whole = SseParser::default().feed(text);
         assert_eq!(whole, vec![b"{\"a\":\n1}".to_vec(), b"{}".to_vec()]);
         for split in 0..text.len() {

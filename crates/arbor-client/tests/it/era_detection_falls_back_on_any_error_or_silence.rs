@@ -127,5 +127,5 @@ async fn a_legacy_only_arbor_server_is_detected_through_its_modern_refusal() {
     let client =
         Client::connect_transport(client_side, ClientOptions::default().era_cache(EraCache::new())).await.unwrap();
     assert_eq!(client.era(), Some(Era::Legacy));
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), crate::support::TOOLS.len());
 }

@@ -8,4 +8,5 @@ mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
 mod era_detection_falls_back_on_any_error_or_silence;
 mod input_is_answered_by_the_handler_in_both_eras;
+mod streamable_http_serves_both_eras;
 mod timeouts_reset_on_progress_within_a_maximum;

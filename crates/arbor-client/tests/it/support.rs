@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use arbor_client::handler::{ClientHandler, ElicitationContext, ElicitationHandler};
 use arbor_client::{Client, ClientOptions, EraCache, EraMode, ServerTarget};
+use arbor_protocol::era::http::{param_headers, ParamHeader};
 use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::{
     PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
@@ -23,7 +24,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 /// Tools the test server offers, in list order.
-pub const TOOLS: [&str; 5] = ["echo", "hang", "slow", "ask", "spare"];
+pub const TOOLS: [&str; 6] = ["echo", "hang", "slow", "ask", "region", "bad_header"];
 
 /// What the server saw, for assertions.
 #[derive(Default)]
@@ -46,6 +47,16 @@ impl Drop for StopGuard {
     }
 }
 
+/// Tool input schemas: `region` mirrors its argument into `Mcp-Param-Region`;
+/// `bad_header` annotates a `number`, which makes the tool invalid for HTTP clients.
+fn schema(tool: &str) -> Value {
+    match tool {
+        "region" => json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}),
+        "bad_header" => json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
+        _ => json!({"type": "object"}),
+    }
+}
+
 fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult { content: vec![ContentBlock::text(t)], ..Default::default() }
 }
@@ -65,6 +76,10 @@ impl ServerHandler for TestServer {
         }
     }
 
+    fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
+        (tool == "region").then(|| param_headers(&schema(tool)).into())
+    }
+
     fn tool_deadline(&self, _: &str) -> Option<Duration> {
         Some(Duration::from_secs(3600))
     }
@@ -81,7 +96,7 @@ impl ServerHandler for TestServer {
             .take(2)
             .map(|name| Tool {
                 name: (*name).into(),
-                input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
+                input_schema: schema(name).as_object().unwrap().clone(),
                 ..Default::default()
             })
             .collect();
@@ -97,6 +112,7 @@ impl ServerHandler for TestServer {
         let arg = |name: &str| params.arguments.as_ref().and_then(|a| a.get(name)).cloned().unwrap_or(Value::Null);
         match params.name.as_str() {
             "echo" => Ok(text(arg("message").as_str().unwrap_or_default()).into()),
+            "region" => Ok(text(format!("served in {}", arg("region").as_str().unwrap_or("?"))).into()),
             "hang" => {
                 let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
                 std::future::pending::<()>().await;
@@ -207,5 +223,35 @@ impl Fixture {
 
     pub async fn client_with(&self, options: ClientOptions) -> Client {
         Client::connect(self.target(), options.era_cache(EraCache::new())).await.expect("connects")
+    }
+}
+
+/// Our server behind our Streamable HTTP transport on a loopback port.
+pub struct HttpFixture {
+    pub fixture: Fixture,
+    pub url: String,
+    shutdown: arbor_http::ShutdownHandle,
+}
+
+impl HttpFixture {
+    pub async fn start() -> HttpFixture {
+        let fixture = Fixture::new();
+        let config = arbor_http::HttpConfig { bind: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+        let bound = arbor_http::HttpServer::with_config(fixture.server.clone(), config).bind().await.unwrap();
+        let url = format!("http://{}/mcp", bound.local_addr());
+        let shutdown = bound.shutdown_handle();
+        tokio::spawn(bound.run());
+        HttpFixture { fixture, url, shutdown }
+    }
+
+    pub async fn client(&self, options: ClientOptions) -> Client {
+        let target = arbor_client::HttpTarget::new(self.url.clone());
+        Client::connect_http(target, options.era_cache(EraCache::new())).await.expect("connects over HTTP")
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        self.shutdown.shutdown();
     }
 }
