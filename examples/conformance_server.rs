@@ -2,8 +2,9 @@
 //! (`@modelcontextprotocol/conformance`) calls by name, built with Arbor's `Router`.
 //!
 //! ```sh
+//! cargo run --example conformance_server -- --port 3001      # Streamable HTTP, 127.0.0.1:3001/mcp
 //! cargo run --example conformance_server -- --stdio
-//! conformance/run-conformance.sh -- target/debug/examples/conformance_server --stdio
+//! scripts/conformance                                         # every suite CI runs, over HTTP
 //! ```
 //!
 //! The names, arguments and answer texts follow the suite's reference server
@@ -30,9 +31,11 @@
 //!   `test_trigger_tool_change` / `test_trigger_prompt_change` toggle an item on demand,
 //!   both through the router's `RouterHandle`, so clients get `list_changed`.
 //!
-//! Every item has a description: the suite insists on it. HTTP (`--port N`) arrives with
-//! a later issue; until then only stdio is served. Logs go to stderr: stdout carries the
-//! protocol.
+//! Every item has a description: the suite insists on it. Over HTTP (`--port N`) the
+//! endpoint is `arbor_http` with its defaults (loopback `Host`/`Origin` checks for
+//! `dns-rebinding-protection`, both eras on `/mcp`), plus SEP-1699 polling for
+//! `server-sse-polling`: see [`http_config`]. Logs go to stderr (stdout carries the
+//! protocol on stdio).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -53,13 +56,16 @@ use arbor_server::router::{
     completion, NoArgs, PromptRoute, ResourceRoute, Router, RouterHandle, TemplateRoute, ToolError, ToolRoute,
 };
 use arbor_server::{InputRequired, Reply, RequestContext, Server};
+
+#[path = "common/http.rs"]
+mod http;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-const USAGE: &str = "usage: conformance_server [--stdio]\n\
-    Serves the MCP conformance suite's test surface on stdin/stdout (the default).\n\
-    HTTP (--port N) is not available yet.";
+const USAGE: &str = "usage: conformance_server [--stdio | --port N]\n\
+    Serves the MCP conformance suite's test surface on stdin/stdout (the default),\n\
+    or with --port N over Streamable HTTP at http://127.0.0.1:N/mcp (0: a free port).";
 
 /// A 1×1 red PNG.
 const TEST_IMAGE_BASE64: &str =
@@ -261,9 +267,11 @@ async fn error_handling(_: NoArgs) -> Result<String, ToolError> {
 }
 
 async fn reconnection(_: NoArgs) -> &'static str {
-    // Over HTTP the reference closes the SSE stream here to make the client reconnect;
-    // stdio has no stream to close, so the call just completes after the same pause.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Over HTTP the server closes a 2025-11-25 POST stream still unanswered after
+    // `SSE_POLL_AFTER` (SEP-1699 polling, see `http_config`), so answering after a longer
+    // pause makes the client come back with `Last-Event-ID` for the result. Stdio has no
+    // stream to close: the call just completes after the pause.
+    tokio::time::sleep(RECONNECTION_PAUSE).await;
     "Reconnection test completed successfully. If you received this, the client properly reconnected after stream closure."
 }
 
@@ -910,39 +918,45 @@ fn router() -> (Router, RouterHandle) {
     (router, handle)
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<bool, String> {
+/// What the command line asks for.
+enum Mode {
+    Stdio,
+    Http { port: u16 },
+    Help,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Mode, String> {
+    let mut mode = Mode::Stdio;
     let mut help = false;
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--stdio" => {}
+            "--stdio" => mode = Mode::Stdio,
             "-h" | "--help" => help = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
-                port.parse::<u16>().map_err(|_| format!("--port {port}: not a port number"))?;
-                return Err(format!(
-                    "HTTP (--port {port}) is not available yet (it arrives with a later issue); use --stdio"
-                ));
+                let port = port.parse::<u16>().map_err(|_| format!("--port {port}: not a port number"))?;
+                mode = Mode::Http { port };
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    Ok(help)
+    Ok(if help { Mode::Help } else { mode })
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match parse_args(std::env::args().skip(1)) {
-        Ok(false) => {}
-        Ok(true) => {
+    let mode = match parse_args(std::env::args().skip(1)) {
+        Ok(Mode::Help) => {
             eprintln!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        Ok(mode) => mode,
         Err(why) => {
             eprintln!("conformance_server: {why}\n{USAGE}");
             return ExitCode::from(2);
         }
-    }
+    };
     // Logs go to stderr: stdout carries the protocol and must hold nothing else.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -955,6 +969,9 @@ async fn main() -> ExitCode {
         add_dynamic_items(&handle);
         tracing::info!("added test_dynamic_tool, test://dynamic-resource and test_dynamic_prompt");
     });
+    if let Mode::Http { port } = mode {
+        return http::serve("conformance_server", Server::new(router), http_config(port)).await;
+    }
     tracing::info!("conformance_server: serving MCP on stdio");
     match Server::new(router).serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
@@ -963,4 +980,31 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+// ===== HTTP =====
+
+/// How long `test_reconnection` takes: longer than `JSON_WAIT` + `SSE_POLL_AFTER`, so the
+/// server has closed its POST stream before the result exists.
+const RECONNECTION_PAUSE: Duration = Duration::from_millis(1600);
+/// A POST unanswered this long becomes an SSE stream (with its priming event), so a slow
+/// call can be resumed.
+const JSON_WAIT: Duration = Duration::from_millis(100);
+/// SEP-1699 polling: the server closes a 2025-11-25 POST stream still unanswered this long
+/// after it opened; the client resumes it with GET and `Last-Event-ID`, and that stream is
+/// cut again after as long. `test_reconnection` answers between the two cuts (about 1.1 s
+/// and 2.1 s), so a client that resumes once gets the result; every other fixture answers
+/// well within the first.
+const SSE_POLL_AFTER: Duration = Duration::from_millis(1000);
+
+/// The HTTP endpoint the suites test: `arbor_http`'s defaults (loopback bind and `Host`
+/// names, no CORS, the body and depth caps, both eras on `/mcp`) with a short JSON wait
+/// and SEP-1699 polling on, so `server-sse-polling` sees a priming event, a `retry`, the
+/// server closing the stream and the result after `Last-Event-ID`.
+fn http_config(port: u16) -> arbor_http::HttpConfig {
+    let mut config = arbor_http::HttpConfig::default().bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    config.json_wait = JSON_WAIT;
+    config.sse_polling = Some(SSE_POLL_AFTER);
+    config.sse_retry = Duration::from_millis(200);
+    config
 }
