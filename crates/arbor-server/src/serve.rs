@@ -42,6 +42,7 @@ use crate::connection::{Connection, ConnectionArgs};
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
+use crate::tasks::TaskStore;
 use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -83,6 +84,8 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) handshake: Handshake,
     pub(crate) per_request: PerRequest,
+    /// The tasks extension's records and runs (`crate::tasks`).
+    pub(crate) tasks: TaskStore,
 }
 
 impl Shared {
@@ -112,6 +115,7 @@ impl Shared {
             info,
             capabilities,
             modern_capabilities,
+            tasks: TaskStore::new(config.tasks.clone()),
             config,
         }
     }
@@ -223,7 +227,13 @@ impl Server {
         self.tree
             .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
-                let tree = Tree::start(gauge, self.shared.config.max_in_flight_per_tenant).await?;
+                let tree = Tree::start(
+                    gauge,
+                    self.shared.config.max_in_flight_per_tenant,
+                    self.shared.config.tasks.max_running,
+                )
+                .await?;
+                self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
                 Ok(tree)
             })

@@ -51,6 +51,7 @@ pub use tool::{Tool, ToolRoute};
 use crate::context::RequestContext;
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::reply::Reply;
+use crate::tasks::TaskPolicy;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::capabilities::{
@@ -66,7 +67,7 @@ use arbor_protocol::model::resources::{
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use async_trait::async_trait;
 use completion::{CompletionRequest, IntoCompletion};
-use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TOOLS};
+use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TASKS, TOOLS};
 use pagination::ListId;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -336,12 +337,21 @@ impl ServerHandler for Router {
                 ..Default::default()
             }),
             tools: serves(TOOLS).then(|| ToolsCapability { list_changed, ..Default::default() }),
+            extensions: serves(TASKS).then(|| {
+                let mut extensions = JsonObject::new();
+                extensions.insert(crate::tasks::TASKS_EXTENSION.to_owned(), Value::Object(Default::default()));
+                extensions
+            }),
             ..Default::default()
         }
     }
 
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
         self.shared.tools.load().get(tool).and_then(|t| t.deadline)
+    }
+
+    fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
+        self.shared.tools.load().get(tool).map_or(TaskPolicy::FORBIDDEN, |t| t.task_policy)
     }
 
     fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
