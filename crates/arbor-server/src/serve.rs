@@ -42,7 +42,7 @@ use crate::connection::{Connection, ConnectionArgs};
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
-use crate::tasks::TaskStore;
+use crate::tasks::{TaskStore, TaskStreams};
 use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -85,7 +85,7 @@ pub(crate) struct Shared {
     pub(crate) handshake: Handshake,
     pub(crate) per_request: PerRequest,
     /// The tasks extension's records and runs (`crate::tasks`).
-    pub(crate) tasks: TaskStore,
+    pub(crate) tasks: Arc<TaskStore>,
 }
 
 impl Shared {
@@ -103,8 +103,14 @@ impl Shared {
         let mut modern_capabilities = capabilities.clone();
         modern_capabilities.tasks = None;
         let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
-        let stream_handlers: Vec<Arc<dyn ErasedHandler>> =
-            user_handlers.iter().cloned().chain([Arc::new(Erased(builtin)) as Arc<dyn ErasedHandler>]).collect();
+        let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone()));
+        let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
+        let task_streams = TaskStreams { store: tasks.clone(), offered };
+        let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
+            .iter()
+            .cloned()
+            .chain([Arc::new(Erased(builtin)) as Arc<dyn ErasedHandler>, Arc::new(Erased(task_streams))])
+            .collect();
         Shared {
             handshake: Handshake::new(config.supported_versions.clone()),
             per_request: PerRequest::new(config.supported_versions.clone()),
@@ -115,7 +121,7 @@ impl Shared {
             info,
             capabilities,
             modern_capabilities,
-            tasks: TaskStore::new(config.tasks.clone()),
+            tasks,
             config,
         }
     }

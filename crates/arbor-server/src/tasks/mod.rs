@@ -14,7 +14,10 @@
 //!
 //! What this module is not: the legacy 2025-11-25 core tasks (`tasks/result`,
 //! `tasks/list`, the `task` param) are not served; those methods answer -32601, and a
-//! legacy `tools/call` runs inline whatever its policy. No `notifications/tasks` are sent.
+//! legacy `tools/call` runs inline whatever its policy. Status changes reach listens that
+//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
+//! memory of the node that created them: with a bus shared across nodes, a client must
+//! reach the same node for `tasks/*`.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and principal that created it (any
@@ -22,6 +25,7 @@
 //! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
 //! expired), and the store holds at most [`TaskConfig::max_tasks`] records.
 
+mod notify;
 mod run;
 mod store;
 mod wire;
@@ -30,6 +34,7 @@ use std::time::Duration;
 
 pub use arbor_protocol::model::tools::TaskSupport;
 
+pub(crate) use notify::TaskStreams;
 pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
 pub(crate) use store::TaskStore;
 

@@ -42,11 +42,11 @@ pub(crate) enum CallRoute {
     Task,
 }
 
-fn declares_extension(caps: &ClientCapabilities) -> bool {
+pub(crate) fn declares_extension(caps: &ClientCapabilities) -> bool {
     caps.extensions.as_ref().is_some_and(|e| e.contains_key(TASKS_EXTENSION))
 }
 
-fn missing_extension() -> McpError {
+pub(crate) fn missing_extension() -> McpError {
     McpError::missing_client_capability(json!({ "extensions": { TASKS_EXTENSION: {} } }))
 }
 

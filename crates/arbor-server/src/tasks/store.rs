@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::SystemTime;
 
+use arbor_bus::{Bus, BusMessage};
 use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::ErrorObject;
@@ -25,6 +26,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::notify::topic;
 use super::wire::iso8601;
 use super::TaskConfig;
 use crate::input::needs::Kind;
@@ -42,6 +44,8 @@ pub(crate) struct Owner {
 /// The server's tasks.
 pub(crate) struct TaskStore {
     pub(crate) config: TaskConfig,
+    /// Where each change of a record is published, for `notifications/tasks`.
+    bus: Arc<dyn Bus>,
     supervisor: Mutex<Option<TaskSupervisor>>,
     entries: Mutex<Entries>,
 }
@@ -69,9 +73,10 @@ fn not_found(detail: &str) -> McpError {
 }
 
 impl TaskStore {
-    pub(crate) fn new(config: TaskConfig) -> TaskStore {
+    pub(crate) fn new(config: TaskConfig, bus: Arc<dyn Bus>) -> TaskStore {
         TaskStore {
             config,
+            bus,
             supervisor: Mutex::new(None),
             entries: Mutex::new(Entries { map: HashMap::new(), sweep_at: 64 }),
         }
@@ -114,6 +119,7 @@ impl TaskStore {
         let entry = Arc::new(Entry {
             id: id.clone(),
             owner,
+            bus: self.bus.clone(),
             created_at: created,
             expires_at: now + self.config.ttl,
             ttl_ms: self.config.ttl.as_millis() as i64,
@@ -200,6 +206,7 @@ fn new_task_id() -> String {
 pub(crate) struct Entry {
     pub(crate) id: String,
     owner: Owner,
+    bus: Arc<dyn Bus>,
     created_at: SystemTime,
     expires_at: Instant,
     ttl_ms: i64,
@@ -257,15 +264,27 @@ impl Entry {
 
     /// Moves to a terminal status with `apply`, unless already terminal.
     fn finish(&self, status: TaskStatus, apply: impl FnOnce(&mut State)) -> bool {
-        let mut state = lock(&self.state);
-        if terminal(state.status) {
-            return false;
+        {
+            let mut state = lock(&self.state);
+            if terminal(state.status) {
+                return false;
+            }
+            state.status = status;
+            state.pending.clear();
+            state.updated_at = SystemTime::now();
+            apply(&mut state);
         }
-        state.status = status;
-        state.pending.clear();
-        state.updated_at = SystemTime::now();
-        apply(&mut state);
+        self.announce();
         true
+    }
+
+    /// Publishes the task as it now is, for the listens that named it. Publishing never
+    /// waits; a topic nobody joined costs nothing.
+    fn announce(&self) {
+        if let Ok(payload) = serde_json::to_value(self.view()) {
+            let message = BusMessage::new(topic(&self.id), payload).with_key(self.id.as_str());
+            let _ = self.bus.publish(message);
+        }
     }
 
     /// The tool answered: `completed` with its result (a tool error included).
@@ -332,6 +351,8 @@ impl Entry {
         state.answers.clear();
         state.status = TaskStatus::InputRequired;
         state.updated_at = SystemTime::now();
+        drop(state);
+        self.announce();
         true
     }
 
@@ -359,16 +380,23 @@ impl Entry {
             }
             accepted.push((key, handler_key.clone(), response));
         }
+        if accepted.is_empty() {
+            return Ok(());
+        }
         for (key, handler_key, response) in accepted {
             state.pending.remove(&key);
             state.answers.insert(handler_key, response);
         }
         state.updated_at = SystemTime::now();
-        if state.pending.is_empty() {
+        let resumed = state.pending.is_empty();
+        if resumed {
             state.status = TaskStatus::Working;
-            drop(state);
+        }
+        drop(state);
+        if resumed {
             self.answered.notify_one();
         }
+        self.announce();
         Ok(())
     }
 

@@ -393,3 +393,43 @@ async fn input_gathered_inline_first_then_the_call_becomes_a_task() {
     assert_eq!(peer.call(4, "tools/call", retry).await["error"]["code"], -32602);
     s.finish(vec![peer]).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_listen_naming_a_task_hears_its_status_changes() {
+    let mut s = Setup::new(TaskConfig::default()).await;
+    let mut peer = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut eve = s.peer(ConnectOptions::tenant("acme").auth("eve")).await;
+    let id = task_id(&peer.call(1, "tools/call", call("ask_twice", json!({}), with_ext())).await);
+
+    // Another principal's listen does not get the task honoured.
+    let listen = |meta: Value, ids: Value| json!({"_meta": meta, "notifications": {"taskIds": ids}});
+    eve.send(json!({"jsonrpc": "2.0", "id": "eve", "method": "subscriptions/listen", "params": listen(with_ext(), json!([id]))}));
+    let ack = eve.recv().await;
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert!(ack["params"]["notifications"].get("taskIds").is_none(), "{ack}");
+    // Without the extension declared, naming tasks is refused.
+    let refused = eve.call(2, "subscriptions/listen", listen(without_ext(), json!([id]))).await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+
+    let params = listen(with_ext(), json!([id, "0123456789abcdef0123456789abcdef"]));
+    peer.send(json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen", "params": params}));
+    let ack = peer.recv().await;
+    assert_eq!(ack["params"]["notifications"], json!({"taskIds": [id]}), "only the caller's known task: {ack}");
+
+    let cancel = json!({"_meta": with_ext(), "taskId": id});
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": cancel}));
+    let (mut acked, mut heard) = (false, None);
+    while !acked || heard.is_none() {
+        let message = peer.recv().await;
+        if message["id"] == 3 {
+            acked = true;
+        } else if message["method"] == "notifications/tasks" {
+            heard = Some(message);
+        }
+    }
+    let heard = heard.unwrap();
+    assert_eq!(heard["params"]["taskId"], json!(id), "{heard}");
+    assert_eq!(heard["params"]["status"], "cancelled");
+    assert_eq!(heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub");
+    s.finish(vec![peer, eve]).await;
+}
