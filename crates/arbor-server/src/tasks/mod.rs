@@ -23,7 +23,8 @@
 //! a task is only ever seen by requests of the tenant and principal that created it (any
 //! other gets the same -32602 as for an id that never existed); a task's record and its
 //! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
-//! expired), and the store holds at most [`TaskConfig::max_tasks`] records.
+//! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
+//! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
 
 mod notify;
 mod run;
@@ -105,6 +106,9 @@ pub struct TaskConfig {
     /// create one more, once expired records are dropped, is refused with the overload
     /// error (-32000). Default: 10,000.
     pub max_tasks: usize,
+    /// The most task records one owner (tenant and principal) may hold at once; beyond
+    /// it the overload error names the scope `owner`. Default: 1,000.
+    pub max_tasks_per_owner: usize,
     /// The most tasks running at once, server-wide (the task supervisor's bound).
     /// Default: 1,024.
     pub max_running: usize,
@@ -116,6 +120,7 @@ impl Default for TaskConfig {
             ttl: Duration::from_secs(600),
             poll_interval: Duration::from_millis(500),
             max_tasks: 10_000,
+            max_tasks_per_owner: 1000,
             max_running: 1024,
         }
     }

@@ -3,7 +3,8 @@
 //! A record is created before its `CreateTaskResult` is written (durable create), found
 //! only by requests of the [`Owner`] that created it, and dropped once its TTL has passed:
 //! lazily, when it is looked up, and in sweeps when the store grows (each time it doubles)
-//! or reaches [`TaskConfig::max_tasks`]. Runs are tasks on the `tasks` task supervisor
+//! or reaches a bound ([`TaskConfig::max_tasks`] in all, [`TaskConfig::max_tasks_per_owner`]
+//! for one owner, so one requester cannot fill the store for everyone). Runs are tasks on the `tasks` task supervisor
 //! (a root child, see `tree.rs`), whose deadline is the TTL, so no run outlives its record.
 //! This module does not call handlers; `run.rs` does.
 //!
@@ -58,8 +59,58 @@ impl std::fmt::Debug for TaskStore {
 
 struct Entries {
     map: HashMap<String, Arc<Entry>>,
+    /// Live records per owner, so that one requester cannot fill the store for all.
+    per_owner: HashMap<Owner, usize>,
     /// Sweep expired records when the map reaches this size.
     sweep_at: usize,
+}
+
+impl Entries {
+    fn insert(&mut self, entry: Arc<Entry>) {
+        *self.per_owner.entry(entry.owner.clone()).or_default() += 1;
+        self.map.insert(entry.id.clone(), entry);
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<Entry>> {
+        let entry = self.map.remove(id)?;
+        release(&mut self.per_owner, &entry.owner);
+        Some(entry)
+    }
+
+    /// Drops every record expired at `now`, stopping any run still going.
+    fn sweep(&mut self, now: Instant) {
+        let Entries { map, per_owner, .. } = self;
+        map.retain(|_, e| {
+            let keep = e.expires_at > now;
+            if !keep {
+                e.stop_run();
+                release(per_owner, &e.owner);
+            }
+            keep
+        });
+        self.sweep_at = (self.map.len() * 2).max(64);
+    }
+
+    fn owned_by(&self, owner: &Owner) -> usize {
+        self.per_owner.get(owner).copied().unwrap_or(0)
+    }
+}
+
+fn release(per_owner: &mut HashMap<Owner, usize>, owner: &Owner) {
+    if let Some(n) = per_owner.get_mut(owner) {
+        *n -= 1;
+        if *n == 0 {
+            per_owner.remove(owner);
+        }
+    }
+}
+
+fn busy(limit: usize, scope: &str, what: &str) -> McpError {
+    McpError::Other {
+        code: -32000,
+        message: format!("Server busy: {limit} tasks already {what}; retry later"),
+        data: Some(json!({"reason": "overloaded", "scope": scope, "limit": limit})),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -78,7 +129,7 @@ impl TaskStore {
             config,
             bus,
             supervisor: Mutex::new(None),
-            entries: Mutex::new(Entries { map: HashMap::new(), sweep_at: 64 }),
+            entries: Mutex::new(Entries { map: HashMap::new(), per_owner: HashMap::new(), sweep_at: 64 }),
         }
     }
 
@@ -96,23 +147,16 @@ impl TaskStore {
     pub(crate) fn create(&self, owner: Owner) -> Result<Arc<Entry>, McpError> {
         let now = Instant::now();
         let mut entries = lock(&self.entries);
-        let max = self.config.max_tasks;
-        if entries.map.len() >= entries.sweep_at.min(max) {
-            entries.map.retain(|_, e| {
-                let keep = e.expires_at > now;
-                if !keep {
-                    e.stop_run();
-                }
-                keep
-            });
-            entries.sweep_at = (entries.map.len() * 2).max(64);
+        let (max, per_owner) = (self.config.max_tasks, self.config.max_tasks_per_owner);
+        let full = |e: &Entries| e.map.len() >= max || e.owned_by(&owner) >= per_owner;
+        if entries.map.len() >= entries.sweep_at.min(max) || full(&entries) {
+            entries.sweep(now);
         }
         if entries.map.len() >= max {
-            return Err(McpError::Other {
-                code: -32000,
-                message: format!("Server busy: {max} tasks already held; retry later"),
-                data: Some(json!({"reason": "overloaded", "scope": "tasks", "limit": max})),
-            });
+            return Err(busy(max, "tasks", "held"));
+        }
+        if entries.owned_by(&owner) >= per_owner {
+            return Err(busy(per_owner, "owner", "held for this requester"));
         }
         let id = new_task_id();
         let created = SystemTime::now();
@@ -137,7 +181,7 @@ impl TaskStore {
             answered: Notify::new(),
             run: OnceLock::new(),
         });
-        entries.map.insert(id, entry.clone());
+        entries.insert(entry.clone());
         Ok(entry)
     }
 
@@ -166,11 +210,7 @@ impl TaskStore {
             Err(refused) => {
                 self.remove(&entry.id);
                 Err(match refused {
-                    SpawnError::Overloaded { max } => McpError::Other {
-                        code: -32000,
-                        message: format!("Server busy: {max} tasks already running; retry later"),
-                        data: Some(json!({"reason": "overloaded", "scope": "tasks", "limit": max})),
-                    },
+                    SpawnError::Overloaded { max } => busy(max, "tasks", "running"),
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the server is stopping"),
                 })
             }
@@ -183,7 +223,7 @@ impl TaskStore {
         let entry =
             entries.map.get(id).filter(|e| &e.owner == owner).cloned().ok_or_else(|| not_found("Task not found"))?;
         if entry.expires_at <= Instant::now() {
-            entries.map.remove(id);
+            entries.remove(id);
             entry.stop_run();
             return Err(not_found("Task has expired"));
         }
@@ -191,7 +231,7 @@ impl TaskStore {
     }
 
     fn remove(&self, id: &str) {
-        lock(&self.entries).map.remove(id);
+        lock(&self.entries).remove(id);
     }
 }
 

@@ -254,22 +254,32 @@ async fn a_task_expires_with_its_ttl_and_its_run_is_stopped() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_store_is_bounded_and_expired_records_make_room() {
-    let tasks = TaskConfig { ttl: Duration::from_secs(10), max_tasks: 2, ..TaskConfig::default() };
+async fn the_store_is_bounded_per_owner_and_in_all_and_expired_records_make_room() {
+    let tasks =
+        TaskConfig { ttl: Duration::from_secs(10), max_tasks: 3, max_tasks_per_owner: 2, ..TaskConfig::default() };
     let mut s = Setup::new(tasks).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let mut alice = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut bob = s.peer(ConnectOptions::tenant("acme").auth("bob")).await;
+    let create = || call("sleepy", json!({"seconds": 0}), with_ext());
     for n in 1..=2 {
-        let created = peer.call(n, "tools/call", call("sleepy", json!({"seconds": 0}), with_ext())).await;
+        let created = alice.call(n, "tools/call", create()).await;
         assert_eq!(created["result"]["resultType"], "task", "{created}");
     }
-    let refused = peer.call(3, "tools/call", call("sleepy", json!({"seconds": 0}), with_ext())).await;
+    let refused = alice.call(3, "tools/call", create()).await;
     assert_eq!(refused["error"]["code"], -32000, "{refused}");
-    assert_eq!(refused["error"]["data"]["scope"], "tasks");
+    assert_eq!(refused["error"]["data"]["scope"], "owner");
+    // Another owner still has room, up to the store's own bound.
+    assert_eq!(bob.call(1, "tools/call", create()).await["result"]["resultType"], "task");
+    let full = bob.call(2, "tools/call", create()).await;
+    assert_eq!(full["error"]["code"], -32000, "{full}");
+    assert_eq!(full["error"]["data"]["scope"], "tasks");
 
     tokio::time::sleep(Duration::from_secs(11)).await;
-    let room = peer.call(4, "tools/call", call("sleepy", json!({"seconds": 0}), with_ext())).await;
-    assert_eq!(room["result"]["resultType"], "task", "expired records were swept: {room}");
-    s.finish(vec![peer]).await;
+    for n in 4..=5 {
+        let room = alice.call(n, "tools/call", create()).await;
+        assert_eq!(room["result"]["resultType"], "task", "expired records were swept: {room}");
+    }
+    s.finish(vec![alice, bob]).await;
 }
 
 #[tokio::test(start_paused = true)]
