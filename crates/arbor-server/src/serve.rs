@@ -103,9 +103,9 @@ impl Shared {
         let mut modern_capabilities = capabilities.clone();
         modern_capabilities.tasks = None;
         let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
-        let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone()));
         let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
-        let task_streams = TaskStreams { store: tasks.clone(), offered };
+        let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone(), offered));
+        let task_streams = TaskStreams { store: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
             .cloned()

@@ -33,8 +33,6 @@ pub(crate) fn topic(task_id: &str) -> String {
 /// Honours `taskIds` on listens.
 pub(crate) struct TaskStreams {
     pub(crate) store: Arc<TaskStore>,
-    /// Whether the server advertises the extension; if not, `taskIds` are just not honoured.
-    pub(crate) offered: bool,
 }
 
 #[async_trait]
@@ -47,11 +45,11 @@ impl SubscriptionHandler for TaskStreams {
             return Subscribe::Accept(());
         }
         let connection = channel.connection();
-        if self.offered && !declares_extension(&connection.client_capabilities) {
+        if self.store.offered && !declares_extension(&connection.client_capabilities) {
             return Subscribe::Reject(missing_extension());
         }
         let owner = Owner { tenant: connection.tenant.clone(), principal: connection.auth.clone() };
-        let honoured: Vec<String> = if self.offered {
+        let honoured: Vec<String> = if self.store.offered {
             asked.iter().filter(|id| self.store.find(&owner, id).is_ok()).cloned().collect()
         } else {
             Vec::new()

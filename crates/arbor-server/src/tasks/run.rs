@@ -56,7 +56,8 @@ fn owner(cx: &RequestContext) -> Owner {
 }
 
 /// Decides how a call of `tool` is served. `modern`: the request is 2026-07-28 (the
-/// extension does not exist before). `resuming`: it carries a `requestState`.
+/// extension does not exist before). A server that does not advertise the extension
+/// serves every call inline, without asking the handler. `resuming`: it carries a `requestState`.
 /// -32021 naming the extension when the tool requires tasks and the request did not
 /// declare them.
 pub(crate) fn route_call(
@@ -66,7 +67,7 @@ pub(crate) fn route_call(
     caps: &ClientCapabilities,
     resuming: bool,
 ) -> Result<CallRoute, McpError> {
-    if !modern {
+    if !modern || !shared.tasks.offered {
         return Ok(CallRoute::Inline);
     }
     let handler = &shared.handler;

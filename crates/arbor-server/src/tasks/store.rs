@@ -45,6 +45,9 @@ pub(crate) struct Owner {
 /// The server's tasks.
 pub(crate) struct TaskStore {
     pub(crate) config: TaskConfig,
+    /// Whether the server advertises the extension: if not, no call becomes a task and no
+    /// listen is told about one, whatever a handler's policy says.
+    pub(crate) offered: bool,
     /// Where each change of a record is published, for `notifications/tasks`.
     bus: Arc<dyn Bus>,
     supervisor: Mutex<Option<TaskSupervisor>>,
@@ -124,9 +127,10 @@ fn not_found(detail: &str) -> McpError {
 }
 
 impl TaskStore {
-    pub(crate) fn new(config: TaskConfig, bus: Arc<dyn Bus>) -> TaskStore {
+    pub(crate) fn new(config: TaskConfig, bus: Arc<dyn Bus>, offered: bool) -> TaskStore {
         TaskStore {
             config,
+            offered,
             bus,
             supervisor: Mutex::new(None),
             entries: Mutex::new(Entries { map: HashMap::new(), per_owner: HashMap::new(), sweep_at: 64 }),

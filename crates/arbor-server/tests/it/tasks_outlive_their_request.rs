@@ -443,3 +443,51 @@ async fn a_listen_naming_a_task_hears_its_status_changes() {
     assert_eq!(heard["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "sub");
     s.finish(vec![peer, eve]).await;
 }
+
+/// A raw handler whose tool policy allows tasks but whose capabilities do not advertise
+/// the extension: the runtime serves what is advertised, so calls run inline.
+struct Unadvertised;
+
+#[async_trait::async_trait]
+impl arbor_server::ServerHandler for Unadvertised {
+    fn info(&self) -> arbor_server::ServerInfo {
+        arbor_server::ServerInfo::new("unadvertised", "1")
+    }
+
+    fn capabilities(&self) -> arbor_protocol::model::capabilities::ServerCapabilities {
+        arbor_protocol::model::capabilities::ServerCapabilities {
+            tools: Some(Default::default()),
+            ..Default::default()
+        }
+    }
+
+    fn tool_task_policy(&self, _tool: &str) -> arbor_server::TaskPolicy {
+        arbor_server::TaskPolicy::new(TaskSupport::Required)
+    }
+
+    async fn call_tool(
+        &self,
+        _params: arbor_protocol::model::tools::CallToolRequestParams,
+        _cx: RequestContext,
+    ) -> Result<Reply<CallToolResult>, arbor_server::McpError> {
+        Ok(Reply::Complete(CallToolResult {
+            content: vec![arbor_protocol::model::content::ContentBlock::text("inline")],
+            ..Default::default()
+        }))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_that_does_not_advertise_the_extension_runs_every_call_inline() {
+    let server = Server::new(Unadvertised);
+    let (server_side, client_side) = Transport::memory_pair();
+    let connection = server.connect(server_side, ConnectOptions::default()).await.unwrap();
+    let mut peer = ScriptedPeer::new(client_side);
+    let inline = peer.call(1, "tools/call", call("any", json!({}), with_ext())).await;
+    assert_eq!(inline["result"]["content"][0]["text"], "inline", "{inline}");
+    let not_offered = get(&mut peer, 2, "0123456789abcdef0123456789abcdef").await;
+    assert_eq!(not_offered["error"]["code"], -32601, "{not_offered}");
+    peer.close().await;
+    connection.closed().await;
+    server.shutdown().await;
+}
