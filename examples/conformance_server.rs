@@ -27,6 +27,9 @@
 //!   the template `test://template/{id}/data`, the prompts `test_simple_prompt`,
 //!   `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
 //!   `test_prompt_with_image`, and completions;
+//! - the tasks extension's fixtures (`greet`, `slow_compute`, `failing_job`,
+//!   `protocol_error_job`, `confirm_delete`, `multi_input`, `test_tool_with_task`), in
+//!   `conformance_tasks.rs`: plain tools whose routes opt into tasks;
 //! - list changes: dynamic items appear two seconds after start, and
 //!   `test_trigger_tool_change` / `test_trigger_prompt_change` toggle an item on demand,
 //!   both through the router's `RouterHandle`, so clients get `list_changed`.
@@ -36,6 +39,9 @@
 //! `dns-rebinding-protection`, both eras on `/mcp`), plus SEP-1699 polling for
 //! `server-sse-polling`: see [`http_config`]. Logs go to stderr (stdout carries the
 //! protocol on stdio).
+
+#[path = "conformance_tasks.rs"]
+mod tasks;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -887,6 +893,7 @@ fn router() -> (Router, RouterHandle) {
             PromptRoute::new("test_input_required_result_prompt", input_required_prompt)
                 .description("MRTR: prompt that requires elicitation input"),
         );
+    let router = tasks::routes().into_iter().fold(router, Router::tool_route);
     // Taken before serving, so `listChanged` is advertised from the first connection.
     let handle = router.handle();
     let (toggle_tools, toggle_prompts) = (handle.clone(), handle.clone());

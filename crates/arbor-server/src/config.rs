@@ -19,6 +19,7 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::version::ProtocolVersion;
 
 use crate::input::StateKey;
+use crate::tasks::TaskConfig;
 
 /// Settings of a [`Server`](crate::Server).
 #[derive(Clone, Debug)]
@@ -66,6 +67,8 @@ pub struct ServerConfig {
     /// Default: 256 entries, coalescing changes of the same list or URI (a client that
     /// falls behind hears each change once, not every time).
     pub subscription_options: SubscribeOptions,
+    /// The task store of the tasks extension: TTL, polling interval, bounds.
+    pub tasks: TaskConfig,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +88,7 @@ impl Default for ServerConfig {
             gauge: None,
             max_subscriptions_per_connection: 256,
             subscription_options: SubscribeOptions::coalesce(),
+            tasks: TaskConfig::default(),
         }
     }
 }
@@ -148,6 +152,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::max_subscriptions_per_connection`].
     pub fn max_subscriptions_per_connection(mut self, max: usize) -> Self {
         self.max_subscriptions_per_connection = max;
+        self
+    }
+
+    /// Sets [`ServerConfig::tasks`].
+    pub fn tasks(mut self, tasks: TaskConfig) -> Self {
+        self.tasks = tasks;
         self
     }
 

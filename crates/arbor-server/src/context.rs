@@ -265,6 +265,25 @@ impl RequestContext {
         })
     }
 
+    /// A context for the same call run as a task (`crate::tasks`): same request, client
+    /// and `_meta`, but the task's own signal and deadline, and no progress or log
+    /// notifications (the tasks extension sends none for tasks).
+    pub(crate) fn for_task(&self, deadline: Instant, signal: Arc<RequestSignal>) -> RequestContext {
+        let i = &self.inner;
+        RequestContext::from_parts(ContextParts {
+            id: i.id.clone(),
+            meta: i.meta.clone(),
+            connection: i.connection.clone(),
+            progress_token: None,
+            log_level: None,
+            deadline: Some(deadline),
+            signal,
+            input_responses: None,
+            input_state: None,
+            sink: None,
+        })
+    }
+
     /// The instant the request will be stopped, if it has a deadline.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline

@@ -13,6 +13,7 @@
 
 use crate::context::{ConnectionInfo, RequestContext};
 use crate::reply::Reply;
+use crate::tasks::TaskPolicy;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::{ClientNotification, MethodName};
 use arbor_protocol::model::capabilities::ServerCapabilities;
@@ -90,6 +91,16 @@ pub trait ServerHandler: Send + Sync + 'static {
     fn tool_param_headers(&self, tool: &str) -> Option<std::sync::Arc<[arbor_protocol::era::http::ParamHeader]>> {
         let _ = tool;
         None
+    }
+
+    /// Whether calls of `tool` may run as tasks (the `io.modelcontextprotocol/tasks`
+    /// extension; see [`crate::tasks`]). Called for every 2026-07-28 `tools/call`, so it
+    /// must be quick (a panic in it counts as [`TaskPolicy::FORBIDDEN`]). A server whose
+    /// tools allow tasks must also advertise the extension in
+    /// [`capabilities`](ServerHandler::capabilities) (`extensions["io.modelcontextprotocol/tasks"]`).
+    fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
+        let _ = tool;
+        TaskPolicy::FORBIDDEN
     }
 
     /// Changes to the tool, prompt and resource lists, for `list_changed` notifications.

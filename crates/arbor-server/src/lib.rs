@@ -31,6 +31,7 @@ mod request;
 pub mod router;
 mod serve;
 pub mod subscription;
+pub mod tasks;
 mod tree;
 
 /// The pub/sub bus subscription streams are fed by (re-exported from `arbor-bus`).
@@ -48,4 +49,5 @@ pub use reply::{InputRequired, Reply};
 pub use router::{Router, RouterHandle, ToolError};
 pub use serve::{ConnectOptions, Server};
 pub use subscription::{Channel, ChannelError, Flow, Subscribe, SubscriptionCapabilities, SubscriptionHandler};
+pub use tasks::{TaskConfig, TaskPolicy, TaskStart, TaskSupport};
 pub use tree::DEFAULT_TENANT;

@@ -42,6 +42,7 @@ use crate::connection::{Connection, ConnectionArgs, ConnectionHandle, Io};
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
+use crate::tasks::{TaskStore, TaskStreams};
 use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -83,6 +84,8 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) handshake: Handshake,
     pub(crate) per_request: PerRequest,
+    /// The tasks extension's records and runs (`crate::tasks`).
+    pub(crate) tasks: Arc<TaskStore>,
 }
 
 impl Shared {
@@ -100,8 +103,14 @@ impl Shared {
         let mut modern_capabilities = capabilities.clone();
         modern_capabilities.tasks = None;
         let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
-        let stream_handlers: Vec<Arc<dyn ErasedHandler>> =
-            user_handlers.iter().cloned().chain([Arc::new(Erased(builtin)) as Arc<dyn ErasedHandler>]).collect();
+        let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
+        let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone(), offered));
+        let task_streams = TaskStreams { store: tasks.clone() };
+        let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
+            .iter()
+            .cloned()
+            .chain([Arc::new(Erased(builtin)) as Arc<dyn ErasedHandler>, Arc::new(Erased(task_streams))])
+            .collect();
         Shared {
             handshake: Handshake::new(config.supported_versions.clone()),
             per_request: PerRequest::new(config.supported_versions.clone()),
@@ -112,6 +121,7 @@ impl Shared {
             info,
             capabilities,
             modern_capabilities,
+            tasks,
             config,
         }
     }
@@ -223,7 +233,13 @@ impl Server {
         self.tree
             .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
-                let tree = Tree::start(gauge, self.shared.config.max_in_flight_per_tenant).await?;
+                let tree = Tree::start(
+                    gauge,
+                    self.shared.config.max_in_flight_per_tenant,
+                    self.shared.config.tasks.max_running,
+                )
+                .await?;
+                self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
                 Ok(tree)
             })

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! root                     one_for_one, permanent children
+//! ├─ tasks                 task supervisor: one task per running task of the tasks
+//! │                        extension (`crate::tasks`), which outlives its request
 //! └─ tenant:<name>         supervisor, one per tenant ("default" when nothing names one)
 //!    └─ connections        dynamic supervisor, children temporary
 //!       └─ connection      temporary: one actor per peer
@@ -25,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use arbor_otp::{
     ChildSpec, ChildStartError, DynamicSupervisorHandle, DynamicSupervisorSpec, Gauge, NodeSnapshot, Restart, Shutdown,
-    StartContext, Started, Strategy, SupervisorHandle, SupervisorSpec,
+    StartContext, Started, Strategy, SupervisorHandle, SupervisorSpec, TaskSupervisor, TaskSupervisorSpec,
 };
 use ractor::{Actor, ActorRef};
 
@@ -79,6 +81,7 @@ struct Tenant {
 /// The running tree of one server.
 pub(crate) struct Tree {
     root: SupervisorHandle,
+    tasks: TaskSupervisor,
     tenants: tokio::sync::Mutex<HashMap<String, Tenant>>,
     max_per_tenant: usize,
     gauge: Gauge,
@@ -92,13 +95,24 @@ impl std::fmt::Debug for Tree {
 
 impl Tree {
     /// Starts the root supervisor.
-    pub(crate) async fn start(gauge: Gauge, max_per_tenant: usize) -> Result<Tree, StartError> {
+    pub(crate) async fn start(gauge: Gauge, max_per_tenant: usize, max_tasks: usize) -> Result<Tree, StartError> {
+        let tasks_spec = TaskSupervisorSpec::new("tasks").max_concurrency(max_tasks).gauge(gauge.clone());
         let spec = SupervisorSpec::new("arbor-server")
             .strategy(Strategy::OneForOne)
             .intensity(10, std::time::Duration::from_secs(10))
-            .gauge(gauge.clone());
+            .gauge(gauge.clone())
+            .child(ChildSpec::task_supervisor("tasks", tasks_spec));
         let root = SupervisorHandle::start(spec).await.map_err(|e| StartError(e.to_string()))?;
-        Ok(Tree { root, tenants: Default::default(), max_per_tenant, gauge })
+        let tasks = root
+            .child_handle::<TaskSupervisor>("tasks")
+            .await
+            .ok_or_else(|| StartError("the tasks supervisor did not start".to_owned()))?;
+        Ok(Tree { root, tasks, tenants: Default::default(), max_per_tenant, gauge })
+    }
+
+    /// The task supervisor the tasks extension's runs go under.
+    pub(crate) fn tasks(&self) -> &TaskSupervisor {
+        &self.tasks
     }
 
     pub(crate) fn gauge(&self) -> &Gauge {

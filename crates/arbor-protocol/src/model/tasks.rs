@@ -12,7 +12,7 @@
 use crate::jsonrpc::ErrorObject;
 use crate::meta::Meta;
 use crate::model::common::{Cursor, JsonObject, ResultType};
-use crate::model::mrtr::{InputRequests, InputResponses};
+use crate::model::mrtr::InputRequests;
 use serde::{Deserialize, Serialize};
 
 /// A task's state.
@@ -138,8 +138,12 @@ wire_struct! {
         opt meta: Meta = "_meta",
         /// The task.
         req task_id: String = "taskId",
-        /// Answers, by input request key; partial answers are allowed.
-        req input_responses: InputResponses = "inputResponses",
+        /// Answers, by input request key; partial answers are allowed. Kept as raw JSON:
+        /// the spec has servers ignore unknown and already-answered keys, so an entry
+        /// that is not a valid answer must not make the whole request unreadable; the
+        /// server reads the entries of the keys it asked with
+        /// [`InputResponse`](crate::model::mrtr::InputResponse)'s decoder.
+        req input_responses: JsonObject = "inputResponses",
     }
 }
 

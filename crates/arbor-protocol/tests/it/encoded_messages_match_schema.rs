@@ -190,7 +190,10 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         let update = UpdateTaskRequestParams {
             meta: rmeta.clone(),
             task_id: "t-1".into(),
-            input_responses: b.input_responses(),
+            input_responses: match serde_json::to_value(b.input_responses()) {
+                Ok(Value::Object(answers)) => answers,
+                _ => unreachable!("input responses serialise to an object"),
+            },
             extra: Map::new(),
         };
         out.push(("UpdateTaskRequest", cr(CR::UpdateTask(update))));

@@ -164,7 +164,8 @@ impl ConnState {
     }
 
     /// Whether the server offers `method` at all: its capability was advertised, and it is
-    /// a method the runtime serves (not the tasks methods). `subscriptions/listen` is always
+    /// a method the runtime serves (the tasks extension's only once advertised; never the
+    /// 2025-11-25 core `tasks/result` and `tasks/list`). `subscriptions/listen` is always
     /// served: a server with nothing to announce acknowledges an empty filter.
     fn offers(&self, method: MethodName) -> bool {
         let caps = &self.shared.capabilities;
@@ -180,6 +181,10 @@ impl ConnState {
             MethodName::Complete => caps.completions.is_some(),
             MethodName::SetLevel => caps.logging.is_some(),
             MethodName::Initialize | MethodName::Ping | MethodName::Discover | MethodName::SubscriptionsListen => true,
+            // The tasks extension's methods, once it is advertised (`crate::tasks`).
+            MethodName::GetTask | MethodName::CancelTask | MethodName::UpdateTask => {
+                caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION))
+            }
             _ => false,
         }
     }

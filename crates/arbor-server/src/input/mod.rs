@@ -26,7 +26,7 @@
 mod canonical;
 pub(crate) mod legacy;
 pub mod modern;
-mod needs;
+pub(crate) mod needs;
 mod seal;
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use arbor_protocol::model::common::{EmptyResult, ProgressToken};
 use arbor_protocol::model::lifecycle::DiscoverResult;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::{InputResponses, Outcome};
+use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use serde::Serialize;
 use serde_json::Value;
@@ -38,6 +39,7 @@ use crate::input;
 use crate::input::modern::Arguments;
 use crate::reply::Reply;
 use crate::serve::Shared;
+use crate::tasks::{self, CallRoute};
 use shape::{CacheDefaults, Shape};
 
 /// The terms a request runs under, whichever era supplied them.
@@ -124,6 +126,14 @@ impl RequestJob {
                 let args = if modern { p.arguments.clone() } else { None };
                 cache.uncacheable = state.is_some();
                 let bound = Arguments::from(args.as_ref());
+                let caps = cx.client_capabilities();
+                if tasks::route_call(&shared, &subject, modern, caps, state.is_some())? == CallRoute::Task {
+                    let key = &shared.config.state_key;
+                    let resumed =
+                        input::modern::open(key, MethodName::CallTool, &subject, bound, state.as_deref(), responses)?;
+                    let created = tasks::call_as_task(&shared, p, &cx, version, (resumed.responses, resumed.state))?;
+                    return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
+                }
                 let outcome = exec
                     .resolve(MethodName::CallTool, &subject, bound, p, state, responses, cx, |p, cx| {
                         handler.call_tool(p, cx)
@@ -194,6 +204,9 @@ impl RequestJob {
                 let mut r = discover(&shared);
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
+            }
+            request @ (ClientRequest::GetTask(_) | ClientRequest::CancelTask(_) | ClientRequest::UpdateTask(_)) => {
+                tasks::serve_task_method(&shared, &id, request, &cx, modern)
             }
             // The connection answers or refuses everything else before spawning a task.
             other => Err(McpError::method_not_found(other.method().as_str())),

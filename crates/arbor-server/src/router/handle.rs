@@ -25,6 +25,8 @@ pub(crate) const TOOLS: u8 = 1;
 pub(crate) const PROMPTS: u8 = 2;
 pub(crate) const RESOURCES: u8 = 4;
 pub(crate) const COMPLETIONS: u8 = 8;
+/// A tool that may run as a task (the tasks extension) has been registered.
+pub(crate) const TASKS: u8 = 16;
 
 /// How many unread changes a slow subscriber may fall behind before it sees `Lagged`
 /// (which the runtime takes as "everything may have changed").
@@ -102,7 +104,7 @@ impl Shared {
 
     /// Registers a tool; returns whether one of that name was replaced.
     pub(crate) fn add_tool(&self, route: ToolRoute) -> bool {
-        self.mark_served(TOOLS);
+        self.mark_served(TOOLS | if route.task_policy.allows_tasks() { TASKS } else { 0 });
         let name = route.tool.name.clone();
         let mut replaced = false;
         self.update(&self.tools, ListKind::Tools, |r| {

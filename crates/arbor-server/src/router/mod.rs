@@ -52,6 +52,7 @@ use crate::context::RequestContext;
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::reply::Reply;
 use arbor_protocol::era::http::ParamHeader;
+use crate::tasks::TaskPolicy;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::capabilities::{
@@ -67,7 +68,7 @@ use arbor_protocol::model::resources::{
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use async_trait::async_trait;
 use completion::{CompletionRequest, IntoCompletion};
-use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TOOLS};
+use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TASKS, TOOLS};
 use pagination::ListId;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -337,6 +338,11 @@ impl ServerHandler for Router {
                 ..Default::default()
             }),
             tools: serves(TOOLS).then(|| ToolsCapability { list_changed, ..Default::default() }),
+            extensions: serves(TASKS).then(|| {
+                let mut extensions = JsonObject::new();
+                extensions.insert(crate::tasks::TASKS_EXTENSION.to_owned(), Value::Object(Default::default()));
+                extensions
+            }),
             ..Default::default()
         }
     }
@@ -348,6 +354,10 @@ impl ServerHandler for Router {
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
         let tools = self.shared.tools.load();
         tools.get(tool).map(|t| t.param_headers.clone()).filter(|h| !h.is_empty())
+    }
+
+    fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
+        self.shared.tools.load().get(tool).map_or(TaskPolicy::FORBIDDEN, |t| t.task_policy)
     }
 
     fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {

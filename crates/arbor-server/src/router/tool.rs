@@ -17,6 +17,7 @@ use super::schema::{self, Contract};
 use crate::context::RequestContext;
 use crate::reply::Reply;
 use arbor_protocol::era::http::ParamHeader;
+use crate::tasks::{TaskPolicy, TaskStart, TaskSupport};
 use arbor_protocol::error::McpError;
 use arbor_protocol::meta::Meta;
 use arbor_protocol::model::common::{Icon, JsonObject};
@@ -57,6 +58,7 @@ type ErasedTool =
 pub struct ToolRoute {
     pub(crate) tool: ToolDefinition,
     pub(crate) deadline: Option<Duration>,
+    pub(crate) task_policy: TaskPolicy,
     pub(crate) input: Arc<jsonschema::Validator>,
     /// The input schema's `x-mcp-header` annotations, read once when the tool is
     /// registered, so a 2026-07-28 HTTP call costs no schema walk.
@@ -66,7 +68,11 @@ pub struct ToolRoute {
 
 impl fmt::Debug for ToolRoute {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ToolRoute").field("tool", &self.tool).field("deadline", &self.deadline).finish_non_exhaustive()
+        f.debug_struct("ToolRoute")
+            .field("tool", &self.tool)
+            .field("deadline", &self.deadline)
+            .field("task_policy", &self.task_policy)
+            .finish_non_exhaustive()
     }
 }
 
@@ -170,7 +176,7 @@ impl ToolRoute {
         let tool = ToolDefinition { name, input_schema, output_schema, ..Default::default() };
         let param_headers =
             Arc::from(arbor_protocol::era::http::param_headers(&Value::Object(tool.input_schema.clone())));
-        ToolRoute { tool, deadline: None, input, param_headers, handler: call }
+        ToolRoute { tool, deadline: None, task_policy: TaskPolicy::FORBIDDEN, input, param_headers, handler: call }
     }
 
     /// What the tool does, for the model.
@@ -237,6 +243,25 @@ impl ToolRoute {
     /// (it is what [`ServerHandler::tool_deadline`](crate::ServerHandler::tool_deadline) answers).
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// Lets calls of this tool run as tasks (the `io.modelcontextprotocol/tasks`
+    /// extension, 2026-07-28): `Optional` runs a call as a task when the request declares
+    /// the extension and inline otherwise, `Required` refuses requests that do not
+    /// declare it (-32021). The handler stays the same; the runtime answers the call
+    /// with a task and runs the handler under it. Registering such a tool makes the
+    /// router advertise the extension.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_policy.support = support;
+        self
+    }
+
+    /// When a call becomes a task (default [`TaskStart::Immediately`]); with
+    /// [`TaskStart::AfterInput`] the input the handler asks for on a fresh call is
+    /// gathered inline first (MRTR), and the call carrying the answers becomes the task.
+    pub fn task_start(mut self, start: TaskStart) -> Self {
+        self.task_policy.start = start;
         self
     }
 

@@ -98,6 +98,8 @@ impl SubscriptionHandler for BuiltIn {
             prompts_list_changed: flag(filter.prompts_list_changed, ListKind::Prompts),
             resources_list_changed: flag(filter.resources_list_changed, ListKind::Resources),
             resource_subscriptions: uris,
+            // Task ids are the tasks extension's to honour (`crate::tasks::TaskStreams`, next).
+            task_ids: filter.task_ids.clone(),
             ..Default::default()
         };
         let options = channel.shared.options;

@@ -9,14 +9,14 @@ async fn connections_live_under_their_tenant_and_leave_when_they_close() {
     h.peer.initialize("2025-11-25", json!({})).await;
     let tree = h.server.snapshot().await.expect("running").to_json();
     let text = tree.to_string();
-    for name in ["tenant:default", "tenant:acme", "connections"] {
+    for name in ["tasks", "tenant:default", "tenant:acme", "connections"] {
         assert!(text.contains(name), "{name} missing from {tree:#}");
     }
-    // root + two tenants + two connection supervisors + two connections, each with its
-    // request and subscription task supervisors
-    assert_eq!(h.gauge.alive_actors(), 11, "{tree:#}");
+    // root and its tasks-extension task supervisor + two tenants + two connection
+    // supervisors + two connections, each with its request and subscription task supervisors
+    assert_eq!(h.gauge.alive_actors(), 12, "{tree:#}");
     other_peer.close().await;
     other.closed().await;
-    assert_eq!(h.gauge.alive_actors(), 8);
+    assert_eq!(h.gauge.alive_actors(), 9);
     h.finish().await;
 }

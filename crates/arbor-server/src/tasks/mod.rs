@@ -1,0 +1,127 @@
+//! Tasks: the `io.modelcontextprotocol/tasks` extension (SEP-2663) served for `tools/call`.
+//!
+//! A tool opts in through its [`TaskPolicy`] ([`ServerHandler::tool_task_policy`], or
+//! `ToolRoute::task_support` on a [`Router`](crate::Router)); the runtime does the rest.
+//! When a 2026-07-28 request declares the extension in its client capabilities and the
+//! tool supports tasks, the call is answered at once with a flat `CreateTaskResult`
+//! (`resultType: "task"`) and the handler runs as a supervised task under the server's
+//! own `tasks` task supervisor (a child of the root, not of the connection: a task outlives
+//! the request and the connection that created it). The client then polls `tasks/get`,
+//! answers input requests with `tasks/update` and may `tasks/cancel`. The handler is the
+//! same code as for a direct call: a `Reply::InputRequired` inside a task parks it in
+//! `input_required` with its requests listed on `tasks/get`, and it is called again with
+//! the answers once every outstanding request is answered.
+//!
+//! What this module is not: the legacy 2025-11-25 core tasks (`tasks/result`,
+//! `tasks/list`, the `task` param) are not served; those methods answer -32601, and a
+//! legacy `tools/call` runs inline whatever its policy. Status changes reach listens that
+//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
+//! memory of the node that created them: with a bus shared across nodes, a client must
+//! reach the same node for `tasks/*`.
+//!
+//! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
+//! a task is only ever seen by requests of the tenant and principal that created it (any
+//! other gets the same -32602 as for an id that never existed); a task's record and its
+//! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
+//! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
+//! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
+
+mod notify;
+mod run;
+mod store;
+mod wire;
+
+use std::time::Duration;
+
+pub use arbor_protocol::model::tools::TaskSupport;
+
+pub(crate) use notify::TaskStreams;
+pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
+pub(crate) use store::TaskStore;
+
+/// The extension's identifier, as declared in `capabilities.extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// When a task-supporting tool's call becomes a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TaskStart {
+    /// As soon as the call arrives: the client gets the `CreateTaskResult` before the
+    /// handler has run at all.
+    #[default]
+    Immediately,
+    /// Only once the client has answered the handler's input requests: a fresh call runs
+    /// inline, so input the handler asks for first is gathered by ordinary MRTR rounds
+    /// (the spec's "MRTR before the task exists"), and the call that carries the answers
+    /// (its `requestState`) becomes the task. A fresh call that asks for nothing simply
+    /// completes inline.
+    AfterInput,
+}
+
+/// How a tool takes part in tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskPolicy {
+    /// `Forbidden`: never a task. `Optional`: a task when the request declares the
+    /// extension, inline otherwise. `Required`: a task, and -32021 naming the extension
+    /// when the request does not declare it.
+    pub support: TaskSupport,
+    /// When the call becomes a task.
+    pub start: TaskStart,
+}
+
+impl Default for TaskPolicy {
+    fn default() -> Self {
+        TaskPolicy::FORBIDDEN
+    }
+}
+
+impl TaskPolicy {
+    /// Never a task (the default).
+    pub const FORBIDDEN: TaskPolicy = TaskPolicy { support: TaskSupport::Forbidden, start: TaskStart::Immediately };
+
+    /// A policy with `support`, starting immediately.
+    pub const fn new(support: TaskSupport) -> TaskPolicy {
+        TaskPolicy { support, start: TaskStart::Immediately }
+    }
+
+    /// The same policy, starting as `start` says.
+    pub const fn start(self, start: TaskStart) -> TaskPolicy {
+        TaskPolicy { start, ..self }
+    }
+
+    /// Whether calls may ever become tasks.
+    pub fn allows_tasks(self) -> bool {
+        self.support != TaskSupport::Forbidden
+    }
+}
+
+/// Limits and timings of the task store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskConfig {
+    /// How long a task is kept from its creation (`ttlMs`); its run is stopped at the
+    /// same instant if it has not finished. Default: 10 minutes.
+    pub ttl: Duration,
+    /// The polling interval suggested to clients (`pollIntervalMs`). Default: 500 ms.
+    pub poll_interval: Duration,
+    /// The most task records kept at once, running or finished; a call that would
+    /// create one more, once expired records are dropped, is refused with the overload
+    /// error (-32000). Default: 10,000.
+    pub max_tasks: usize,
+    /// The most task records one owner (tenant and principal) may hold at once; beyond
+    /// it the overload error names the scope `owner`. Default: 1,000.
+    pub max_tasks_per_owner: usize,
+    /// The most tasks running at once, server-wide (the task supervisor's bound).
+    /// Default: 1,024.
+    pub max_running: usize,
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            ttl: Duration::from_secs(600),
+            poll_interval: Duration::from_millis(500),
+            max_tasks: 10_000,
+            max_tasks_per_owner: 1000,
+            max_running: 1024,
+        }
+    }
+}

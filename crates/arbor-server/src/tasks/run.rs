@@ -1,0 +1,263 @@
+//! Serving the extension: deciding whether a `tools/call` becomes a task, running the
+//! handler as one, and answering `tasks/get`, `tasks/update` and `tasks/cancel`.
+//!
+//! Called from the request job (`request/mod.rs`) with the request's context; the run
+//! itself is a task on the store's supervisor and calls the same `ServerHandler::call_tool`
+//! a direct call would. This module does not hold records (`store.rs` does) and does not
+//! write frames of its own accord: it returns the result for the request job to encode.
+//!
+//! Invariant: nothing here answers `resultType: "task"` to a request that did not declare
+//! the extension, and every `tasks/*` request is checked for the extension (-32021) before
+//! any task is looked up.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::method::encode_response;
+use arbor_protocol::methods::ClientRequest;
+use arbor_protocol::model::capabilities::ClientCapabilities;
+use arbor_protocol::model::common::{EmptyResult, ResultType};
+use arbor_protocol::model::mrtr::InputResponses;
+use arbor_protocol::model::tasks::{CreateTaskResult, GetTaskResult, Task};
+use arbor_protocol::model::tools::CallToolRequestParams;
+use arbor_protocol::version::ProtocolVersion;
+use serde_json::{json, Value};
+
+use super::store::{Entry, Owner};
+use super::{TaskStart, TaskSupport, TASKS_EXTENSION};
+use crate::context::{RequestContext, RequestSignal};
+use crate::input::needs::{self, Refusal};
+use crate::reply::Reply;
+use crate::request::shape::{CacheDefaults, Shape};
+use crate::serve::Shared;
+
+/// How a `tools/call` is served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CallRoute {
+    /// As always: the handler runs in the request.
+    Inline,
+    /// As a task: answered with a `CreateTaskResult`.
+    Task,
+}
+
+pub(crate) fn declares_extension(caps: &ClientCapabilities) -> bool {
+    caps.extensions.as_ref().is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+}
+
+pub(crate) fn missing_extension() -> McpError {
+    McpError::missing_client_capability(json!({ "extensions": { TASKS_EXTENSION: {} } }))
+}
+
+fn owner(cx: &RequestContext) -> Owner {
+    let connection = cx.connection();
+    Owner { tenant: connection.tenant.clone(), principal: connection.auth.clone() }
+}
+
+/// Decides how a call of `tool` is served. `modern`: the request is 2026-07-28 (the
+/// extension does not exist before). A server that does not advertise the extension
+/// serves every call inline, without asking the handler. `resuming`: it carries a `requestState`.
+/// -32021 naming the extension when the tool requires tasks and the request did not
+/// declare them.
+pub(crate) fn route_call(
+    shared: &Shared,
+    tool: &str,
+    modern: bool,
+    caps: &ClientCapabilities,
+    resuming: bool,
+) -> Result<CallRoute, McpError> {
+    if !modern || !shared.tasks.offered {
+        return Ok(CallRoute::Inline);
+    }
+    let handler = &shared.handler;
+    // A panicking policy falls back to "never a task" rather than costing the request.
+    let policy = std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_task_policy(tool))).unwrap_or_default();
+    if !policy.allows_tasks() {
+        return Ok(CallRoute::Inline);
+    }
+    if !declares_extension(caps) {
+        return match policy.support {
+            TaskSupport::Required => Err(missing_extension()),
+            _ => Ok(CallRoute::Inline),
+        };
+    }
+    Ok(match policy.start {
+        TaskStart::Immediately => CallRoute::Task,
+        TaskStart::AfterInput if resuming => CallRoute::Task,
+        TaskStart::AfterInput => CallRoute::Inline,
+    })
+}
+
+/// Creates the task for a call and starts its run; returns the `CreateTaskResult`, which
+/// is only answered once `tasks/get` resolves the task. `input`: the answers and state of
+/// a verified MRTR retry, for the run's first call of the handler.
+pub(crate) fn call_as_task(
+    shared: &Arc<Shared>,
+    params: CallToolRequestParams,
+    cx: &RequestContext,
+    version: ProtocolVersion,
+    input: (Option<InputResponses>, Option<Value>),
+) -> Result<CreateTaskResult, McpError> {
+    let store = &shared.tasks;
+    let entry = store.create(owner(cx))?;
+    let signal = Arc::new(RequestSignal::default());
+    let task_cx = cx.for_task(entry.deadline(), signal.clone());
+    let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
+    store.spawn(&entry, Box::pin(run))?;
+    Ok(created(entry.view()))
+}
+
+/// Marks the run's context stopped if its future is dropped (cancel, TTL, shutdown),
+/// so work the handler handed elsewhere sees `is_cancelled`.
+struct StopOnDrop(Arc<RequestSignal>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// The run: call the handler, park on input it asks for, call it again with the answers,
+/// until it completes or fails.
+async fn drive(
+    shared: Arc<Shared>,
+    entry: Arc<Entry>,
+    params: CallToolRequestParams,
+    cx: RequestContext,
+    version: ProtocolVersion,
+    input: (Option<InputResponses>, Option<Value>),
+    signal: Arc<RequestSignal>,
+) {
+    let guard = StopOnDrop(signal);
+    let mut input = Some(input).filter(|(r, s)| r.is_some() || s.is_some());
+    let cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
+    let mut rounds = 0;
+    loop {
+        let call_cx = match input.take() {
+            Some((responses, state)) => cx.with_input(responses, state),
+            None => cx.clone(),
+        };
+        match shared.handler.call_tool(params.clone(), call_cx).await {
+            Ok(Reply::Complete(mut result)) => {
+                result.shape(version, &cache);
+                match serde_json::to_value(&result) {
+                    Ok(Value::Object(object)) => entry.complete(object),
+                    _ => entry.fail(&McpError::internal("Internal error: the tool result did not serialise")),
+                }
+                break;
+            }
+            Ok(Reply::InputRequired(asked)) => {
+                rounds += 1;
+                if rounds > shared.config.max_input_rounds {
+                    entry.fail(&McpError::internal(format!(
+                        "Internal error: the tool asked for input more than {} times",
+                        shared.config.max_input_rounds
+                    )));
+                    break;
+                }
+                if asked.requests.is_empty() {
+                    entry.fail(&McpError::internal("Internal error: the tool asked for input but named none"));
+                    break;
+                }
+                match needs::check(&asked.requests, cx.client_capabilities(), None) {
+                    Ok(()) => {}
+                    Err(Refusal::Undeclared { required, .. }) => {
+                        entry.fail(&McpError::missing_client_capability(required));
+                        break;
+                    }
+                    Err(Refusal::Unsupported { detail }) => {
+                        entry.fail(&McpError::internal(detail));
+                        break;
+                    }
+                }
+                if !entry.ask(asked.requests) {
+                    break;
+                }
+                let answers = entry.answers().await;
+                input = Some((Some(answers), asked.state));
+            }
+            Err(error) => {
+                entry.fail(&error);
+                break;
+            }
+        }
+    }
+    guard.0.finish();
+}
+
+/// `tasks/get`, `tasks/update` and `tasks/cancel`, answered as encoded response frames.
+/// -32601 outside 2026-07-28 (the 2025-11-25 core tasks are not served), -32021 when the
+/// request did not declare the extension, -32602 for an id this requester cannot see.
+pub(crate) fn serve_task_method(
+    shared: &Shared,
+    id: &RequestId,
+    request: ClientRequest,
+    cx: &RequestContext,
+    modern: bool,
+) -> Result<Vec<u8>, McpError> {
+    let method = request.method();
+    if !modern {
+        return Err(McpError::method_not_found(method.as_str()));
+    }
+    if !declares_extension(cx.client_capabilities()) {
+        return Err(missing_extension());
+    }
+    let (store, owner) = (&shared.tasks, owner(cx));
+    match request {
+        ClientRequest::GetTask(p) => {
+            let entry = store.find(&owner, &p.task_id)?;
+            Ok(encode_response(id, &got(entry.view())))
+        }
+        ClientRequest::CancelTask(p) => {
+            store.find(&owner, &p.task_id)?.cancel();
+            Ok(encode_response(id, &EmptyResult::complete()))
+        }
+        ClientRequest::UpdateTask(p) => {
+            store.find(&owner, &p.task_id)?.update(p.input_responses)?;
+            Ok(encode_response(id, &EmptyResult::complete()))
+        }
+        _ => Err(McpError::method_not_found(method.as_str())),
+    }
+}
+
+fn created(t: Task) -> CreateTaskResult {
+    CreateTaskResult {
+        meta: None,
+        result_type: ResultType::Task,
+        task_id: t.task_id,
+        status: t.status,
+        status_message: t.status_message,
+        created_at: t.created_at,
+        last_updated_at: t.last_updated_at,
+        ttl: None,
+        ttl_ms: t.ttl_ms,
+        poll_interval: None,
+        poll_interval_ms: t.poll_interval_ms,
+        // A new task's result, error and input requests are read with tasks/get.
+        input_requests: None,
+        result: None,
+        error: None,
+        extra: Default::default(),
+    }
+}
+
+fn got(t: Task) -> GetTaskResult {
+    GetTaskResult {
+        meta: None,
+        result_type: Some(ResultType::Complete),
+        task_id: t.task_id,
+        status: t.status,
+        status_message: t.status_message,
+        created_at: t.created_at,
+        last_updated_at: t.last_updated_at,
+        ttl: None,
+        ttl_ms: t.ttl_ms,
+        poll_interval: None,
+        poll_interval_ms: t.poll_interval_ms,
+        input_requests: t.input_requests,
+        result: t.result,
+        error: t.error,
+        extra: Default::default(),
+    }
+}

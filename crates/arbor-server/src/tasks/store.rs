@@ -1,0 +1,459 @@
+//! The task store: one per server, holding every task's record and a handle on its run.
+//!
+//! A record is created before its `CreateTaskResult` is written (durable create), found
+//! only by requests of the [`Owner`] that created it, and dropped once its TTL has passed:
+//! lazily, when it is looked up, and in sweeps when the store grows (each time it doubles)
+//! or reaches a bound ([`TaskConfig::max_tasks`] in all, [`TaskConfig::max_tasks_per_owner`]
+//! for one owner, so one requester cannot fill the store for everyone). Runs are tasks on the `tasks` task supervisor
+//! (a root child, see `tree.rs`), whose deadline is the TTL, so no run outlives its record.
+//! This module does not call handlers; `run.rs` does.
+//!
+//! Invariant: a record's status moves only forward: `working` ⇄ `input_required`, then
+//! exactly one terminal status (`completed`, `failed`, `cancelled`), never changed after.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::SystemTime;
+
+use arbor_bus::{Bus, BusMessage};
+use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::ErrorObject;
+use arbor_protocol::model::common::JsonObject;
+use arbor_protocol::model::mrtr::{InputRequest, InputRequests, InputResponse, InputResponses};
+use arbor_protocol::model::tasks::{Task, TaskStatus};
+use futures::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::notify::topic;
+use super::wire::iso8601;
+use super::TaskConfig;
+use crate::input::needs::Kind;
+
+/// Who may see a task: the tenant and the authenticated principal of the request that
+/// created it. In 2026-07-28 a connection is not a session, so the connection is not part
+/// of it; without authentication, every client of a tenant shares its tasks, which is why
+/// task ids are unguessable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Owner {
+    pub(crate) tenant: String,
+    pub(crate) principal: Option<String>,
+}
+
+/// The server's tasks.
+pub(crate) struct TaskStore {
+    pub(crate) config: TaskConfig,
+    /// Whether the server advertises the extension: if not, no call becomes a task and no
+    /// listen is told about one, whatever a handler's policy says.
+    pub(crate) offered: bool,
+    /// Where each change of a record is published, for `notifications/tasks`.
+    bus: Arc<dyn Bus>,
+    supervisor: Mutex<Option<TaskSupervisor>>,
+    entries: Mutex<Entries>,
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore").field("config", &self.config).field("len", &self.len()).finish_non_exhaustive()
+    }
+}
+
+struct Entries {
+    map: HashMap<String, Arc<Entry>>,
+    /// Live records per owner, so that one requester cannot fill the store for all.
+    per_owner: HashMap<Owner, usize>,
+    /// Sweep expired records when the map reaches this size.
+    sweep_at: usize,
+}
+
+impl Entries {
+    fn insert(&mut self, entry: Arc<Entry>) {
+        *self.per_owner.entry(entry.owner.clone()).or_default() += 1;
+        self.map.insert(entry.id.clone(), entry);
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Arc<Entry>> {
+        let entry = self.map.remove(id)?;
+        release(&mut self.per_owner, &entry.owner);
+        Some(entry)
+    }
+
+    /// Drops every record expired at `now`, stopping any run still going.
+    fn sweep(&mut self, now: Instant) {
+        let Entries { map, per_owner, .. } = self;
+        map.retain(|_, e| {
+            let keep = e.expires_at > now;
+            if !keep {
+                e.stop_run();
+                release(per_owner, &e.owner);
+            }
+            keep
+        });
+        self.sweep_at = (self.map.len() * 2).max(64);
+    }
+
+    fn owned_by(&self, owner: &Owner) -> usize {
+        self.per_owner.get(owner).copied().unwrap_or(0)
+    }
+}
+
+fn release(per_owner: &mut HashMap<Owner, usize>, owner: &Owner) {
+    if let Some(n) = per_owner.get_mut(owner) {
+        *n -= 1;
+        if *n == 0 {
+            per_owner.remove(owner);
+        }
+    }
+}
+
+fn busy(limit: usize, scope: &str, what: &str) -> McpError {
+    McpError::Other {
+        code: -32000,
+        message: format!("Server busy: {limit} tasks already {what}; retry later"),
+        data: Some(json!({"reason": "overloaded", "scope": scope, "limit": limit})),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error for an id that is unknown, expired, or someone else's: the same for all
+/// three, so a client learns nothing about tasks it may not see.
+fn not_found(detail: &str) -> McpError {
+    McpError::invalid_params(format!("Failed to retrieve task: {detail}"))
+}
+
+impl TaskStore {
+    pub(crate) fn new(config: TaskConfig, bus: Arc<dyn Bus>, offered: bool) -> TaskStore {
+        TaskStore {
+            config,
+            offered,
+            bus,
+            supervisor: Mutex::new(None),
+            entries: Mutex::new(Entries { map: HashMap::new(), per_owner: HashMap::new(), sweep_at: 64 }),
+        }
+    }
+
+    /// Gives the store the task supervisor its runs go under (done when the tree starts).
+    pub(crate) fn attach(&self, supervisor: TaskSupervisor) {
+        *lock(&self.supervisor) = Some(supervisor);
+    }
+
+    /// How many records are held (running or finished, expired ones not yet swept).
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.entries).map.len()
+    }
+
+    /// Creates a record for `owner`, `working`, visible to `find` from now on.
+    pub(crate) fn create(&self, owner: Owner) -> Result<Arc<Entry>, McpError> {
+        let now = Instant::now();
+        let mut entries = lock(&self.entries);
+        let (max, per_owner) = (self.config.max_tasks, self.config.max_tasks_per_owner);
+        let full = |e: &Entries| e.map.len() >= max || e.owned_by(&owner) >= per_owner;
+        if entries.map.len() >= entries.sweep_at.min(max) || full(&entries) {
+            entries.sweep(now);
+        }
+        if entries.map.len() >= max {
+            return Err(busy(max, "tasks", "held"));
+        }
+        if entries.owned_by(&owner) >= per_owner {
+            return Err(busy(per_owner, "owner", "held for this requester"));
+        }
+        let id = new_task_id();
+        let created = SystemTime::now();
+        let entry = Arc::new(Entry {
+            id: id.clone(),
+            owner,
+            bus: self.bus.clone(),
+            created_at: created,
+            expires_at: now + self.config.ttl,
+            ttl_ms: self.config.ttl.as_millis() as i64,
+            poll_ms: self.config.poll_interval.as_millis().max(1) as i64,
+            state: Mutex::new(State {
+                status: TaskStatus::Working,
+                message: None,
+                updated_at: created,
+                result: None,
+                error: None,
+                pending: BTreeMap::new(),
+                answers: InputResponses::new(),
+                round: 0,
+            }),
+            answered: Notify::new(),
+            run: OnceLock::new(),
+        });
+        entries.insert(entry.clone());
+        Ok(entry)
+    }
+
+    /// Starts `entry`'s run on the task supervisor, with the TTL as its deadline.
+    /// Refused (and the record dropped) when the supervisor is full or stopping.
+    pub(crate) fn spawn(&self, entry: &Arc<Entry>, work: BoxFuture<'static, ()>) -> Result<(), McpError> {
+        let supervisor = lock(&self.supervisor).clone();
+        let Some(supervisor) = supervisor else {
+            self.remove(&entry.id);
+            return Err(McpError::internal("Internal error: the task supervisor is not running"));
+        };
+        let deadline = entry.expires_at.saturating_duration_since(Instant::now());
+        let report = {
+            let entry = entry.clone();
+            move |outcome: TaskOutcome<(), std::convert::Infallible>| entry.settle(outcome)
+        };
+        let work = async move {
+            work.await;
+            Ok(())
+        };
+        match supervisor.spawn_reporting(TaskOptions::deadline(deadline), work, report) {
+            Ok(task) => {
+                let _ = entry.run.set(task);
+                Ok(())
+            }
+            Err(refused) => {
+                self.remove(&entry.id);
+                Err(match refused {
+                    SpawnError::Overloaded { max } => busy(max, "tasks", "running"),
+                    SpawnError::ShuttingDown => McpError::internal("Internal error: the server is stopping"),
+                })
+            }
+        }
+    }
+
+    /// The record `id`, if `owner` may see it and it has not expired.
+    pub(crate) fn find(&self, owner: &Owner, id: &str) -> Result<Arc<Entry>, McpError> {
+        let mut entries = lock(&self.entries);
+        let entry =
+            entries.map.get(id).filter(|e| &e.owner == owner).cloned().ok_or_else(|| not_found("Task not found"))?;
+        if entry.expires_at <= Instant::now() {
+            entries.remove(id);
+            entry.stop_run();
+            return Err(not_found("Task has expired"));
+        }
+        Ok(entry)
+    }
+
+    fn remove(&self, id: &str) {
+        lock(&self.entries).remove(id);
+    }
+}
+
+/// 128 random bits, hex: unguessable, as the spec requires of task ids.
+fn new_task_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random number generator failed");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One task's record.
+pub(crate) struct Entry {
+    pub(crate) id: String,
+    owner: Owner,
+    bus: Arc<dyn Bus>,
+    created_at: SystemTime,
+    expires_at: Instant,
+    ttl_ms: i64,
+    poll_ms: i64,
+    state: Mutex<State>,
+    /// Woken (with a stored permit) when the last outstanding input request is answered.
+    answered: Notify,
+    run: OnceLock<TaskRef>,
+}
+
+struct State {
+    status: TaskStatus,
+    message: Option<String>,
+    updated_at: SystemTime,
+    result: Option<JsonObject>,
+    error: Option<ErrorObject>,
+    /// Outstanding input requests by the key the client sees, with the handler's key.
+    pending: BTreeMap<String, (String, InputRequest)>,
+    /// Answers gathered this round, by the handler's key.
+    answers: InputResponses,
+    round: u32,
+}
+
+fn terminal(status: TaskStatus) -> bool {
+    matches!(status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
+}
+
+impl Entry {
+    /// When the task expires, and its run is stopped if still going.
+    pub(crate) fn deadline(&self) -> Instant {
+        self.expires_at
+    }
+
+    /// The task as `tasks/get` and `CreateTaskResult` show it.
+    pub(crate) fn view(&self) -> Task {
+        let state = lock(&self.state);
+        let input_requests = (state.status == TaskStatus::InputRequired)
+            .then(|| state.pending.iter().map(|(k, (_, r))| (k.clone(), r.clone())).collect::<InputRequests>());
+        Task {
+            task_id: self.id.clone(),
+            status: state.status,
+            status_message: state.message.clone(),
+            created_at: iso8601(self.created_at),
+            last_updated_at: iso8601(state.updated_at),
+            ttl: None,
+            ttl_ms: Some(Some(self.ttl_ms)),
+            poll_interval: None,
+            poll_interval_ms: Some(self.poll_ms),
+            input_requests,
+            result: state.result.clone(),
+            error: state.error.clone(),
+            extra: Default::default(),
+        }
+    }
+
+    /// Moves to a terminal status with `apply`, unless already terminal.
+    fn finish(&self, status: TaskStatus, apply: impl FnOnce(&mut State)) -> bool {
+        {
+            let mut state = lock(&self.state);
+            if terminal(state.status) {
+                return false;
+            }
+            state.status = status;
+            state.pending.clear();
+            state.updated_at = SystemTime::now();
+            apply(&mut state);
+        }
+        self.announce();
+        true
+    }
+
+    /// Publishes the task as it now is, for the listens that named it. Publishing never
+    /// waits; a topic nobody joined costs nothing.
+    fn announce(&self) {
+        if let Ok(payload) = serde_json::to_value(self.view()) {
+            let message = BusMessage::new(topic(&self.id), payload).with_key(self.id.as_str());
+            let _ = self.bus.publish(message);
+        }
+    }
+
+    /// The tool answered: `completed` with its result (a tool error included).
+    pub(crate) fn complete(&self, result: JsonObject) {
+        self.finish(TaskStatus::Completed, |s| s.result = Some(result));
+    }
+
+    /// A protocol error: `failed` with the JSON-RPC error.
+    pub(crate) fn fail(&self, error: &McpError) {
+        let object = error.to_error_object();
+        self.finish(TaskStatus::Failed, |s| {
+            s.message = Some(object.message.clone());
+            s.error = Some(object);
+        });
+    }
+
+    /// `tasks/cancel`: `cancelled` now (unless already terminal) and the run stopped.
+    pub(crate) fn cancel(&self) {
+        if self.finish(TaskStatus::Cancelled, |s| s.message = Some("Cancelled by the client".into())) {
+            self.stop_run();
+        }
+    }
+
+    fn stop_run(&self) {
+        if let Some(run) = self.run.get() {
+            let _ = run.cancel();
+        }
+    }
+
+    /// The run's outcome, once it has ended: anything the run did not record itself.
+    fn settle(&self, outcome: TaskOutcome<(), std::convert::Infallible>) {
+        match outcome {
+            TaskOutcome::Completed(()) => {}
+            TaskOutcome::Failed(never) => match never {},
+            TaskOutcome::Cancelled => {
+                self.finish(TaskStatus::Cancelled, |s| s.message = Some("Cancelled".into()));
+            }
+            TaskOutcome::Panicked(message) => {
+                tracing::error!(task = %self.id, %message, "task handler panicked");
+                self.fail(&McpError::internal("Internal error: the tool panicked"));
+            }
+            TaskOutcome::TimedOut => self.fail(&McpError::internal("Internal error: the task outlived its ttlMs")),
+            TaskOutcome::Shutdown => self.fail(&McpError::internal("Internal error: the server stopped")),
+        }
+    }
+
+    /// Parks the task in `input_required` with the handler's `requests`. Keys the client
+    /// sees are unique for the task's lifetime: the first round's are the handler's own,
+    /// later rounds' carry a `#round` suffix. Returns false if the task already ended.
+    pub(crate) fn ask(&self, requests: InputRequests) -> bool {
+        let mut state = lock(&self.state);
+        if terminal(state.status) {
+            return false;
+        }
+        state.round += 1;
+        let round = state.round;
+        state.pending = requests
+            .into_iter()
+            .map(|(key, request)| {
+                let wire = if round == 1 { key.clone() } else { format!("{key}#{round}") };
+                (wire, (key, request))
+            })
+            .collect();
+        state.answers.clear();
+        state.status = TaskStatus::InputRequired;
+        state.updated_at = SystemTime::now();
+        drop(state);
+        self.announce();
+        true
+    }
+
+    /// `tasks/update`: records answers to outstanding requests (unknown and already
+    /// answered keys are ignored, as the spec asks); once none is outstanding, the run
+    /// resumes. An answer of the wrong kind for an outstanding key refuses the whole
+    /// update with -32602 and records nothing.
+    pub(crate) fn update(&self, responses: JsonObject) -> Result<(), McpError> {
+        let mut state = lock(&self.state);
+        if state.status != TaskStatus::InputRequired {
+            return Ok(());
+        }
+        let mut accepted = Vec::new();
+        for (key, raw) in responses {
+            let Some((handler_key, request)) = state.pending.get(&key) else { continue };
+            let response: InputResponse = serde_json::from_value(raw)
+                .map_err(|e| McpError::invalid_params(format!("inputResponses[{key}] is not a valid answer: {e}")))?;
+            let (asked, given) = (Kind::of_request(request), Kind::of_response(&response));
+            if asked != given {
+                return Err(McpError::invalid_params(format!(
+                    "inputResponses[{key}] answers {}, but {} was asked",
+                    given.method(),
+                    asked.method()
+                )));
+            }
+            accepted.push((key, handler_key.clone(), response));
+        }
+        if accepted.is_empty() {
+            return Ok(());
+        }
+        for (key, handler_key, response) in accepted {
+            state.pending.remove(&key);
+            state.answers.insert(handler_key, response);
+        }
+        state.updated_at = SystemTime::now();
+        let resumed = state.pending.is_empty();
+        if resumed {
+            state.status = TaskStatus::Working;
+        }
+        drop(state);
+        if resumed {
+            self.answered.notify_one();
+        }
+        self.announce();
+        Ok(())
+    }
+
+    /// Waits until every request of the round is answered, and takes the answers.
+    pub(crate) async fn answers(&self) -> InputResponses {
+        loop {
+            {
+                let mut state = lock(&self.state);
+                if state.status == TaskStatus::Working && state.pending.is_empty() {
+                    return std::mem::take(&mut state.answers);
+                }
+            }
+            self.answered.notified().await;
+        }
+    }
+}
