@@ -177,7 +177,9 @@ fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
-        m if m.starts_with("tasks/") => Some("taskId"),
+        // SEP-2663: only the methods that name one task; `tasks/result` and `tasks/list`
+        // are not methods of the extension and must reach the server to get -32601.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }
