@@ -1,9 +1,16 @@
 //! The demo server: a small MCP server built with Arbor's declarative `Router`, served
-//! over stdio to any client of any protocol revision.
+//! over Streamable HTTP (or stdio) to any client of any protocol revision.
 //!
 //! ```sh
-//! cargo run --example demo_server -- --stdio
+//! cargo run --example demo_server                  # http://127.0.0.1:3000/mcp, both eras
+//! cargo run --example demo_server -- --port 8080   # http://127.0.0.1:8080/mcp (0: a free port)
+//! cargo run --example demo_server -- --stdio       # stdin/stdout
 //! ```
+//!
+//! Over HTTP the endpoint is `arbor_http` with its defaults: loopback bind, `Host` and
+//! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
+//! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
+//! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
 //!
 //! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
 //! the argument type (`echo`, `add`), a tool that asks the user for confirmation through
@@ -25,9 +32,11 @@
 //! every tool, resource and prompt here are fixed by `tests/e2e/README.md` ("What the demo
 //! server must serve"): change both together.
 //!
-//! Stdout is the protocol channel: nothing but JSON-RPC frames may be written there, so
-//! every log line goes to stderr (`RUST_LOG` chooses the level, `info` by default).
+//! On stdio, stdout is the protocol channel: nothing but JSON-RPC frames may be written
+//! there, so every log line goes to stderr in both modes (`RUST_LOG` chooses the level,
+//! `info` by default).
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -54,11 +63,16 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
-const USAGE: &str = "usage: demo_server [--stdio] [--redis URL] [--feed-interval-ms N]\n\
-    Serves the Arbor demo MCP server on stdin/stdout (the default).\n\
+#[path = "common/http.rs"]
+mod http;
+
+const USAGE: &str = "usage: demo_server [--port N | --bind ADDR | --stdio] [--redis URL] [--feed-interval-ms N]\n\
+    Serves the Arbor demo MCP server over Streamable HTTP at http://127.0.0.1:3000/mcp (the default).\n\
+    --port N             listen on 127.0.0.1:N instead (0: a free port; the URL is printed on stderr)\n\
+    --bind ADDR          listen on ADDR (IP:PORT); off loopback, Host names are not restricted\n\
+    --stdio              serve one client on stdin/stdout instead of HTTP\n\
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
-    --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
-    HTTP (--port N) is not available yet.";
+    --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)";
 
 // ===== tools =====
 
@@ -421,9 +435,13 @@ fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
 
 /// What the command line asks for.
 enum Mode {
+    Http(SocketAddr),
     Stdio,
     Help,
 }
+
+/// Where the demo listens unless told otherwise: the README's first command.
+const DEFAULT_BIND: ([u8; 4], u16) = ([127, 0, 0, 1], 3000);
 
 /// Options besides the mode.
 struct Options {
@@ -432,35 +450,44 @@ struct Options {
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
-    let mut mode = Mode::Stdio;
+    let mut mode = Mode::Http(SocketAddr::from(DEFAULT_BIND));
+    let mut help = false;
     let mut options = Options { redis: None, feed_interval: Duration::from_secs(10) };
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--stdio" => {}
+            "--stdio" => mode = Mode::Stdio,
+            "--port" => {
+                let port = args.next().ok_or("--port needs a number")?;
+                let port: u16 = port.parse().map_err(|_| format!("--port: `{port}` is not a port number"))?;
+                mode = Mode::Http(SocketAddr::from((DEFAULT_BIND.0, port)));
+            }
+            "--bind" => {
+                let addr = args.next().ok_or("--bind needs an address")?;
+                let addr: SocketAddr =
+                    addr.parse().map_err(|_| format!("--bind: `{addr}` is not an IP:PORT address"))?;
+                mode = Mode::Http(addr);
+            }
             "--redis" => options.redis = Some(args.next().ok_or("--redis needs a URL")?),
             "--feed-interval-ms" => {
                 let ms = args.next().ok_or("--feed-interval-ms needs a number")?;
                 let ms: u64 = ms.parse().map_err(|_| format!("--feed-interval-ms: `{ms}` is not a number"))?;
                 options.feed_interval = Duration::from_millis(ms);
             }
-            "-h" | "--help" => mode = Mode::Help,
-            "--port" | "--http" => {
-                return Err("HTTP is not available yet (it arrives with a later issue); use --stdio".into())
-            }
+            "-h" | "--help" => help = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
-    Ok((mode, options))
+    Ok((if help { Mode::Help } else { mode }, options))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let options = match parse_args(std::env::args().skip(1)) {
-        Ok((Mode::Stdio, options)) => options,
+    let (mode, options) = match parse_args(std::env::args().skip(1)) {
         Ok((Mode::Help, _)) => {
             eprintln!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        Ok(parsed) => parsed,
         Err(why) => {
             eprintln!("demo_server: {why}\n{USAGE}");
             return ExitCode::from(2);
@@ -494,8 +521,12 @@ async fn main() -> ExitCode {
             }
         });
     }
-    tracing::info!(redis = options.redis.is_some(), "demo_server: serving MCP on stdio");
     let server = Server::new(router(bus.clone(), latest)).with_bus(bus).subscription_handler(FeedHandler);
+    if let Mode::Http(addr) = mode {
+        tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
+        return http::serve("demo_server", server, arbor_http::HttpConfig::default().bind(addr)).await;
+    }
+    tracing::info!(redis = options.redis.is_some(), "demo_server: serving MCP on stdio");
     match server.serve_stdio().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

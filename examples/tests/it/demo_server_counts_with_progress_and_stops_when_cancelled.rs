@@ -42,8 +42,8 @@ async fn slow_count_reports_progress_and_a_cancel_stops_it() {
 }
 
 #[tokio::test]
-async fn an_unknown_flag_or_http_is_refused_with_status_2() {
-    for args in [&["--port", "3000"][..], &["--bogus"][..]] {
+async fn an_unknown_flag_or_a_bad_port_is_refused_with_status_2() {
+    for args in [&["--port", "http"][..], &["--port"][..], &["--bind", "3000"][..], &["--bogus"][..]] {
         let output = std::process::Command::new(crate::support::example("demo_server"))
             .args(args)
             .output()

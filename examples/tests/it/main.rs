@@ -1,12 +1,16 @@
 //! Integration tests for the example servers: each one run as its own process and spoken to
-//! over real stdio pipes with raw JSON lines, one module per behaviour.
+//! over real stdio pipes with raw JSON lines, or over Streamable HTTP on a port it chose,
+//! one module per behaviour.
 
+mod http;
 mod schema;
 mod support;
 
 mod a_confirmation_is_bound_to_its_path;
 mod conformance_server_answers_in_both_eras;
 mod demo_server_counts_with_progress_and_stops_when_cancelled;
+#[cfg(unix)]
+mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;
