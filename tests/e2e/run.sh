@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# End-to-end tests: independent MCP clients against Arbor's demo server over real stdio pipes.
+# End-to-end tests: independent MCP clients against Arbor's demo server over real stdio
+# pipes and over Streamable HTTP.
 #
 #   tests/e2e/run.sh
 #
 # Scenarios (each under a timeout):
-#   python-legacy      official Python SDK (mcp==2.3.0), initialize handshake
-#   python-modern      official Python SDK, 2026-07-28 (server/discover, MRTR)
-#   typescript-legacy  official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), initialize handshake
+#   python-legacy           official Python SDK (mcp==2.3.0), initialize handshake, stdio
+#   python-modern           official Python SDK, 2026-07-28 (server/discover, MRTR, listen), stdio
+#   typescript-legacy       official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), initialize handshake, stdio
+#   python-http-legacy      the Python SDK over Streamable HTTP: a legacy session (POST streams, GET stream)
+#   python-http-modern      the Python SDK over Streamable HTTP at 2026-07-28 (incl. subscriptions/listen)
+#   typescript-http-legacy  the TypeScript SDK over Streamable HTTP: a legacy session, ended with DELETE
 #
-# Every client talks to the server through tests/e2e/tap.py, which records what
-# each side wrote; tests/e2e/validate.py then checks every server message
+# Every stdio client talks to the server through tests/e2e/tap.py, every HTTP
+# client through tests/e2e/http_tap.py (which starts `demo_server --port 0`
+# itself, forwards to it and stops it after the client), and both record what
+# each side sent; tests/e2e/validate.py then checks every server message
 # against the negotiated revision's schema (tests/fixtures/spec/<revision>/).
 #
 # Installs what it needs when missing or out of date: a venv at tests/e2e/.venv
@@ -19,6 +25,9 @@
 # Environment:
 #   E2E_SERVER_CMD   run this server command instead of building demo_server
 #                    (split on whitespace; `--stdio` is not added)
+#   E2E_HTTP_SERVER_CMD  the same for the HTTP scenarios: a command that listens on a
+#                    port of its choosing and prints `NAME: listening on http://...` on
+#                    stderr; without it, E2E_SERVER_CMD skips the HTTP scenarios
 #   E2E_TIMEOUT      seconds per scenario (default 120)
 #   E2E_CAPTURES     capture folder (default tests/e2e/captures)
 #   E2E_ONLY         run only the scenarios named here (space-separated)
@@ -77,11 +86,15 @@ setup_node() {
   echo "$want" >"$stamp"
 }
 
-# Sets SERVER_CMD (an array) to the server command.
+# Sets SERVER_CMD and HTTP_SERVER_CMD (arrays) to the server commands.
 setup_server() {
+  HTTP_SERVER_CMD=()
   if [[ -n "${E2E_SERVER_CMD:-}" ]]; then
     read -r -a SERVER_CMD <<<"$E2E_SERVER_CMD"
     log "server: $E2E_SERVER_CMD (from E2E_SERVER_CMD)"
+    if [[ -n "${E2E_HTTP_SERVER_CMD:-}" ]]; then
+      read -r -a HTTP_SERVER_CMD <<<"$E2E_HTTP_SERVER_CMD"
+    fi
     return 0
   fi
   log "server: cargo build --example demo_server"
@@ -109,7 +122,9 @@ EOF
     echo "run.sh: cargo built no demo_server executable" >&2
     return 1
   fi
-  SERVER_CMD=("$exe" --stdio)
+  # No timed feed ticks: the clients check the feed's text right after publishing.
+  SERVER_CMD=("$exe" --stdio --feed-interval-ms 0)
+  HTTP_SERVER_CMD=("$exe" --port 0 --feed-interval-ms 0)
 }
 
 # ours PID START: the process is still the one the tap recorded (same start
@@ -176,6 +191,64 @@ run_scenario() {
   fi
 }
 
+# run_http_scenario NAME DRIVER_CMD... : starts the server behind http_tap.py, runs the
+# driver with `--url URL` appended to its options, stops the tap (and so the server),
+# counts the driver's PASS/FAIL lines.
+run_http_scenario() {
+  local name="$1"
+  shift
+  local dir="$CAPTURES/$name"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  log "scenario $name"
+  "$VENV/bin/python" "$HERE/http_tap.py" --server-log "$dir/server.jsonl" --client-log "$dir/client.jsonl" \
+    --url-file "$dir/url" --server-stderr "$dir/server.stderr" --pid-file "$dir/pids" -- "${HTTP_SERVER_CMD[@]}" \
+    >"$dir/tap.out" 2>&1 &
+  local tap=$!
+  local waited=0
+  while [[ ! -s "$dir/url" ]] && kill -0 "$tap" 2>/dev/null && ((waited < 600)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  local status=0
+  if [[ ! -s "$dir/url" ]]; then
+    echo "FAIL: $name: the server behind http_tap.py did not start"
+    cat "$dir/tap.out"
+    failed=$((failed + 1))
+    status=1
+  else
+    local url
+    url="$(cat "$dir/url")"
+    timeout -k 10 "$TIMEOUT" "$@" --url "$url" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
+    cat "$dir/driver.out"
+    local p f
+    p="$(grep -c '^PASS: ' "$dir/driver.out")"
+    f="$(grep -c '^FAIL: ' "$dir/driver.out")"
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [[ $status -ne 0 && $f -eq 0 ]]; then
+      if [[ $status -eq 124 || $status -eq 137 ]]; then
+        echo "FAIL: $name: timed out after ${TIMEOUT}s"
+      else
+        echo "FAIL: $name: driver exited with status $status"
+      fi
+      failed=$((failed + 1))
+    fi
+  fi
+  # The tap stops the server on SIGTERM (SIGTERM, then SIGKILL after 5 s).
+  kill -TERM "$tap" 2>/dev/null
+  local i
+  for i in $(seq 100); do kill -0 "$tap" 2>/dev/null || break; sleep 0.1; done
+  wait "$tap" 2>/dev/null
+  reap "$dir/pids"
+  if [[ $status -ne 0 ]]; then
+    echo "-- $name: last lines of the server's stderr ($dir/server.stderr):"
+    tail -n 30 "$dir/server.stderr" 2>/dev/null | sed 's/^/   /'
+    echo "-- $name: last lines of the client's stderr ($dir/stderr.log):"
+    tail -n 12 "$dir/stderr.log" 2>/dev/null | sed 's/^/   /'
+  fi
+}
+
 validate_capture() {
   local name="$1" dir="$CAPTURES/$1"
   if "$VENV/bin/python" "$HERE/validate.py" --schemas "$ROOT/tests/fixtures/spec" "$dir"; then
@@ -210,6 +283,25 @@ main() {
   if [[ $node_ok -eq 1 && $python_ok -eq 1 && $server_ok -eq 1 ]] && wanted typescript-legacy; then
     run_scenario typescript-legacy node "$TS_DIR/driver.mjs" --timeout $((TIMEOUT - 10)) --
     scenarios+=(typescript-legacy)
+  fi
+  if [[ $server_ok -eq 1 && ${#HTTP_SERVER_CMD[@]} -eq 0 ]]; then
+    log "HTTP scenarios skipped: E2E_SERVER_CMD is set without E2E_HTTP_SERVER_CMD"
+  elif [[ $python_ok -eq 1 && $server_ok -eq 1 ]]; then
+    if wanted python-http-legacy; then
+      run_http_scenario python-http-legacy "$VENV/bin/python" "$HERE/python/driver.py" --mode legacy \
+        --label python-http-legacy --timeout $((TIMEOUT - 10))
+      scenarios+=(python-http-legacy)
+    fi
+    if wanted python-http-modern; then
+      run_http_scenario python-http-modern "$VENV/bin/python" "$HERE/python/driver.py" --mode modern \
+        --label python-http-modern --timeout $((TIMEOUT - 10))
+      scenarios+=(python-http-modern)
+    fi
+    if [[ $node_ok -eq 1 ]] && wanted typescript-http-legacy; then
+      run_http_scenario typescript-http-legacy node "$TS_DIR/driver.mjs" --label typescript-http-legacy \
+        --timeout $((TIMEOUT - 10))
+      scenarios+=(typescript-http-legacy)
+    fi
   fi
 
   if [[ $python_ok -eq 1 ]]; then

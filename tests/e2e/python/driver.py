@@ -2,11 +2,14 @@
 """End-to-end driver: the official MCP Python SDK (mcp==2.3.0) against Arbor's demo server.
 
 Usage:
-    driver.py --mode legacy|modern -- SERVER_CMD [ARGS...]
+    driver.py --mode legacy|modern [--label NAME] -- SERVER_CMD [ARGS...]
+    driver.py --mode legacy|modern [--label NAME] --url URL
 
 SERVER_CMD is launched over real stdio pipes by the SDK's stdio transport
 (run.sh passes the tap wrapper around the demo server, so every message is
-captured for schema validation).
+captured for schema validation). With --url the SDK's Streamable HTTP transport
+talks to a running server instead (run.sh passes http_tap.py's URL in front of
+`demo_server --port 0`). NAME prefixes every check (default python-MODE).
 
   legacy  `Client(mode="legacy")`: the initialize handshake (the SDK offers
           2025-11-25), ping, the four lists, echo/add, resources/read of a
@@ -23,7 +26,11 @@ captured for schema validation).
 Both modes also call slow_count (notifications/progress, and debug
 notifications/message: legacy after logging/setLevel, 2026-07-28 through the
 per-request logLevel opt-in) and summarize (sampling: a server-to-client
-sampling/createMessage in legacy, an MRTR input request in 2026-07-28).
+sampling/createMessage in legacy, an MRTR input request in 2026-07-28), and
+follow the live feed: legacy `resources/subscribe` demo://feed then
+notifications/resources/updated after publish_feed (over HTTP on the session's
+GET stream); 2026-07-28 `Client.listen(resource_subscriptions=[demo://feed])`
+(a subscriptions/listen stream) acknowledged, then a ResourceUpdated event.
 
 Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status is
 non-zero if any check failed or the run broke off.
@@ -42,6 +49,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
 MODERN_VERSION = "2026-07-28"
@@ -56,13 +64,13 @@ warnings.simplefilter("ignore")  # the SDK flags legacy-only calls (ping) as dep
 
 
 class Checks:
-    def __init__(self, scenario: str) -> None:
-        self.scenario = scenario
+    def __init__(self, label: str) -> None:
+        self.label = label
         self.passed = 0
         self.failed = 0
 
     def check(self, name: str, condition: bool, detail: Any = "") -> bool:
-        label = f"python-{self.scenario}: {name}"
+        label = f"{self.label}: {name}"
         if condition:
             self.passed += 1
             print(f"PASS: {label}", flush=True)
@@ -261,6 +269,72 @@ async def common_surface(c: Checks, client: Client) -> None:
         )
 
 
+class Notifications:
+    """The client's message handler: keeps every server notification it is given."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def __call__(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.seen.append(getattr(message, "root", message))
+
+    def feed_updates(self) -> int:
+        return sum(
+            1
+            for m in self.seen
+            if getattr(m, "method", None) == "notifications/resources/updated"
+            and getattr(getattr(m, "params", None), "uri", None) == "demo://feed"
+        )
+
+
+async def read_feed_until(client: Client, text: str) -> str:
+    """The feed resource's text once it shows `text` (the server's copy follows the bus), or what it last showed."""
+    seen = ""
+    for _ in range(20):
+        read = await client.read_resource("demo://feed")
+        first = read.contents[0] if read.contents else None
+        seen = first.text if isinstance(first, types.TextResourceContents) else repr(first)
+        if seen == text:
+            break
+        await anyio.sleep(0.1)
+    return seen
+
+
+async def legacy_feed(c: Checks, client: Client, notes: Notifications) -> None:
+    """resources/subscribe demo://feed, then an update for each item published."""
+    subscribed = await client.subscribe_resource("demo://feed")
+    c.check("resources/subscribe demo://feed answered", isinstance(subscribed, types.EmptyResult), subscribed)
+    before = notes.feed_updates()
+    published = await client.call_tool("publish_feed", {"text": "legacy item"})
+    c.equal("publish_feed result", only_text(published), "Published")
+    with anyio.move_on_after(10):
+        while notes.feed_updates() == before:
+            await anyio.sleep(0.05)
+    c.check("notifications/resources/updated for demo://feed after publish_feed", notes.feed_updates() > before, notes.seen[-5:])
+    c.equal("resources/read demo://feed shows the item", await read_feed_until(client, "legacy item"), "legacy item")
+    unsubscribed = await client.unsubscribe_resource("demo://feed")
+    c.check("resources/unsubscribe demo://feed answered", isinstance(unsubscribed, types.EmptyResult), unsubscribed)
+
+
+async def modern_feed(c: Checks, client: Client) -> None:
+    """subscriptions/listen on demo://feed: acknowledged, then a ResourceUpdated per item."""
+    async with client.listen(resource_subscriptions=["demo://feed"]) as sub:
+        honored = list(sub.honored.resource_subscriptions or [])
+        c.equal("subscriptions/listen acknowledged with demo://feed honoured", honored, ["demo://feed"])
+        published = await client.call_tool("publish_feed", {"text": "modern item"})
+        c.equal("publish_feed result", only_text(published), "Published")
+        event = None
+        with anyio.move_on_after(10):
+            event = await sub.__anext__()
+        c.check(
+            "subscriptions/listen: ResourceUpdated for demo://feed",
+            isinstance(event, ResourceUpdated) and event.uri == "demo://feed",
+            event,
+        )
+    c.equal("resources/read demo://feed shows the item", await read_feed_until(client, "modern item"), "modern item")
+
+
 def _leaves(e: BaseException) -> list[str]:
     """The innermost exceptions of an exception group, as `Type: message`."""
     if isinstance(e, BaseExceptionGroup):
@@ -290,8 +364,8 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-async def legacy(c: Checks, params: StdioServerParameters, timeout: float) -> None:
-    elicitor, sampler, logs = Elicitor(), Sampler(), LogSink()
+async def legacy(c: Checks, params: StdioServerParameters | str, timeout: float) -> None:
+    elicitor, sampler, logs, notes = Elicitor(), Sampler(), LogSink(), Notifications()
     client_info = types.Implementation(name="arbor-e2e-python", version="2.3.0")
     async with Client(
         params,
@@ -299,6 +373,7 @@ async def legacy(c: Checks, params: StdioServerParameters, timeout: float) -> No
         elicitation_callback=elicitor,
         sampling_callback=sampler,
         logging_callback=logs,
+        message_handler=notes,
         client_info=client_info,
         read_timeout_seconds=timeout,
         cache=None,
@@ -334,9 +409,10 @@ async def legacy(c: Checks, params: StdioServerParameters, timeout: float) -> No
         set_level = await client.set_logging_level("debug")
         c.check("logging/setLevel debug answered", isinstance(set_level, types.EmptyResult), set_level)
         await progress_logging_sampling(c, client, sampler, logs)
+        await legacy_feed(c, client, notes)
 
 
-async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> None:
+async def modern(c: Checks, params: StdioServerParameters | str, timeout: float) -> None:
     elicitor, sampler, logs = Elicitor(), Sampler(), LogSink()
     client_info = types.Implementation(name="arbor-e2e-python", version="2.3.0")
     async with Client(
@@ -433,6 +509,7 @@ async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> No
         c.equal("MRTR via SDK driver: result text after decline", only_text(result), f"Kept {KEEP_PATH}")
 
         await progress_logging_sampling(c, client, sampler, logs)
+        await modern_feed(c, client)
 
         # An unknown protocol version: -32022 naming what the server supports.
         try:
@@ -473,9 +550,9 @@ async def modern(c: Checks, params: StdioServerParameters, timeout: float) -> No
         c.equal("no elicitation capability: the next call is served", only_text(result), "still here")
 
 
-async def run(mode: str, command: list[str], timeout: float) -> Checks:
-    c = Checks(mode)
-    params = StdioServerParameters(command=command[0], args=command[1:])
+async def run(mode: str, label: str, server: list[str] | str, timeout: float) -> Checks:
+    c = Checks(label)
+    params = server if isinstance(server, str) else StdioServerParameters(command=server[0], args=server[1:])
     try:
         with anyio.fail_after(timeout):
             if mode == "legacy":
@@ -494,13 +571,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="MCP Python SDK end-to-end driver")
     parser.add_argument("--mode", choices=("legacy", "modern"), required=True)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole scenario")
+    parser.add_argument("--label", help="prefix of every check (default python-MODE)")
+    parser.add_argument("--url", help="a Streamable HTTP endpoint to talk to instead of launching a command")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the server command")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no server command given after --")
-    c = anyio.run(run, args.mode, command, args.timeout)
-    print(f"python-{args.mode}: {c.passed} checks passed, {c.failed} failed", flush=True)
+    if bool(command) == bool(args.url):
+        parser.error("give either --url URL or -- SERVER_CMD")
+    label = args.label or f"python-{args.mode}"
+    c = anyio.run(run, args.mode, label, args.url or command, args.timeout)
+    print(f"{label}: {c.passed} checks passed, {c.failed} failed", flush=True)
     return 0 if c.failed == 0 else 1
 
 

@@ -2,27 +2,35 @@
 // End-to-end driver: the official MCP TypeScript SDK client (@modelcontextprotocol/sdk 1.32.2)
 // against Arbor's demo server, legacy era, over real stdio pipes.
 //
-// Usage: node driver.mjs [--timeout SECONDS] -- SERVER_CMD [ARGS...]
+// Usage: node driver.mjs [--timeout SECONDS] [--label NAME] -- SERVER_CMD [ARGS...]
+//        node driver.mjs [--timeout SECONDS] [--label NAME] --url URL
 //
 // The SDK's StdioClientTransport launches SERVER_CMD (run.sh passes the tap
-// wrapper around the demo server). The client offers 2025-11-25 in
+// wrapper around the demo server); with --url the SDK's
+// StreamableHTTPClientTransport talks to a running server instead (run.sh
+// passes http_tap.py's URL in front of `demo_server --port 0`), and the
+// session is ended with DELETE at the end. The client offers 2025-11-25 in
 // initialize, declares form-mode elicitation and sampling, and runs: ping, the
 // four lists, echo/add, resources/read of a resource and a template,
 // prompts/get, confirm_delete answered through the elicitation/create request
 // handler (once accepted, once declined), slow_count with progress and debug
-// logging (after logging/setLevel), and summarize answered through the
-// sampling/createMessage request handler.
+// logging (after logging/setLevel), summarize answered through the
+// sampling/createMessage request handler, and resources/subscribe to
+// demo://feed with notifications/resources/updated after publish_feed (over
+// HTTP on the session's standalone GET stream).
 //
 // Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status
 // is non-zero if any check failed or the run broke off.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LATEST_PROTOCOL_VERSION,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
 const ECHO_MESSAGE = 'héllo from TypeScript ✓ "quoted" \\ back\\slash';
@@ -33,9 +41,10 @@ const TEXT_TO_SUMMARIZE = 'A long text about supervised actors, one per MCP requ
 
 let passed = 0;
 let failed = 0;
+let prefix = 'typescript-legacy';
 
 function check(name, condition, detail = '') {
-  const label = `typescript-legacy: ${name}`;
+  const label = `${prefix}: ${name}`;
   if (condition) {
     passed += 1;
     console.log(`PASS: ${label}`);
@@ -72,18 +81,47 @@ function confirmSchemaOk(params) {
 
 function parseArgs(argv) {
   let timeout = 60;
+  let url;
+  let label = 'typescript-legacy';
   const rest = [...argv];
   while (rest.length && rest[0] !== '--') {
     const flag = rest.shift();
     if (flag === '--timeout') timeout = Number(rest.shift());
+    else if (flag === '--url') url = rest.shift();
+    else if (flag === '--label') label = rest.shift();
     else throw new Error(`unknown option ${flag}`);
   }
   rest.shift(); // '--'
-  if (!rest.length) throw new Error('usage: driver.mjs [--timeout S] -- SERVER_CMD [ARGS...]');
-  return { timeout, command: rest };
+  if (!rest.length === !url) throw new Error('usage: driver.mjs [--timeout S] [--label NAME] (--url URL | -- SERVER_CMD [ARGS...])');
+  return { timeout, url, label, command: rest };
 }
 
-async function scenario(client, command, timeoutMs) {
+async function sleep(ms) {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** resources/subscribe demo://feed, then notifications/resources/updated after publish_feed. */
+async function feed(client, updates, options) {
+  const subscribed = await client.subscribeResource({ uri: 'demo://feed' }, options);
+  check('resources/subscribe demo://feed answered', subscribed !== undefined && typeof subscribed === 'object', subscribed);
+  const before = updates.length;
+  const published = await client.callTool({ name: 'publish_feed', arguments: { text: 'typescript item' } }, undefined, options);
+  equal('publish_feed result', onlyText(published), 'Published');
+  for (let i = 0; i < 200 && updates.length === before; i += 1) await sleep(50);
+  check('notifications/resources/updated for demo://feed after publish_feed', updates.length > before, updates);
+  let text;
+  for (let i = 0; i < 20; i += 1) {
+    const read = await client.readResource({ uri: 'demo://feed' }, options);
+    text = read.contents[0]?.text;
+    if (text === 'typescript item') break;
+    await sleep(100);
+  }
+  equal('resources/read demo://feed shows the item', text, 'typescript item');
+  const unsubscribed = await client.unsubscribeResource({ uri: 'demo://feed' }, options);
+  check('resources/unsubscribe demo://feed answered', unsubscribed !== undefined && typeof unsubscribed === 'object', unsubscribed);
+}
+
+async function scenario(client, transport, timeoutMs) {
   const elicitations = [];
   let answer = { action: 'accept', content: { confirm: true } };
 
@@ -100,8 +138,10 @@ async function scenario(client, command, timeoutMs) {
   client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
     logs.push(notification.params);
   });
-
-  const transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });
+  const updates = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+    if (notification.params.uri === 'demo://feed') updates.push(notification.params);
+  });
   // Sniff the initialize result (Protocol.connect chains an onmessage set before it).
   let negotiated;
   transport.onmessage = (message) => {
@@ -230,11 +270,17 @@ async function scenario(client, command, timeoutMs) {
     samplings[0],
   );
   equal("summarize: result is the model's reply", onlyText(result), SUMMARY);
+
+  await feed(client, updates, options);
 }
 
 async function main() {
-  const { timeout, command } = parseArgs(process.argv.slice(2));
+  const { timeout, url, label, command } = parseArgs(process.argv.slice(2));
+  prefix = label;
   const timeoutMs = timeout * 1000;
+  const transport = url
+    ? new StreamableHTTPClientTransport(new URL(url))
+    : new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });
   const client = new Client(
     { name: 'arbor-e2e-typescript', version: '1.32.2' },
     { capabilities: { elicitation: { form: {} }, sampling: {} } },
@@ -242,7 +288,7 @@ async function main() {
   let timer;
   try {
     await Promise.race([
-      scenario(client, command, timeoutMs),
+      scenario(client, transport, timeoutMs),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`scenario timed out after ${timeout}s`)), timeoutMs);
       }),
@@ -253,10 +299,14 @@ async function main() {
     check('scenario ran to the end', false, `${error?.name ?? 'Error'}: ${error?.message ?? String(error)} (stack on stderr)`);
   } finally {
     clearTimeout(timer);
+    if (url) {
+      // Ends the HTTP session (DELETE); stdio ends with the process below.
+      await transport.terminateSession().catch((error) => check('DELETE ends the session', false, String(error)));
+    }
     // Ends the server: stdin closed, then SIGTERM, then SIGKILL (the SDK's own shutdown).
     await client.close().catch(() => {});
   }
-  console.log(`typescript-legacy: ${passed} checks passed, ${failed} failed`);
+  console.log(`${prefix}: ${passed} checks passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 }
 
