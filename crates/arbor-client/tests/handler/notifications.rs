@@ -71,3 +71,16 @@ async fn shutdown_stops_the_worker() {
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     assert!(r.notes.try_recv().is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn notification_callbacks_see_the_client_the_server_and_the_era() {
+    let mut r = rig(TestHandler::new, ClientLimits::default()).await;
+    r.runtime.notify("test/ctx", None);
+    assert_eq!(
+        Value::Object(r.notes.recv().await.unwrap().1),
+        json!({"client": "test-client", "server": "srv-1", "era": "None"})
+    );
+    r.runtime.set_era(arbor_client::handler::Era::Modern);
+    r.runtime.notify("test/ctx", None);
+    assert_eq!(r.notes.recv().await.unwrap().1["era"], "Some(Modern)");
+}

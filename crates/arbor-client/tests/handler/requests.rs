@@ -329,3 +329,17 @@ async fn shutdown_stops_running_requests_unanswered() {
     r.runtime.serve_request(2.into(), "roots/list", None, None, r.frames.responder());
     assert_eq!(error_code(&r.frames.next().await, 2), -32603);
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_last_handle_stops_running_requests() {
+    let r = rig(TestHandler::all, ClientLimits::default()).await;
+    *r.handler.behave.lock().unwrap() = Behave::Gated;
+    r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
+    tokio::task::yield_now().await;
+    assert_eq!(r.handler.calls(), 1);
+    let (handler, mut frames) = (r.handler, r.frames);
+    drop(r.runtime);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(handler.abandoned.load(Ordering::SeqCst), 1, "the task was stopped");
+    assert!(frames.try_next().is_none(), "and not answered");
+}

@@ -207,7 +207,12 @@ impl ClientHandler for TestHandler {
         self.roots.then_some(self as &dyn RootsHandler)
     }
 
-    async fn handle_notification(&self, method: &str, params: &Map<String, Value>, _ctx: &NotificationContext) {
+    async fn handle_notification(&self, method: &str, params: &Map<String, Value>, ctx: &NotificationContext) {
+        if method == "test/ctx" {
+            let seen = json!({"client": &*ctx.client, "server": &*ctx.server_id, "era": format!("{:?}", ctx.era)});
+            let _ = self.notes.send((method.to_owned(), seen.as_object().unwrap().clone()));
+            return;
+        }
         if method == "test/boom" {
             panic!("notification handler blew up");
         }
