@@ -7,7 +7,9 @@
 //! stream to `Shared::inbound` tagged with the request's id, so a legacy server request
 //! on that stream is tied to the right call. Aborting the task closes the stream, which
 //! is how a modern HTTP request is cancelled. It does not decide the era (it is told per
-//! request) and does not retry.
+//! request) and does not retry a request; it does resume a legacy response stream that
+//! ended before its answer (SEP-1699: after the server's `retry` delay, a GET with
+//! `Last-Event-ID`), since that is the same response, not a new request.
 //! Invariant: a request's task completes its pending entry one way or another (answer,
 //! HTTP error, stream ended early), so no caller waits on a finished POST.
 
@@ -34,6 +36,28 @@ use crate::target::HttpTarget;
 
 /// The header carrying the legacy session id.
 const SESSION_HEADER: &str = "Mcp-Session-Id";
+
+/// The SSE resumption header.
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// The reconnection delay when the server gave no `retry`.
+const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The bound on resumptions of one response stream.
+const MAX_RESUMES: usize = 16;
+
+/// Where to resume an SSE stream: after `last_id`, once `retry_ms` have passed.
+#[derive(Debug)]
+struct Resume {
+    last_id: String,
+    retry_ms: Option<u64>,
+}
+
+impl Resume {
+    fn delay(&self) -> std::time::Duration {
+        self.retry_ms.map_or(DEFAULT_RETRY, std::time::Duration::from_millis)
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct HttpLink {
@@ -162,6 +186,7 @@ impl HttpLink {
     }
 
     async fn run_request(&self, shared: &Arc<Shared>, id: i64, method: MethodName, headers: HeaderMap, frame: Vec<u8>) {
+        let modern = headers.contains_key(METHOD_HEADER);
         let sent = self.client.post(self.url.clone()).headers(headers).body(frame).send().await;
         let response = match sent {
             Ok(r) => r,
@@ -181,7 +206,22 @@ impl HttpLink {
             shared.event(Event::SessionExpired { generation: self.generation });
             return;
         }
-        self.read_body(shared, response, Origin::Post(id)).await;
+        let mut resume = self.read_body(shared, response, Origin::Post(id), None).await;
+        // SEP-1699 (legacy): a stream that ended gracefully after giving an event id may be
+        // resumed with a GET carrying `Last-Event-ID`, after the server's `retry` delay.
+        let mut attempts = 0;
+        while let Some(at) = resume.take().filter(|_| status.is_success() && !modern && self.waiting(shared, id)) {
+            if attempts == MAX_RESUMES {
+                break;
+            }
+            attempts += 1;
+            tokio::time::sleep(at.delay()).await;
+            if !self.waiting(shared, id) {
+                return;
+            }
+            let Some(response) = self.resume_stream(&at.last_id).await else { break };
+            resume = self.read_body(shared, response, Origin::Post(id), Some(at)).await;
+        }
         // Whatever the stream held, the request is over: a missing answer is an error.
         let why = if status.is_success() {
             format!("the response stream ended without an answer (HTTP {status})")
@@ -191,8 +231,21 @@ impl HttpLink {
         shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(why)));
     }
 
-    /// Feeds a response body (JSON or SSE) to the dispatcher.
-    async fn read_body(&self, shared: &Arc<Shared>, response: Response, origin: Origin) {
+    /// Whether request `id` still waits for its answer.
+    fn waiting(&self, shared: &Shared, id: i64) -> bool {
+        shared.pending.lock().contains_key(&id)
+    }
+
+    /// Feeds a response body (JSON or SSE) to the dispatcher. For an SSE stream, returns
+    /// where to resume it (its last event id and retry delay, carried over from `before`
+    /// when this stream gave none), if it gave an event id.
+    async fn read_body(
+        &self,
+        shared: &Arc<Shared>,
+        response: Response,
+        origin: Origin,
+        before: Option<Resume>,
+    ) -> Option<Resume> {
         let sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -207,11 +260,27 @@ impl HttpLink {
                     shared.inbound(&data, origin);
                 }
             }
+            let retry_ms = parser.retry_ms().or(before.as_ref().and_then(|b| b.retry_ms));
+            return match parser.last_event_id() {
+                Some(last) => Some(Resume { last_id: last.to_owned(), retry_ms }),
+                None => before.map(|b| Resume { retry_ms, ..b }),
+            };
         } else if let Ok(bytes) = response.bytes().await {
             if !bytes.iter().all(u8::is_ascii_whitespace) {
                 shared.inbound(&bytes, origin);
             }
         }
+        None
+    }
+
+    /// GETs the stream again from after `last_id`; `None` when the server will not.
+    async fn resume_stream(&self, last_id: &str) -> Option<Response> {
+        let mut headers = self.base_headers(false);
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.remove(CONTENT_TYPE);
+        headers.insert(LAST_EVENT_ID, HeaderValue::from_str(last_id).ok()?);
+        let response = self.client.get(self.url.clone()).headers(headers).send().await.ok()?;
+        response.status().is_success().then_some(response)
     }
 
     /// POSTs a notification or a response; the server answers 202.
@@ -245,10 +314,14 @@ impl HttpLink {
         let (link, shared) = (self.clone(), shared.clone());
         let task = tokio::spawn(async move {
             let mut failures = 0;
+            let mut resume: Option<Resume> = None;
             while failures < 3 {
                 let mut headers = link.base_headers(false);
                 headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
                 headers.remove(CONTENT_TYPE);
+                if let Some(v) = resume.as_ref().and_then(|r| HeaderValue::from_str(&r.last_id).ok()) {
+                    headers.insert(LAST_EVENT_ID, v);
+                }
                 let response = match link.client.get(link.url.clone()).headers(headers).send().await {
                     Ok(r) => r,
                     Err(_) => {
@@ -261,8 +334,8 @@ impl HttpLink {
                     return;
                 }
                 failures = 0;
-                link.read_body(&shared, response, Origin::Standalone).await;
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                resume = link.read_body(&shared, response, Origin::Standalone, resume.take()).await;
+                tokio::time::sleep(resume.as_ref().map_or(DEFAULT_RETRY, Resume::delay)).await;
                 failures += 1;
             }
         });

@@ -1,8 +1,9 @@
 //! A small Server-Sent Events parser: bytes in, the `data` of each event out.
 //!
 //! It implements what MCP needs of the SSE format: `data` lines (joined by newlines),
-//! `event` types (only the default `message` type carries JSON-RPC), `id` and `retry`
-//! fields read and ignored, comment lines (keep-alives) skipped, CRLF or LF line ends.
+//! `event` types (only the default `message` type carries JSON-RPC), the last event `id`
+//! and the `retry` delay remembered for resuming a stream (SEP-1699), comment lines
+//! (keep-alives) skipped, CRLF or LF line ends.
 //! Invariant: bytes split anywhere across chunks give the same events as one chunk.
 
 #[derive(Debug, Default)]
@@ -11,6 +12,9 @@ pub(crate) struct SseParser {
     data: Vec<u8>,
     has_data: bool,
     event: Option<String>,
+    id: Option<String>,
+    last_id: Option<String>,
+    retry: Option<u64>,
 }
 
 impl SseParser {
@@ -31,8 +35,24 @@ impl SseParser {
         out
     }
 
+    /// The id of the last event completed (a priming event with empty data counts), to
+    /// send as `Last-Event-ID` when resuming.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// The reconnection delay the server asked for (`retry`, milliseconds), if any.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry
+    }
+
     fn line_done(&mut self, line: &[u8], out: &mut Vec<Vec<u8>>) {
         if line.is_empty() {
+            // As in the SSE spec, the event's id becomes the stream's last event id when
+            // the event is dispatched, even one without data.
+            if let Some(id) = self.id.take() {
+                self.last_id = Some(id);
+            }
             let event = self.event.take();
             // An event with empty data (a 2025-11-25 priming event) carries no message.
             if self.has_data && !self.data.is_empty() && event.as_deref().is_none_or(|e| e == "message") {
@@ -61,6 +81,11 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            // An id containing NUL is ignored (SSE spec).
+            b"id" if !value.contains(&0) => self.id = Some(String::from_utf8_lossy(value).into_owned()),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
             _ => {}
         }
     }
@@ -81,5 +106,18 @@ mod tests {
             got.extend(p.feed(&text[split..]));
             assert_eq!(got, whole, "split at {split}");
         }
+    }
+
+    #[test]
+    fn the_last_event_id_and_retry_are_remembered_for_resuming() {
+        let mut p = SseParser::default();
+        assert_eq!(p.last_event_id(), None);
+        assert!(p.feed(b"id: event-1\nretry: 500\ndata: \n\n").is_empty());
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some("event-1"), Some(500)));
+        // An id only counts once its event is complete; a bad retry is ignored.
+        p.feed(b"retry: soon\nid: event-2\ndata: {}\n");
+        assert_eq!((p.last_event_id(), p.retry_ms()), (Some("event-1"), Some(500)));
+        assert_eq!(p.feed(b"\n"), vec![b"{}".to_vec()]);
+        assert_eq!(p.last_event_id(), Some("event-2"));
     }
 }
