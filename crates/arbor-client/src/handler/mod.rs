@@ -3,8 +3,8 @@
 //! ConduitMcp's limits and safety checks around every callback.
 //!
 //! The user implements [`ClientHandler`] (capabilities come from the callbacks: see
-//! `traits.rs`). The connection owns one [`HandlerRuntime`] per server and hands it
-//! legacy server requests (`serve_request`, each answered from a supervised task),
+//! `traits.rs`), or builds one from closures with [`HandlerBuilder`]. The connection owns
+//! one [`HandlerRuntime`] per server and hands it legacy server requests (`serve_request`, each answered from a supervised task),
 //! cancellations (`cancel`), modern `input_required` rounds (`answer_inputs`, in the
 //! calling task) and notifications (`notify`, to one worker in arrival order). This module
 //! does not speak to the server: it hands back frames and values; the connection sends them.
@@ -13,6 +13,7 @@
 //! callback runs, and every input, in either era, passes the same checks before and after
 //! its callback (`safety/`); a refusal is a typed error, never a crash.
 
+mod builder;
 mod context;
 mod dispatch;
 mod error;
@@ -29,6 +30,7 @@ use std::sync::Arc;
 use arbor_protocol::jsonrpc::RequestId;
 use serde_json::{Map, Value};
 
+pub use builder::HandlerBuilder;
 pub use context::{ElicitationContext, FieldInfo, NotificationContext, RequestContext, UrlTarget};
 pub use error::{HandlerStartError, InputHandlerError, InputKind};
 pub use limits::{ClientLimits, ElicitationLimits, RateLimit, SamplingLimits};
