@@ -120,16 +120,30 @@ enum Probe {
 async fn discover(shared: &Arc<Shared>, probing: bool) -> Result<Session, Probe> {
     let timeout = if probing { shared.options.probe_timeout } else { shared.options.timeout };
     let ctl = CallCtl::internal(timeout);
-    // The probe is never cancelled: a legacy server expects nothing but `initialize` yet.
-    let answer = roundtrip(
-        shared,
-        MethodName::Discover,
-        &mut Value::Object(Default::default()),
-        &ctl,
-        PendingKind::Other,
-        false,
-    )
-    .await;
+    let mut retried = false;
+    let answer = loop {
+        // The probe is never cancelled: a legacy server expects nothing but `initialize` yet.
+        let answer = roundtrip(
+            shared,
+            MethodName::Discover,
+            &mut Value::Object(Default::default()),
+            &ctl,
+            PendingKind::Other,
+            false,
+        )
+        .await;
+        match answer {
+            // -32022 naming the very version we sent among the supported ones: the refusal
+            // was not about our version (a server that rejects first choices, or a version
+            // change behind a load balancer); ask once more with it.
+            Err(ClientError::Rpc(McpError::UnsupportedProtocolVersion { ref supported, .. }))
+                if !retried && supported.iter().any(|v| v == ProtocolVersion::LATEST.as_str()) =>
+            {
+                retried = true;
+            }
+            other => break other,
+        }
+    };
     let raw = match answer {
         Ok(raw) => raw,
         Err(ClientError::Rpc(e)) if e.code().is_modern_signal() => return modern_refusal(e),
