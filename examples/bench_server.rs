@@ -1,0 +1,128 @@
+//! The benchmark server: one `echo` tool (`{"message": string}`, answered with the message
+//! as text), the same surface as the rmcp peer `bench/peers` builds (`rmcp-echo`), served
+//! over Streamable HTTP (both eras on `/mcp`) or stdio. `scripts/bench-http` and
+//! `scripts/bench-client` run it in release.
+//!
+//! ```sh
+//! cargo run --release --example bench_server -- --port 18400                 # HTTP
+//! cargo run --release --example bench_server -- --port 0 --idle-timeout-ms 5000
+//! cargo run --release --example bench_server -- --stdio
+//! cargo run --release --example bench_server -- --port 18400 --threads 0     # current-thread runtime
+//! ```
+//!
+//! It is not a demo (see `demo_server`): nothing but the tool, no tracing subscriber
+//! unless `RUST_LOG` is set (rmcp-echo installs none either, so neither pays for logging).
+//! The HTTP endpoint is `arbor_http` with its defaults (loopback checks, `TCP_NODELAY`,
+//! 10-minute idle sessions) except what the options change. Invariant: the bound URL is
+//! printed on stderr (`bench_server: listening on http://…`) before any request is served.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use arbor_http::HttpConfig;
+use arbor_server::router::Router;
+use arbor_server::Server;
+use serde::Deserialize;
+
+#[path = "common/http.rs"]
+mod http;
+
+const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms N] [--threads N]\n\
+    Serves one `echo` tool for the benchmarks over Streamable HTTP at http://127.0.0.1:N/mcp.\n\
+    --port N             listen on 127.0.0.1:N (default 0: a free port, printed on stderr)\n\
+    --stdio              serve one client on stdin/stdout instead\n\
+    --idle-timeout-ms N  close legacy HTTP sessions idle this long (default 600000)\n\
+    --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)";
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Echo {
+    /// Text to echo back.
+    message: String,
+}
+
+struct Options {
+    stdio: bool,
+    port: u16,
+    idle_timeout: Option<Duration>,
+    threads: Option<usize>,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
+    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None };
+    let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
+        let v = v.ok_or(format!("{flag} needs a number"))?;
+        v.parse().map_err(|_| format!("{flag}: `{v}` is not a number"))
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--stdio" => o.stdio = true,
+            "--port" => {
+                o.port = u16::try_from(number("--port", args.next())?).map_err(|_| "--port: too large".to_string())?
+            }
+            "--idle-timeout-ms" => {
+                o.idle_timeout = Some(Duration::from_millis(number("--idle-timeout-ms", args.next())?))
+            }
+            "--threads" => o.threads = Some(number("--threads", args.next())? as usize),
+            "-h" | "--help" => return Ok(None),
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(Some(o))
+}
+
+fn main() -> ExitCode {
+    let options = match parse_args(std::env::args().skip(1)) {
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            eprintln!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(why) => {
+            eprintln!("bench_server: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+    }
+    let runtime = match options.threads {
+        Some(0) => tokio::runtime::Builder::new_current_thread().enable_all().build(),
+        Some(n) => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
+        None => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("bench_server: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(serve(options))
+}
+
+async fn serve(options: Options) -> ExitCode {
+    let router = Router::new("arbor-bench-server", env!("CARGO_PKG_VERSION")).tool(
+        "echo",
+        "Echo the message back",
+        |args: Echo| async move { args.message },
+    );
+    let server = Server::new(router);
+    if options.stdio {
+        return match server.serve_stdio().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench_server: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let mut config = HttpConfig::default().bind(SocketAddr::from(([127, 0, 0, 1], options.port)));
+    if let Some(idle) = options.idle_timeout {
+        config.session_idle_timeout = idle;
+    }
+    http::serve("bench_server", server, config).await
+}
