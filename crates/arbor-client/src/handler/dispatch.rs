@@ -141,7 +141,8 @@ impl Shared {
         match input {
             Input::Sampling(mut params) => {
                 sampling::check_idle(idle, &self.limits.sampling).map_err(Failure::Refused)?;
-                sampling::check_request(&mut params, &self.limits.sampling).map_err(Failure::Refused)?;
+                sampling::check_request(&mut params, &self.limits.sampling, self.declared.sampling_tools)
+                    .map_err(Failure::Refused)?;
                 Ok(Prepared::Sampling(params))
             }
             Input::Elicitation(params) => {

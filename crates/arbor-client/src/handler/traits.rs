@@ -86,7 +86,8 @@ pub trait SamplingHandler: Send + Sync {
         ctx: &RequestContext,
     ) -> Result<CreateMessageResult, McpError>;
 
-    /// Whether the model may be offered tools (advertises `sampling.tools`).
+    /// Whether the model may be offered tools (advertises `sampling.tools`; without it a
+    /// request carrying `tools` or `toolChoice` is refused -32602).
     fn supports_tools(&self) -> bool {
         false
     }

@@ -17,8 +17,18 @@ use arbor_protocol::model::sampling::{CreateMessageRequestParams, IncludeContext
 use super::Refusal;
 use crate::handler::limits::SamplingLimits;
 
-/// Checks and rewrites a sampling request in place.
-pub(crate) fn check_request(params: &mut CreateMessageRequestParams, limits: &SamplingLimits) -> Result<(), Refusal> {
+/// Checks and rewrites a sampling request in place. `tools_declared`: the client
+/// advertised `sampling.tools` (servers must not offer tools otherwise).
+pub(crate) fn check_request(
+    params: &mut CreateMessageRequestParams,
+    limits: &SamplingLimits,
+    tools_declared: bool,
+) -> Result<(), Refusal> {
+    if !tools_declared && (params.tools.as_ref().is_some_and(|t| !t.is_empty()) || params.tool_choice.is_some()) {
+        return Err(Refusal::InvalidParams(
+            "sampling with tools, but this client did not declare sampling.tools".to_owned(),
+        ));
+    }
     if params.max_tokens <= 0 {
         return Err(Refusal::InvalidParams(format!("maxTokens must be a positive integer, got {}", params.max_tokens)));
     }
@@ -110,7 +120,7 @@ mod tests {
         ];
         for (name, p, limits, want) in cases {
             let mut p = params(p);
-            let got = check_request(&mut p, limits);
+            let got = check_request(&mut p, limits, false);
             match (want, got) {
                 (Ok((max, ctx)), Ok(())) => {
                     assert_eq!(p.max_tokens, max, "{name}");
@@ -120,6 +130,21 @@ mod tests {
                 (Err("rejected"), Err(Refusal::Rejected(_))) => {}
                 (want, got) => panic!("{name}: wanted {want:?}, got {got:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn tools_need_the_declared_capability() {
+        let tool = json!({"name": "x", "inputSchema": {"type": "object"}});
+        let with_tools = json!({"messages": [user("hi")], "maxTokens": 1, "tools": [tool]});
+        let with_choice = json!({"messages": [user("hi")], "maxTokens": 1, "toolChoice": {"mode": "auto"}});
+        let limits = SamplingLimits::default();
+        for p in [with_tools, with_choice] {
+            assert!(
+                matches!(check_request(&mut params(p.clone()), &limits, false), Err(Refusal::InvalidParams(_))),
+                "{p}"
+            );
+            assert_eq!(check_request(&mut params(p), &limits, true), Ok(()));
         }
     }
 
