@@ -65,7 +65,8 @@ pub struct HttpConfig {
     pub sse_retry: Duration,
     /// How long a POST waits for its response before answering with an SSE stream even
     /// though nothing precedes the response (so keep-alives can flow, and a 2025-11-25
-    /// client gets a priming event it can resume from). Default 15 s.
+    /// client gets a priming event it can resume from). Measured on a coarse shared clock
+    /// (no timer per request): the switch happens between half and all of it. Default 15 s.
     pub json_wait: Duration,
     /// SEP-1699 polling: a 2025-11-25 POST stream still unanswered after this long is
     /// closed by the server (after its priming event); the client comes back with GET and

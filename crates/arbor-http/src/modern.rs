@@ -178,15 +178,15 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
     let id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
     endpoint.submit(parsed, route, OnClose::Cancel);
-    let mut shutdown = inner.shutdown.subscribe();
+    let shutdown = inner.shutdown.subscribe();
     let first = tokio::select! {
         out = rx.recv() => Some(out),
-        _ = tokio::time::sleep(inner.config.json_wait) => None,
-        _ = shutdown.wait_for(|stop| *stop) => {
-            let err = McpError::internal("Internal error: the server is shutting down");
-            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, id);
-        }
+        _ = inner.json_deadline() => None,
     };
+    if first.is_none() && inner.is_shutting_down() {
+        let err = McpError::internal("Internal error: the server is shutting down");
+        return reject(StatusCode::SERVICE_UNAVAILABLE, &err, id);
+    }
     match first {
         Some(Some(out @ Outgoing::Response(_))) => {
             let status = modern_status(out.error_code());

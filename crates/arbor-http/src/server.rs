@@ -11,8 +11,9 @@
 //! otherwise `Mcp-Session-Id` or `initialize` makes it legacy.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_otp::{TaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::error::McpError;
@@ -26,7 +27,7 @@ use axum::routing::{any, get, post};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::{watch, Notify, OnceCell};
 
 use crate::config::HttpConfig;
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
@@ -51,6 +52,7 @@ pub(crate) struct Inner {
     /// Flips to `true` once on shutdown; every open stream ends on it.
     pub(crate) shutdown: watch::Sender<bool>,
     streams_open: AtomicUsize,
+    pub(crate) pulse: Pulse,
 }
 
 impl Inner {
@@ -73,6 +75,61 @@ impl Inner {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         *self.shutdown.borrow()
+    }
+}
+
+/// A coarse clock for "this POST has waited long enough for JSON": one ticker task per
+/// server bumps an epoch every `json_wait / 2` (and once at shutdown) and wakes the
+/// waiters. A per-request timer would cost a wake-up syscall per request on a busy
+/// runtime; a waiter registering here costs a short lock.
+pub(crate) struct Pulse {
+    epoch: AtomicU64,
+    tick: Notify,
+    started: AtomicBool,
+}
+
+impl Pulse {
+    fn new() -> Pulse {
+        Pulse { epoch: AtomicU64::new(0), tick: Notify::new(), started: AtomicBool::new(false) }
+    }
+
+    fn bump(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.tick.notify_waiters();
+    }
+}
+
+impl Inner {
+    /// Resolves between one and two `json_wait` periods from now, or at shutdown.
+    pub(crate) fn json_deadline(self: &Arc<Self>) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let inner = self.clone();
+        if !inner.pulse.started.swap(true, Ordering::AcqRel) {
+            let weak = Arc::downgrade(&inner);
+            let period = (inner.config.json_wait / 2).max(Duration::from_millis(1));
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                loop {
+                    tick.tick().await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    if inner.is_shutting_down() {
+                        return;
+                    }
+                    inner.pulse.bump();
+                }
+            });
+        }
+        let until = inner.pulse.epoch.load(Ordering::Acquire) + 2;
+        async move {
+            loop {
+                let tick = inner.pulse.tick.notified();
+                tokio::pin!(tick);
+                tick.as_mut().enable();
+                if inner.pulse.epoch.load(Ordering::Acquire) >= until || inner.is_shutting_down() {
+                    return;
+                }
+                tick.await;
+            }
+        }
     }
 }
 
@@ -127,6 +184,7 @@ impl HttpServer {
             streams: OnceCell::new(),
             shutdown,
             streams_open: AtomicUsize::new(0),
+            pulse: Pulse::new(),
             server,
             config,
         };
@@ -243,6 +301,7 @@ impl ShutdownHandle {
     /// returns once that is done. Idempotent.
     pub fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
+        self.inner.pulse.bump();
     }
 }
 

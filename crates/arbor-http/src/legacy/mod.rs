@@ -180,7 +180,7 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
     let request_id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
     session.endpoint.submit(parsed, route, OnClose::Continue);
-    let mut shutdown = inner.shutdown.subscribe();
+    let shutdown = inner.shutdown.subscribe();
     let first = tokio::select! {
         out = rx.recv() => match out {
             Some(out) => Some(out),
@@ -189,12 +189,12 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
                 return reject(StatusCode::INTERNAL_SERVER_ERROR, &err, request_id);
             }
         },
-        _ = tokio::time::sleep(inner.config.json_wait) => None,
-        _ = shutdown.wait_for(|stop| *stop) => {
-            let err = McpError::internal("Internal error: the server is shutting down");
-            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
-        }
+        _ = inner.json_deadline() => None,
     };
+    if first.is_none() && inner.is_shutting_down() {
+        let err = McpError::internal("Internal error: the server is shutting down");
+        return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
+    }
     let mut expected = expected;
     let first = match first {
         Some(Outgoing::Response(json)) if expected == 1 || json.first() == Some(&b'[') => {
