@@ -140,15 +140,25 @@ impl Client {
 
     /// Opens the legacy session's standalone GET stream.
     pub async fn standalone_stream(&self, session: &str) -> Sse {
-        let response = self
+        self.get(session, None).await
+    }
+
+    /// Resumes a stream of the session after the event `last_event_id` (SEP-1699).
+    pub async fn resume(&self, session: &str, last_event_id: &str) -> Sse {
+        self.get(session, Some(last_event_id)).await
+    }
+
+    async fn get(&self, session: &str, last_event_id: Option<&str>) -> Sse {
+        let mut request = self
             .http
             .get(&self.url)
             .header("accept", "text/event-stream")
             .header("mcp-session-id", session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .send()
-            .await
-            .expect("GET to the server");
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request.send().await.expect("GET to the server");
         assert_eq!(response.status(), 200);
         Sse::new(response)
     }
@@ -217,6 +227,23 @@ impl Sse {
                 Ok(Some(Ok(chunk))) => self.buffer.extend_from_slice(&chunk),
                 Ok(Some(Err(e))) => panic!("reading the SSE stream: {e}"),
                 Ok(None) => panic!("the server ended the SSE stream"),
+            }
+        }
+    }
+
+    /// Every message until the server ends the stream (bounded by the usual wait).
+    pub async fn until_end(&mut self) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut messages = Vec::new();
+        loop {
+            while let Some(message) = self.take_event() {
+                messages.push(message);
+            }
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Err(_) => panic!("the server did not end the SSE stream in time"),
+                Ok(Some(Ok(chunk))) => self.buffer.extend_from_slice(&chunk),
+                Ok(Some(Err(e))) => panic!("reading the SSE stream: {e}"),
+                Ok(None) => return messages,
             }
         }
     }
