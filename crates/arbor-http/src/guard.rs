@@ -62,8 +62,8 @@ impl Guard {
         if let HostPolicy::List(allowed) = &self.hosts {
             let ok = match headers.get(header::HOST).map(|v| v.to_str()) {
                 Some(Ok(host)) => {
-                    let (name, port) = split_host(&host.to_ascii_lowercase());
-                    allowed.iter().any(|(n, p)| *n == name && (p.is_none() || *p == port))
+                    let (name, port) = split_host_ref(host);
+                    allowed.iter().any(|(n, p)| n.eq_ignore_ascii_case(name) && (p.is_none() || *p == port))
                 }
                 // HTTP/2 carries the authority instead of `Host`; hyper maps it to the URI,
                 // and a request with neither has no name to rebind.
@@ -153,6 +153,20 @@ pub(crate) fn accepts(headers: &HeaderMap, wanted: &str, if_absent: bool) -> boo
 /// The media type of a header value, without parameters or spaces.
 fn media_type(value: &str) -> &str {
     value.split(';').next().unwrap_or("").trim()
+}
+
+/// Splits `name[:port]` (with `[v6]:port`) into the name and the port, borrowing.
+fn split_host_ref(host: &str) -> (&str, Option<u16>) {
+    if host.starts_with('[') {
+        if let Some(end) = host.find(']') {
+            let port = host[end + 1..].strip_prefix(':').and_then(|p| p.parse().ok());
+            return (&host[..=end], port);
+        }
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') => (name, port.parse().ok()),
+        _ => (host, None),
+    }
 }
 
 /// Splits `name[:port]` (with `[v6]:port`) into the name and the port.
@@ -262,5 +276,7 @@ mod tests {
         assert_eq!(split_host("[::1]:80"), ("[::1]".into(), Some(80)));
         assert_eq!(split_host("127.0.0.1"), ("127.0.0.1".into(), None));
         assert_eq!(split_host("::1"), ("::1".into(), None));
+        assert_eq!(split_host_ref("[::1]:80"), ("[::1]", Some(80)));
+        assert_eq!(split_host_ref("LocalHost:3000"), ("LocalHost", Some(3000)));
     }
 }

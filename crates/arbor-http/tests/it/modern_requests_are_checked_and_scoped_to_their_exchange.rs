@@ -161,3 +161,20 @@ async fn a_listen_stream_carries_changes_until_the_client_closes_it() {
     assert!(gone.is_ok(), "the stream's body was dropped");
     s.finish().await;
 }
+
+#[tokio::test]
+async fn the_tenant_hook_places_each_request_in_its_tenant() {
+    let config = HttpConfig::default().tenant(|parts| match parts.headers.get("x-tenant") {
+        Some(name) => arbor_server::ConnectOptions::tenant(name.to_str().unwrap_or("bad")),
+        None => arbor_server::ConnectOptions::default(),
+    });
+    let s = serve(config).await;
+    let listed = s.modern(1, "tools/list", json!({}), &[("x-tenant", "acme")]).send().await.unwrap();
+    assert_eq!(listed.status(), 200);
+    let session = s.initialize("2025-11-25", json!({})).await;
+    assert!(!session.is_empty());
+    let tree = s.http.server().snapshot().await.expect("the tree runs").to_json().to_string();
+    assert!(tree.contains("tenant:acme"), "{tree}");
+    assert!(tree.contains("tenant:default"), "{tree}");
+    s.finish().await;
+}
