@@ -126,10 +126,11 @@ pub fn encode_header_value(value: &Value) -> Option<String> {
     }
 }
 
-/// Base64 as senders write it: the standard alphabet, padding optional.
-const LENIENT: GeneralPurpose = GeneralPurpose::new(
+/// Base64 as the spec writes it: the standard alphabet with canonical padding. SEP-2243
+/// lists unpadded base64 (`=?base64?SGVsbG8?=`) among the values a server MUST reject.
+const CANONICAL: GeneralPurpose = GeneralPurpose::new(
     &base64::alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
 );
 
 /// Decodes a header value: the base64 sentinel form into its UTF-8 text, a plain value as
@@ -138,7 +139,7 @@ const LENIENT: GeneralPurpose = GeneralPurpose::new(
 pub fn decode_header_value(raw: &str) -> Result<String, HeaderError> {
     if looks_like_sentinel(raw) {
         let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
-        let bytes = LENIENT.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
+        let bytes = CANONICAL.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
         return String::from_utf8(bytes).map_err(|_| HeaderError::InvalidBase64);
     }
     if raw.bytes().all(|b| (0x20..=0x7e).contains(&b) || b == b'\t') {

@@ -15,16 +15,20 @@
 
 use std::sync::Arc;
 
-use arbor_protocol::error::McpError;
+use arbor_protocol::error::{ErrorCode, McpError};
 use arbor_protocol::jsonrpc::{
     decode_frame, decode_raw, request_id_in_prefix, Batching, ErrorResponse, Frame, Message, RawMessage, RequestId,
 };
+use arbor_protocol::meta;
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::methods::{ClientNotification, ClientRequest, FrameError};
+use arbor_protocol::version::ProtocolVersion;
 use arbor_transport::{FrameReader, FrameWriter, Inbound as Read};
 use ractor::ActorRef;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::route::gate;
 use super::ConnMsg;
 use crate::error::frame_too_long;
 
@@ -119,7 +123,9 @@ pub(crate) fn decode_bytes(bytes: &[u8]) -> Inbound {
     }
     match ClientRequest::decode_frame(bytes) {
         Ok((id, request)) => Inbound::Request { id, request: Box::new(request) },
-        Err(FrameError::Decode(err)) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        Err(FrameError::Decode(err)) => {
+            Inbound::Refused { id: err.id.clone(), error: absent_in_era(bytes, McpError::from(&err)) }
+        }
         Err(FrameError::Method(_)) => classify(bytes),
     }
 }
@@ -130,7 +136,7 @@ fn classify(bytes: &[u8]) -> Inbound {
         Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
         Ok(RawMessage::Request { id, method, params }) => match ClientRequest::decode(&method, params) {
             Ok(request) => Inbound::Request { id, request: Box::new(request) },
-            Err(err) => Inbound::Refused { id: Some(id), error: McpError::from(&err) },
+            Err(err) => Inbound::Refused { id: Some(id), error: absent_in_era(bytes, McpError::from(&err)) },
         },
         Ok(RawMessage::Notification { method, params }) => match ClientNotification::decode(&method, params) {
             Ok(notification) => Inbound::Notification(Box::new(notification)),
@@ -141,6 +147,38 @@ fn classify(bytes: &[u8]) -> Inbound {
         },
         Ok(RawMessage::Response { id, result }) => Inbound::Response { id, result: result.to_owned() },
         Ok(RawMessage::Error(err)) => Inbound::Error(err),
+    }
+}
+
+/// Params that do not decode are -32602, unless the request names a revision in `_meta`
+/// that does not have the method at all (`initialize`, `logging/setLevel`,
+/// `resources/subscribe` in 2026-07-28): a method that does not exist has no invalid
+/// params, so it is -32601, which HTTP answers 404. Runs on the error path only.
+fn absent_in_era(bytes: &[u8], error: McpError) -> McpError {
+    if error.code() != ErrorCode::InvalidParams {
+        return error;
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+        params: Option<ProbeParams>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ProbeParams {
+        #[serde(rename = "_meta")]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let Ok(probe) = serde_json::from_slice::<Probe<'_>>(bytes) else { return error };
+    let version = probe
+        .params
+        .and_then(|p| p.meta)
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION).and_then(|v| v.as_str()).and_then(ProtocolVersion::parse));
+    match (version, MethodName::parse(&probe.method)) {
+        (Some(version), Some(method)) if gate(method).is_some_and(|feature| !version.supports(feature)) => {
+            McpError::method_not_found(&probe.method)
+        }
+        _ => error,
     }
 }
 

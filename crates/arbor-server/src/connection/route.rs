@@ -35,7 +35,7 @@ use crate::error::already_initialized;
 use crate::request::JobTerms;
 
 /// The revision feature a client→server method needs, if any.
-fn gate(method: MethodName) -> Option<Feature> {
+pub(super) fn gate(method: MethodName) -> Option<Feature> {
     Some(match method {
         MethodName::Initialize => Feature::InitializeHandshake,
         MethodName::Ping => Feature::Ping,

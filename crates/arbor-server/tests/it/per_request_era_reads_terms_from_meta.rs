@@ -69,6 +69,24 @@ async fn handshake_only_methods_are_not_found_in_the_modern_era() {
 }
 
 #[tokio::test]
+async fn handshake_only_methods_without_their_params_are_not_found_either() {
+    // What a 2026-07-28 client probing a removed method sends: only `_meta`. The method
+    // does not exist in that revision, so its missing params are not "invalid" (-32602).
+    let mut h = Harness::start().await;
+    let meta = modern_meta(json!({}));
+    for (id, method) in
+        [(1, "initialize"), (2, "logging/setLevel"), (3, "resources/subscribe"), (4, "resources/unsubscribe")]
+    {
+        let r = h.peer.call(id, method, json!({"_meta": meta})).await;
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+    }
+    // A method the revision has still gets -32602 for bad params.
+    let r = h.peer.call(5, "tools/call", json!({"_meta": meta, "name": 7})).await;
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    h.finish().await;
+}
+
+#[tokio::test]
 async fn modern_requests_on_a_legacy_connection_are_served_statelessly() {
     let mut h = Harness::start().await;
     h.peer.initialize("2025-06-18", json!({})).await;

@@ -35,7 +35,9 @@ fn awkward_strings_are_encoded() {
 #[test]
 fn decoding_refuses_bad_values() {
     assert_eq!(decode_header_value("plain value").unwrap(), "plain value");
-    assert_eq!(decode_header_value("=?base64?SGVsbG8?=").unwrap(), "Hello", "padding is optional");
+    assert_eq!(decode_header_value("=?base64?SGVsbG8=?=").unwrap(), "Hello");
+    // SEP-2243's test cases: unpadded base64 is invalid and the server must reject it.
+    assert_eq!(decode_header_value("=?base64?SGVsbG8?="), Err(HeaderError::InvalidBase64));
     assert_eq!(decode_header_value("line1\nline2"), Err(HeaderError::InvalidCharacters));
     assert_eq!(decode_header_value("caf\u{e9}"), Err(HeaderError::InvalidCharacters));
     assert_eq!(decode_header_value("=?base64?%%%?="), Err(HeaderError::InvalidBase64));
