@@ -12,6 +12,12 @@
 #   python-http-modern      the Python SDK over Streamable HTTP at 2026-07-28 (incl. subscriptions/listen)
 #   typescript-http-legacy  the TypeScript SDK over Streamable HTTP: a legacy session, ended with DELETE
 #
+# Then Arbor's own client (examples/client_e2e.rs, `arbor_client`) against independent
+# servers and ours (see client/README.md): rust-client-python-{stdio,http}-{legacy,modern}
+# (an mcp==2.3.0 server, client/fixture_server.py), rust-client-everything-stdio
+# (@modelcontextprotocol/server-everything, pinned in typescript/package.json; legacy),
+# rust-client-arbor-{stdio,http}-{legacy,modern} (demo_server).
+#
 # Every stdio client talks to the server through tests/e2e/tap.py, every HTTP
 # client through tests/e2e/http_tap.py (which starts `demo_server --port 0`
 # itself, forwards to it and stops it after the client), and both record what
@@ -262,6 +268,75 @@ validate_capture() {
 
 wanted() { [[ -z "${E2E_ONLY:-}" || " $E2E_ONLY " == *" $1 "* ]]; }
 
+# run_client_scenario NAME DRIVER_ARGS... : Arbor's client driver (examples/client_e2e.rs)
+# against a server it spawns itself (stdio, or HTTP with --serve); counts its PASS/FAIL
+# lines (SKIP lines are shown, not counted).
+run_client_scenario() {
+  local name="$1"
+  shift
+  wanted "$name" || return 0
+  local dir="$CAPTURES/$name"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  log "scenario $name"
+  local status=0
+  timeout -k 10 "$TIMEOUT" "$CLIENT_E2E" --label "$name" "$@" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
+  cat "$dir/driver.out"
+  local p f
+  p="$(grep -c '^PASS: ' "$dir/driver.out")"
+  f="$(grep -c '^FAIL: ' "$dir/driver.out")"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [[ $status -ne 0 && $f -eq 0 ]]; then
+    if [[ $status -eq 124 || $status -eq 137 ]]; then
+      echo "FAIL: $name: timed out after ${TIMEOUT}s"
+    else
+      echo "FAIL: $name: driver exited with status $status"
+    fi
+    failed=$((failed + 1))
+  fi
+  if [[ $status -ne 0 ]]; then
+    echo "-- $name: last lines of the driver's stderr ($dir/stderr.log):"
+    tail -n 20 "$dir/stderr.log" | sed 's/^/   /'
+  fi
+}
+
+# Arbor's client against the Python SDK fixture, server-everything and the demo server.
+client_scenarios() {
+  local python_ok=$1 node_ok=$2 server_ok=$3
+  log "client: cargo build --example client_e2e"
+  local target="${CARGO_TARGET_DIR:-$ROOT/target}"
+  CLIENT_E2E="$target/debug/examples/client_e2e"
+  if ! (cd "$ROOT" && cargo build --quiet --example client_e2e) || [[ ! -x "$CLIENT_E2E" ]]; then
+    fail_setup "client_e2e build"
+    return
+  fi
+  if [[ $python_ok -eq 1 ]]; then
+    local py=("$VENV/bin/python" "$HERE/client/fixture_server.py")
+    run_client_scenario rust-client-python-stdio-legacy --profile python --era legacy --expect-era legacy --stdio "${py[@]}" --stdio
+    run_client_scenario rust-client-python-stdio-modern --profile python --expect-era modern --stdio "${py[@]}" --stdio
+    run_client_scenario rust-client-python-http-legacy --profile python --era legacy --expect-era legacy --serve "${py[@]}" --http
+    run_client_scenario rust-client-python-http-modern --profile python --expect-era modern --serve "${py[@]}" --http
+  fi
+  if [[ $node_ok -eq 1 ]]; then
+    # Streamable HTTP is left out: server-everything listens on a fixed port (PORT, 3001)
+    # and cannot report one the OS picked.
+    run_client_scenario rust-client-everything-stdio --profile everything --expect-era legacy \
+      --stdio node "$TS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js" stdio
+  fi
+  if [[ $server_ok -eq 1 && -z "${E2E_SERVER_CMD:-}" ]]; then
+    local demo="${SERVER_CMD[0]}"
+    run_client_scenario rust-client-arbor-stdio-legacy --profile arbor --era legacy --expect-era legacy \
+      --stdio "$demo" --stdio --feed-interval-ms 0
+    run_client_scenario rust-client-arbor-stdio-modern --profile arbor --expect-era modern \
+      --stdio "$demo" --stdio --feed-interval-ms 0
+    run_client_scenario rust-client-arbor-http-legacy --profile arbor --era legacy --expect-era legacy \
+      --serve "$demo" --port 0 --feed-interval-ms 0
+    run_client_scenario rust-client-arbor-http-modern --profile arbor --expect-era modern \
+      --serve "$demo" --port 0 --feed-interval-ms 0
+  fi
+}
+
 main() {
   mkdir -p "$CAPTURES"
   local python_ok=1 node_ok=1 server_ok=1
@@ -303,6 +378,8 @@ main() {
       scenarios+=(typescript-http-legacy)
     fi
   fi
+
+  client_scenarios "$python_ok" "$node_ok" "$server_ok"
 
   if [[ $python_ok -eq 1 ]]; then
     log "validator self-test"
