@@ -82,7 +82,7 @@ fn start_with(kind: &'static str, config: HttpConfig) -> (SocketAddr, Option<Htt
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
-            let mut http = None;
+            let http = None;
             let router = match kind {
                 "bare" => axum::Router::new().route(
                     "/sse",
@@ -100,12 +100,28 @@ fn start_with(kind: &'static str, config: HttpConfig) -> (SocketAddr, Option<Htt
                 ),
                 _ => {
                     let router = Router::new("bench", "1").tool("echo", "echo", |a: EchoArgs| async move { a.message });
-                    let server = HttpServer::with_config(Server::new(router), config);
-                    http = Some(server.clone());
-                    server.router()
+                    // Arbor as shipped: `Bound::run` (HTTP/1.1, TCP_NODELAY).
+                    drop(listener);
+                    let server = HttpServer::with_config(Server::new(router), config.bind(addr));
+                    let bound = server.clone().bind().await.unwrap();
+                    tx.send((bound.local_addr(), Some(server))).unwrap();
+                    bound.run().await.unwrap();
+                    return;
                 }
             };
             tx.send((addr, http)).unwrap();
+            if std::env::var("ARBOR_BENCH_H1").is_ok() {
+                loop {
+                    let (tcp, _) = listener.accept().await.unwrap();
+                    let _ = tcp.set_nodelay(true);
+                    let service = hyper_util::service::TowerToHyperService::new(router.clone());
+                    tokio::spawn(async move {
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                            .await;
+                    });
+                }
+            }
             use axum::serve::ListenerExt;
             let listener = listener.tap_io(|t| {
                 let _ = t.set_nodelay(true);

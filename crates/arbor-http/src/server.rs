@@ -262,24 +262,63 @@ impl Bound {
     }
 
     /// Serves until shut down: accepts connections (with `TCP_NODELAY`, or SSE events wait
-    /// for delayed ACKs), then on shutdown stops accepting, ends every stream, closes
-    /// every session and endpoint and shuts the `Server` down.
+    /// for delayed ACKs) and serves HTTP/1.1 on each, then on shutdown stops accepting,
+    /// ends every stream, lets each connection finish its exchange, closes every session
+    /// and endpoint and shuts the `Server` down.
+    ///
+    /// HTTP/1.1 only, which every MCP client speaks over plain TCP: without the HTTP/2
+    /// machinery a connection holding an idle SSE stream costs about 12 KB less. For
+    /// HTTP/2 (or TLS), mount [`HttpServer::router`] in a server of your own.
     pub async fn run(self) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
+        use hyper_util::rt::{TokioIo, TokioTimer};
+        use hyper_util::service::TowerToHyperService;
         let inner = self.server.inner.clone();
         let router = self.server.router();
-        let listener = self.listener.tap_io(|tcp| {
+        let mut stop = inner.shutdown.subscribe();
+        // Each connection holds a sender; `recv` returns `None` once all are gone.
+        let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
+        loop {
+            let accepted = tokio::select! {
+                accepted = self.listener.accept() => accepted,
+                _ = stop.wait_for(|stop| *stop) => break,
+            };
+            let tcp = match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(err) => {
+                    // Out of descriptors and the like: the listener itself is fine.
+                    tracing::warn!(%err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
             if let Err(err) = tcp.set_nodelay(true) {
                 tracing::debug!(%err, "TCP_NODELAY could not be set");
             }
-        });
-        let mut stop = inner.shutdown.subscribe();
-        let signal = async move {
-            let _ = stop.wait_for(|stop| *stop).await;
-        };
-        let served = axum::serve(listener, router).with_graceful_shutdown(signal).await;
+            let service = TowerToHyperService::new(router.clone());
+            let mut stop = inner.shutdown.subscribe();
+            let drain = drain.clone();
+            tokio::spawn(async move {
+                let _drain = drain;
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(30))
+                    .serve_connection(TokioIo::new(tcp), service);
+                tokio::pin!(connection);
+                let stopping = tokio::select! {
+                    _ = connection.as_mut() => false,
+                    _ = stop.wait_for(|stop| *stop) => true,
+                };
+                if stopping {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            });
+        }
+        drop(self.listener);
+        drop(drain);
+        let _ = drained.recv().await;
         finish(&inner).await;
-        served
+        Ok(())
     }
 }
 

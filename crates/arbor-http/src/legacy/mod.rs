@@ -214,7 +214,10 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
     }
     let tasks = match inner.stream_tasks().await {
         Ok(tasks) => tasks,
-        Err(err) => return unavailable(&err),
+        Err(err) => {
+            stream.finish();
+            return unavailable(&err);
+        }
     };
     let cap = inner.config.event_buffer;
     let pumped = stream.clone();
@@ -225,6 +228,7 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
         Ok::<(), ()>(())
     }) {
         // The request runs on; its answers are lost with the route, as on a dropped POST.
+        stream.finish();
         let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
         return unavailable(&err);
     }

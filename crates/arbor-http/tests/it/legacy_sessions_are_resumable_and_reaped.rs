@@ -113,7 +113,9 @@ async fn the_standalone_stream_carries_list_changed_and_resumes_after_last_event
     let replayed = resumed.next_data().await;
     assert_eq!(replayed.json()["method"], "notifications/tools/list_changed");
     assert_eq!(replayed.id.as_deref(), Some("0-2"));
+    // Shutting down with the stream open ends it, and `run` returns.
     s.finish().await;
+    assert!(resumed.next().await.is_none(), "shutdown ended the stream");
 }
 
 /// The elicitation request goes out on the POST's stream; its answer is a POST of its own
