@@ -66,13 +66,15 @@ use std::sync::{Arc, Mutex};
 #[path = "common/http.rs"]
 mod http;
 
-const USAGE: &str = "usage: demo_server [--port N | --bind ADDR | --stdio] [--redis URL] [--feed-interval-ms N]\n\
+const USAGE: &str =
+    "usage: demo_server [--port N | --bind ADDR | --stdio] [--redis URL] [--feed-interval-ms N] [--page-size N]\n\
     Serves the Arbor demo MCP server over Streamable HTTP at http://127.0.0.1:3000/mcp (the default).\n\
     --port N             listen on 127.0.0.1:N instead (0: a free port; the URL is printed on stderr)\n\
     --bind ADDR          listen on ADDR (IP:PORT); off loopback, Host names are not restricted\n\
     --stdio              serve one client on stdin/stdout instead of HTTP\n\
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
-    --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)";
+    --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
+    --page-size N        list pages of N entries (default 100), to exercise pagination";
 
 // ===== tools =====
 
@@ -447,12 +449,17 @@ const DEFAULT_BIND: ([u8; 4], u16) = ([127, 0, 0, 1], 3000);
 struct Options {
     redis: Option<String>,
     feed_interval: Duration,
+    page_size: usize,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
     let mut mode = Mode::Http(SocketAddr::from(DEFAULT_BIND));
     let mut help = false;
-    let mut options = Options { redis: None, feed_interval: Duration::from_secs(10) };
+    let mut options = Options {
+        redis: None,
+        feed_interval: Duration::from_secs(10),
+        page_size: arbor_server::router::DEFAULT_PAGE_SIZE,
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => mode = Mode::Stdio,
@@ -472,6 +479,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let ms = args.next().ok_or("--feed-interval-ms needs a number")?;
                 let ms: u64 = ms.parse().map_err(|_| format!("--feed-interval-ms: `{ms}` is not a number"))?;
                 options.feed_interval = Duration::from_millis(ms);
+            }
+            "--page-size" => {
+                let n = args.next().ok_or("--page-size needs a number")?;
+                options.page_size =
+                    n.parse().ok().filter(|&n| n > 0).ok_or(format!("--page-size: `{n}` is not a positive number"))?;
             }
             "-h" | "--help" => help = true,
             other => return Err(format!("unknown argument `{other}`")),
@@ -521,7 +533,9 @@ async fn main() -> ExitCode {
             }
         });
     }
-    let server = Server::new(router(bus.clone(), latest)).with_bus(bus).subscription_handler(FeedHandler);
+    let server = Server::new(router(bus.clone(), latest).page_size(options.page_size))
+        .with_bus(bus)
+        .subscription_handler(FeedHandler);
     if let Mode::Http(addr) = mode {
         tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
         return http::serve("demo_server", server, arbor_http::HttpConfig::default().bind(addr)).await;

@@ -327,13 +327,13 @@ client_scenarios() {
   if [[ $server_ok -eq 1 && -z "${E2E_SERVER_CMD:-}" ]]; then
     local demo="${SERVER_CMD[0]}"
     run_client_scenario rust-client-arbor-stdio-legacy --profile arbor --era legacy --expect-era legacy \
-      --stdio "$demo" --stdio --feed-interval-ms 0
+      --stdio "$demo" --stdio --feed-interval-ms 0 --page-size 2
     run_client_scenario rust-client-arbor-stdio-modern --profile arbor --expect-era modern \
-      --stdio "$demo" --stdio --feed-interval-ms 0
+      --stdio "$demo" --stdio --feed-interval-ms 0 --page-size 2
     run_client_scenario rust-client-arbor-http-legacy --profile arbor --era legacy --expect-era legacy \
-      --serve "$demo" --port 0 --feed-interval-ms 0
+      --serve "$demo" --port 0 --feed-interval-ms 0 --page-size 2
     run_client_scenario rust-client-arbor-http-modern --profile arbor --expect-era modern \
-      --serve "$demo" --port 0 --feed-interval-ms 0
+      --serve "$demo" --port 0 --feed-interval-ms 0 --page-size 2
   fi
 }
 
