@@ -6,6 +6,11 @@
 //! and serves); it maps HTTP onto it: which stream a message goes on, what is kept for
 //! `Last-Event-ID`, when a session is gone.
 //!
+//! One standalone GET stream is read at a time: a second GET (without `Last-Event-ID`)
+//! takes the stream over and the first response ends, so a client that reconnects after a
+//! half-open connection is never refused; what the first had not delivered goes to the
+//! second.
+//!
 //! Invariants: a disconnect is not a cancel (`OnClose::Continue`; a POST stream's pump
 //! keeps buffering after its client left); every message goes on exactly one stream (the
 //! POST stream of the request it belongs to, or the standalone stream); 404 means the

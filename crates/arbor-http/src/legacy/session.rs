@@ -198,14 +198,28 @@ impl Sessions {
     /// how many went.
     pub(crate) fn reap(&self, timeout: Duration) -> usize {
         let now = self.epoch.elapsed().as_millis() as u64;
+        // Scanned under the read lock, so lookups go on; removed under the write lock
+        // only if still idle (a request may have come in between).
+        let idle: Vec<Arc<str>> = self
+            .map
+            .read()
+            .iter()
+            .filter(|(_, s)| s.idle(now, timeout) || !s.endpoint.is_open())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if idle.is_empty() {
+            return 0;
+        }
         let gone: Vec<Arc<Session>> = {
             let mut map = self.map.write();
-            let ids: Vec<Arc<str>> = map
-                .iter()
-                .filter(|(_, s)| s.idle(now, timeout) || !s.endpoint.is_open())
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().filter_map(|id| map.remove(id)).collect()
+            let mut gone = Vec::with_capacity(idle.len());
+            for id in &idle {
+                let still = map.get(&**id).is_some_and(|s| s.idle(now, timeout) || !s.endpoint.is_open());
+                if let Some(session) = still.then(|| map.remove(&**id)).flatten() {
+                    gone.push(session);
+                }
+            }
+            gone
         };
         for session in &gone {
             session.close();
