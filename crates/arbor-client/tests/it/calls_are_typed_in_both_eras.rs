@@ -85,3 +85,20 @@ async fn a_modern_listen_streams_what_it_subscribed_to_and_ends_on_drop() {
     // The connection stays usable after the stream ended.
     assert_eq!(client.list_tools(None).await.unwrap().tools.len(), 2);
 }
+
+#[tokio::test]
+async fn server_notifications_reach_subscribers_with_logs_sanitised() {
+    use std::time::Duration;
+    let fixture = Fixture::new();
+    let client = fixture.client(EraMode::ForceLegacy).await;
+    let mut notes = client.notifications();
+    assert_eq!(client.call_tool("log", json!({})).await.unwrap().content.len(), 1);
+    let log = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("a log notification").unwrap();
+    assert_eq!(log.method, "notifications/message");
+    let params = log.params.unwrap();
+    assert_eq!(params["level"], "warning");
+    assert_eq!(params["data"], "careful now", "control and bidi characters are stripped: {params}");
+    fixture.server.notify_list_changed(arbor_server::ListKind::Tools).unwrap();
+    let note = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("list_changed").unwrap();
+    assert_eq!(note.method, "notifications/tools/list_changed");
+}

@@ -48,3 +48,42 @@ async fn legacy_elicitation_goes_through_the_handler_runtime_with_the_calls_assi
     let result = client.call_tool_with("ask", json!({}), CallOptions::new().assigns(assigns)).await.unwrap();
     assert_eq!(text(&result), "hello Grace ({\"round\":1})", "the handler saw the call's assigns");
 }
+
+/// Answers after 30 s: a user taking their time.
+struct SlowUser;
+
+#[async_trait::async_trait]
+impl arbor_client::handler::ElicitationHandler for SlowUser {
+    async fn handle_elicitation(
+        &self,
+        params: arbor_protocol::model::elicitation::ElicitRequestParams,
+        ctx: &arbor_client::handler::ElicitationContext,
+    ) -> Result<arbor_protocol::model::elicitation::ElicitResult, arbor_protocol::error::McpError> {
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        crate::support::Answers.handle_elicitation(params, ctx).await
+    }
+}
+
+struct SlowHandler;
+
+impl arbor_client::handler::ClientHandler for SlowHandler {
+    fn elicitation(&self) -> Option<&dyn arbor_client::handler::ElicitationHandler> {
+        Some(&SlowUser)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_legacy_server_request_pauses_its_calls_deadline_within_the_maximum() {
+    use arbor_client::ClientError;
+    use std::time::Duration;
+    let fixture = Fixture::new();
+    let client = fixture.client_with(ClientOptions::default().era(EraMode::ForceLegacy).handler(SlowHandler)).await;
+    // 30 s of user think time against a 5 s timeout: the deadline is paused meanwhile.
+    let options = CallOptions::new().timeout(Duration::from_secs(5));
+    let result = client.call_tool_with("ask", json!({}), options).await.unwrap();
+    assert_eq!(text(&result), "hello Ada ({\"round\":1})");
+    // Paused, but never past the maximum total.
+    let options = CallOptions::new().timeout(Duration::from_secs(5)).max_total_timeout(Duration::from_secs(20));
+    let err = client.call_tool_with("ask", json!({}), options).await.unwrap_err();
+    assert!(matches!(err, ClientError::Timeout(d) if d == Duration::from_secs(20)), "{err}");
+}

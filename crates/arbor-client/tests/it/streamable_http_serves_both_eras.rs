@@ -95,3 +95,47 @@ async fn listen_and_resource_subscriptions_stream_over_http() {
     drop(listen);
     legacy.close().await;
 }
+
+/// Answers the next request that carries a session id with 404, as a server does once
+/// the session expired.
+async fn expire_once(
+    axum::extract::State(flag): axum::extract::State<Arc<std::sync::atomic::AtomicBool>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.headers().contains_key("mcp-session-id") && flag.swap(false, Ordering::SeqCst) {
+        return axum::response::IntoResponse::into_response(axum::http::StatusCode::NOT_FOUND);
+    }
+    next.run(request).await
+}
+
+#[tokio::test]
+async fn an_expired_legacy_session_is_reported_and_initialized_again() {
+    let fixture = crate::support::Fixture::new();
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let router = arbor_http::HttpServer::new(fixture.server.clone())
+        .router()
+        .layer(axum::middleware::from_fn_with_state(flag.clone(), expire_once));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let served = tokio::spawn(async move { axum::serve(listener, router).await });
+    let options = ClientOptions::default().era(EraMode::ForceLegacy).era_cache(arbor_client::EraCache::new());
+    let client = arbor_client::Client::connect_http(arbor_client::HttpTarget::new(url), options).await.unwrap();
+    assert_eq!(text(&client.call_tool("echo", json!({"message": "a"})).await.unwrap()), "a");
+
+    flag.store(true, Ordering::SeqCst);
+    let err = client.call_tool("echo", json!({"message": "b"})).await.unwrap_err();
+    assert!(matches!(err, arbor_client::ClientError::SessionExpired), "{err}");
+    // The client initializes a new session by itself; calls succeed again.
+    let mut again = None;
+    for _ in 0..200 {
+        if let Ok(r) = client.call_tool("echo", json!({"message": "c"})).await {
+            again = Some(text(&r));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(again.as_deref(), Some("c"));
+    client.close().await;
+    served.abort();
+}

@@ -14,6 +14,7 @@ use arbor_protocol::model::capabilities::{
 use arbor_protocol::model::common::PaginatedRequestParams;
 use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
+use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
@@ -69,7 +70,8 @@ impl ServerHandler for TestServer {
 
     fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities {
-            tools: Some(ToolsCapability::default()),
+            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
+            logging: Some(Default::default()),
             resources: Some(ResourcesCapability { subscribe: Some(true), ..Default::default() }),
             prompts: Some(PromptsCapability::default()),
             ..Default::default()
@@ -112,6 +114,10 @@ impl ServerHandler for TestServer {
         let arg = |name: &str| params.arguments.as_ref().and_then(|a| a.get(name)).cloned().unwrap_or(Value::Null);
         match params.name.as_str() {
             "echo" => Ok(text(arg("message").as_str().unwrap_or_default()).into()),
+            "log" => {
+                cx.log(LoggingLevel::Warning, Some("test"), json!("careful\u{202e}\u{7} now"));
+                Ok(text("logged").into())
+            }
             "region" => Ok(text(format!("served in {}", arg("region").as_str().unwrap_or("?"))).into()),
             "hang" => {
                 let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
