@@ -245,7 +245,12 @@ pub(crate) async fn roundtrip(
     let (tx, mut rx) = oneshot::channel();
     shared.pending.lock().insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
     let mut guard = InFlight { shared, id, armed: true, cancellable };
-    link.send_request(shared, id, method, params, modern, frame)?;
+    if let Err(e) = link.send_request(shared, id, method, params, modern, frame) {
+        // Never sent: nothing to cancel.
+        guard.armed = false;
+        shared.pending.lock().remove(&id);
+        return Err(e);
+    }
     let reply = match ctl.wait(&mut rx).await {
         Ok(reply) => reply,
         Err(e) => {

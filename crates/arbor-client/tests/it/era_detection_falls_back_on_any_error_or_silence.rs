@@ -41,8 +41,13 @@ fn legacy_server(probe: Probe, seen: Arc<Mutex<Vec<String>>>) -> Transport {
                     ("initialize", _) => json!({"jsonrpc": "2.0", "id": id, "result": {
                         "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
                         "serverInfo": {"name": "scripted-legacy", "version": "1"}}}),
-                    ("tools/list", _) => json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
-                        {"name": "only", "inputSchema": {"type": "object"}}]}}),
+                    ("tools/list", _) => {
+                        // Garbage first: counted and skipped, never the end of the connection.
+                        tx.send(b"this is not JSON").unwrap();
+                        tx.send(br#"{"jsonrpc":"2.0","id":999999,"result":{}}"#).unwrap();
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+                        {"name": "only", "inputSchema": {"type": "object"}}]}})
+                    }
                     _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
                 };
                 tx.send(&serde_json::to_vec(&answer).unwrap()).unwrap();
@@ -72,6 +77,7 @@ async fn any_probe_error_falls_back_to_initialize() {
         assert_eq!(client.era(), Some(Era::Legacy), "code {code}");
         assert_eq!(client.protocol_version(), Some(ProtocolVersion::V2025_06_18));
         assert_eq!(client.list_all_tools().await.unwrap()[0].name, "only");
+        assert_eq!(client.malformed_messages(), 1, "the garbage line was counted; the late response dropped");
         assert_eq!(seen.lock()[..3], ["server/discover", "initialize", "notifications/initialized"], "code {code}");
     }
 }

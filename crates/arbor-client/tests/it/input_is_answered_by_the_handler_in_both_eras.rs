@@ -87,3 +87,40 @@ async fn a_legacy_server_request_pauses_its_calls_deadline_within_the_maximum() 
     let err = client.call_tool_with("ask", json!({}), options).await.unwrap_err();
     assert!(matches!(err, ClientError::Timeout(d) if d == Duration::from_secs(20)), "{err}");
 }
+
+/// Refuses every elicitation with an error.
+struct Refuser;
+
+#[async_trait::async_trait]
+impl arbor_client::handler::ElicitationHandler for Refuser {
+    async fn handle_elicitation(
+        &self,
+        _: arbor_protocol::model::elicitation::ElicitRequestParams,
+        _: &arbor_client::handler::ElicitationContext,
+    ) -> Result<arbor_protocol::model::elicitation::ElicitResult, arbor_protocol::error::McpError> {
+        Err(arbor_protocol::error::McpError::internal("no user at the keyboard"))
+    }
+}
+
+struct RefusingHandler;
+
+impl arbor_client::handler::ClientHandler for RefusingHandler {
+    fn elicitation(&self) -> Option<&dyn arbor_client::handler::ElicitationHandler> {
+        Some(&Refuser)
+    }
+}
+
+#[tokio::test]
+async fn modern_input_rounds_are_bounded_and_handler_errors_are_typed() {
+    use arbor_client::ClientError;
+    let fixture = Fixture::new();
+    let options = ClientOptions::default().era(EraMode::ForceModern).handler(AnsweringHandler).max_input_rounds(3);
+    let client = fixture.client_with(options).await;
+    let err = client.call_tool("ask_forever", json!({})).await.unwrap_err();
+    assert!(matches!(err, ClientError::TooManyInputRounds(3)), "{err}");
+
+    let refusing =
+        fixture.client_with(ClientOptions::default().era(EraMode::ForceModern).handler(RefusingHandler)).await;
+    let err = refusing.call_tool("ask", json!({})).await.unwrap_err();
+    assert!(matches!(err, ClientError::InputHandler(_)), "{err}");
+}

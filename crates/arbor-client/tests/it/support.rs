@@ -118,6 +118,14 @@ impl ServerHandler for TestServer {
                 cx.log(LoggingLevel::Warning, Some("test"), json!("careful\u{202e}\u{7} now"));
                 Ok(text("logged").into())
             }
+            "ask_forever" => {
+                let params = serde_json::from_value(json!({
+                    "message": "Again?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                }))
+                .unwrap();
+                Ok(Reply::InputRequired(InputRequired::new().elicit("name", params)))
+            }
             "region" => Ok(text(format!("served in {}", arg("region").as_str().unwrap_or("?"))).into()),
             "hang" => {
                 let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
