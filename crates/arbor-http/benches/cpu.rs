@@ -314,9 +314,10 @@ async fn memory() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = heap();
     println!(
-        "after reaping: {} sessions, server heap {:+.1} KiB vs start ({:.1} MiB held at peak)",
+        "after reaping: {} sessions, server heap {:+.1} KiB vs start ({:.1} MiB at start, {:.1} MiB more at peak)",
         http.stats().sessions,
         (after - base) as f64 / 1024.0,
+        base as f64 / 1048576.0,
         (with_streams - base) as f64 / 1048576.0
     );
 }
@@ -338,6 +339,27 @@ fn endpoint_cost() {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
             println!("bare endpoint: {:.0} bytes of heap each", (heap() - base) as f64 / 1000.0);
+            for ep in &eps {
+                ep.close();
+            }
+            for ep in eps.drain(..) {
+                ep.closed().await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            println!("after closing them: {:+.0} bytes of heap per endpoint kept", (heap() - base) as f64 / 1000.0);
+            // Once more: retention that grows again is a leak, not a table's capacity.
+            for _ in 0..1000 {
+                eps.push(server.open_endpoint(Default::default(), arbor_server::Route::discard()).await.unwrap());
+            }
+            for ep in eps.drain(..) {
+                ep.close();
+                ep.closed().await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            println!(
+                "after a second round: {:+.0} bytes of heap per endpoint of the first round kept",
+                (heap() - base) as f64 / 1000.0
+            );
             drop(warm);
             server.shutdown().await;
         });

@@ -224,6 +224,12 @@ impl Sessions {
         for session in &gone {
             session.close();
         }
+        // A map that held a burst of sessions gives its table back once mostly empty.
+        let mut map = self.map.write();
+        if map.capacity() > 64 && map.len() < map.capacity() / 4 {
+            map.shrink_to_fit();
+        }
+        drop(map);
         gone.len()
     }
 
