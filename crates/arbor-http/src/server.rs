@@ -197,7 +197,9 @@ impl HttpServer {
     }
 
     /// The MCP endpoint (and, with `legacy_sse`, the 2024-11-05 `/sse` and `/messages`)
-    /// as an axum router, to serve alone or `merge` into an application.
+    /// as an axum router, to serve alone or `merge` into an application. Mounted this way,
+    /// stop it with [`ShutdownHandle::shutdown`] (streams end, waiting POSTs get 503) and
+    /// then `Server::shutdown` (sessions' endpoints stop with the tree).
     pub fn router(&self) -> axum::Router {
         let config = &self.inner.config;
         let mut router = axum::Router::new().route(&config.path, any(endpoint));
