@@ -90,8 +90,11 @@ impl CallCtl {
         let mut sig = self.signal.subscribe();
         let mut seen = *sig.borrow_and_update();
         let mut deadline = (Instant::now() + self.timeout).min(hard);
+        // One timer for the call, moved rather than recreated: the deadline while running,
+        // the maximum total while paused (the deadline never passes the maximum).
+        let timer = tokio::time::sleep_until(deadline);
+        tokio::pin!(timer);
         loop {
-            let paused = seen.paused > 0;
             tokio::select! {
                 biased;
                 reply = &mut *rx => return reply.map_err(|_| ClientError::Disconnected),
@@ -108,13 +111,13 @@ impl CallCtl {
                         deadline = (Instant::now() + self.timeout).min(hard);
                     }
                     seen = now;
+                    timer.as_mut().reset(if seen.paused > 0 { hard } else { deadline });
                 }
-                _ = tokio::time::sleep_until(deadline), if !paused => {
-                    // A deadline cut short by the maximum reports the maximum.
-                    let limit = if deadline >= hard { self.max_total } else { self.timeout };
+                _ = &mut timer => {
+                    // A deadline cut short by the maximum (or a pause reaching it) reports the maximum.
+                    let limit = if seen.paused > 0 || deadline >= hard { self.max_total } else { self.timeout };
                     return Err(ClientError::Timeout(limit));
                 }
-                _ = tokio::time::sleep_until(hard) => return Err(ClientError::Timeout(self.max_total)),
             }
         }
     }

@@ -308,6 +308,11 @@ impl Client {
             if era != Era::Modern || !mrtr {
                 return Ok(raw);
             }
+            // Most results are complete: a substring scan rules `input_required` out
+            // without parsing the result twice.
+            if !raw.get().contains("input_required") {
+                return Ok(raw);
+            }
             let probe: MrtrProbe = serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(e.to_string()))?;
             if probe.result_type.as_deref() != Some("input_required") {
                 return Ok(raw);
