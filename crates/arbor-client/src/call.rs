@@ -16,6 +16,7 @@ use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta;
 use arbor_protocol::method::RequestFrame;
 use arbor_protocol::methods::MethodName;
+use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use parking_lot::Mutex;
 use serde_json::value::RawValue;
@@ -38,6 +39,7 @@ struct Signal {
 /// requests tied to it.
 pub(crate) struct CallCtl {
     pub(crate) on_progress: Option<ProgressFn>,
+    log_level: Option<LoggingLevel>,
     assigns: Option<Assigns>,
     signal: watch::Sender<Signal>,
     current: Mutex<Option<RequestId>>,
@@ -54,6 +56,7 @@ impl CallCtl {
         let timeout = opts.timeout.unwrap_or(o.timeout);
         Arc::new(CallCtl {
             on_progress: opts.on_progress.clone(),
+            log_level: opts.log_level,
             assigns: opts.assigns.clone(),
             signal: watch::Sender::new(Signal::default()),
             current: Mutex::new(None),
@@ -69,6 +72,7 @@ impl CallCtl {
     pub(crate) fn internal(timeout: Duration) -> Arc<CallCtl> {
         Arc::new(CallCtl {
             on_progress: None,
+            log_level: None,
             assigns: None,
             signal: watch::Sender::new(Signal::default()),
             current: Mutex::new(None),
@@ -204,7 +208,13 @@ pub(crate) fn is_modern(shared: &Shared, method: MethodName) -> bool {
 }
 
 /// Adds the era's `_meta` to `params` (an object): modern terms, and the progress token.
-pub(crate) fn shape_params(shared: &Shared, modern: bool, params: &mut Value, progress: Option<i64>) {
+pub(crate) fn shape_params(
+    shared: &Shared,
+    modern: bool,
+    params: &mut Value,
+    progress: Option<i64>,
+    log_level: Option<LoggingLevel>,
+) {
     if !params.is_object() {
         *params = Value::Object(Map::new());
     }
@@ -221,6 +231,9 @@ pub(crate) fn shape_params(shared: &Shared, modern: bool, params: &mut Value, pr
         meta.insert(meta::PROTOCOL_VERSION.into(), Value::String(ProtocolVersion::LATEST.as_str().into()));
         meta.insert(meta::CLIENT_CAPABILITIES.into(), shared.client_capabilities.clone());
         meta.insert(meta::CLIENT_INFO.into(), shared.client_info.clone());
+        if let Some(level) = log_level {
+            meta.insert(meta::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or(Value::Null));
+        }
     }
     if let Some(token) = progress {
         meta.insert(meta::PROGRESS_TOKEN.into(), Value::from(token));
@@ -240,7 +253,7 @@ pub(crate) async fn roundtrip(
     let id = shared.next_id();
     let modern = is_modern(shared, method);
     let progress = ctl.on_progress.as_ref().map(|_| id);
-    shape_params(shared, modern, params, progress);
+    shape_params(shared, modern, params, progress, ctl.log_level);
     let rid = RequestId::from(id);
     *ctl.current.lock() = Some(rid.clone());
     let frame = serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_protocol::model::common::Implementation;
+use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::utilities::ProgressNotificationParams;
 use tokio::sync::Notify;
 
@@ -197,6 +198,7 @@ pub struct CallOptions {
     pub(crate) on_progress: Option<ProgressFn>,
     pub(crate) assigns: Option<Assigns>,
     pub(crate) cancel: Option<CancelToken>,
+    pub(crate) log_level: Option<LoggingLevel>,
 }
 
 impl fmt::Debug for CallOptions {
@@ -207,6 +209,7 @@ impl fmt::Debug for CallOptions {
             .field("reset_on_progress", &self.reset_on_progress)
             .field("on_progress", &self.on_progress.is_some())
             .field("assigns", &self.assigns)
+            .field("log_level", &self.log_level)
             .finish_non_exhaustive()
     }
 }
@@ -244,6 +247,14 @@ impl CallOptions {
     /// User data handed to the handler for server requests tied to this call.
     pub fn assigns(mut self, assigns: Assigns) -> Self {
         self.assigns = Some(assigns);
+        self
+    }
+
+    /// Opts this request into `notifications/message` at `level` and above (2026-07-28,
+    /// `_meta` `io.modelcontextprotocol/logLevel`; the legacy era sets a session-wide level
+    /// with `Client::set_level` instead, so this is ignored there).
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 

@@ -134,7 +134,7 @@ impl Client {
         let mut sub = Subscription { rx: nrx, honoured: SubscriptionFilter::default(), id, shared: shared.clone() };
         let params = SubscriptionsListenRequestParams { notifications: filter, ..Default::default() };
         let mut params = serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        shape_params(&shared, true, &mut params, None);
+        shape_params(&shared, true, &mut params, None, None);
         let rid = RequestId::from(id);
         let frame = serde_json::to_vec(&RequestFrame {
             id: &rid,

@@ -102,3 +102,20 @@ async fn server_notifications_reach_subscribers_with_logs_sanitised() {
     let note = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("list_changed").unwrap();
     assert_eq!(note.method, "notifications/tools/list_changed");
 }
+
+#[tokio::test]
+async fn a_modern_call_opts_into_logs_per_request() {
+    use arbor_client::CallOptions;
+    use arbor_protocol::model::logging::LoggingLevel;
+    use std::time::Duration;
+    let fixture = Fixture::new();
+    let client = fixture.client(EraMode::ForceModern).await;
+    let mut notes = client.notifications();
+    // Without the opt-in the server sends no log for the request.
+    client.call_tool("log", json!({})).await.unwrap();
+    client.call_tool_with("log", json!({}), CallOptions::new().log_level(LoggingLevel::Info)).await.unwrap();
+    let log = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("a log").unwrap();
+    assert_eq!(log.method, "notifications/message");
+    assert_eq!(log.params.unwrap()["data"], "careful now");
+    assert!(tokio::time::timeout(Duration::from_millis(100), notes.next()).await.is_err(), "only one log came");
+}
