@@ -139,3 +139,25 @@ async fn an_expired_legacy_session_is_reported_and_initialized_again() {
     client.close().await;
     served.abort();
 }
+
+#[tokio::test]
+async fn a_legacy_only_http_server_is_detected_and_spoken_to_in_its_era() {
+    use arbor_server::{Server, ServerConfig};
+    let fixture = crate::support::Fixture::new();
+    let versions = ProtocolVersion::ALL.into_iter().filter(|v| v.era() == Era::Legacy);
+    let server = Server::with_config(
+        crate::support::TestServer { seen: fixture.seen.clone() },
+        ServerConfig::default().supported_versions(versions),
+    );
+    let config = arbor_http::HttpConfig { bind: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+    let bound = arbor_http::HttpServer::with_config(server, config).bind().await.unwrap();
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let shutdown = bound.shutdown_handle();
+    tokio::spawn(bound.run());
+    let options = ClientOptions::default().era_cache(arbor_client::EraCache::new());
+    let client = arbor_client::Client::connect_http(arbor_client::HttpTarget::new(url), options).await.unwrap();
+    assert_eq!(client.era(), Some(Era::Legacy), "the probe's refusal is not modern-only: fall back");
+    assert_eq!(text(&client.call_tool("echo", json!({"message": "legacy"})).await.unwrap()), "legacy");
+    client.close().await;
+    shutdown.shutdown();
+}
