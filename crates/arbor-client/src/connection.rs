@@ -85,7 +85,13 @@ impl ConnState {
         let parts = match &self.target {
             ServerTarget::Stdio(cmd) => Parts::Stream(Box::new(stream::spawn(cmd, shared, generation)?)),
             ServerTarget::Transport { factory, .. } => {
-                let transport = factory().await.map_err(|_| ConnectError::NotRestartable)?;
+                let transport = factory().await.map_err(|e| {
+                    if e.to_string() == crate::target::USED {
+                        ConnectError::NotRestartable
+                    } else {
+                        ConnectError::Transport(e.to_string())
+                    }
+                })?;
                 Parts::Stream(Box::new(stream::start(transport, shared, generation)))
             }
             ServerTarget::Http(target) => {

@@ -15,6 +15,9 @@ use arbor_transport::Transport;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
+/// The error a single-use transport target gives when asked for a second transport.
+pub(crate) const USED: &str = "this transport was used already";
+
 type TransportFactory = Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<Transport>> + Send + Sync>;
 
 /// A server to connect to.

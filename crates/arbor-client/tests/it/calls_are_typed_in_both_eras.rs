@@ -119,3 +119,18 @@ async fn a_modern_call_opts_into_logs_per_request() {
     assert_eq!(log.params.unwrap()["data"], "careful now");
     assert!(tokio::time::timeout(Duration::from_millis(100), notes.next()).await.is_err(), "only one log came");
 }
+
+#[tokio::test]
+async fn a_single_use_transport_cannot_be_restarted_but_a_factory_can() {
+    let fixture = Fixture::new();
+    let (server_side, client_side) = arbor_server::Transport::memory_pair();
+    fixture.server.connect(server_side, arbor_server::ConnectOptions::default()).await.unwrap();
+    let options = arbor_client::ClientOptions::default().era_cache(arbor_client::EraCache::new());
+    let once = arbor_client::Client::connect_transport(client_side, options).await.unwrap();
+    let err = once.restart().await.unwrap_err();
+    assert!(matches!(err, arbor_client::ConnectError::NotRestartable), "{err}");
+    assert!(matches!(once.ping().await, Err(ClientError::Disconnected)));
+    let again = fixture.client(EraMode::ForceLegacy).await;
+    again.restart().await.unwrap();
+    again.ping().await.unwrap();
+}
