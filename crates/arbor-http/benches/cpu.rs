@@ -4,7 +4,8 @@
 //! session. The server runs on its own current-thread runtime and thread; its CPU is the
 //! process's minus the client thread's.
 //!
-//! `cargo bench -p arbor-http --bench cpu` (`ARBOR_BENCH_REQUESTS`, `ARBOR_BENCH_CLIENTS`).
+//! `cargo bench -p arbor-http --bench cpu` (`ARBOR_BENCH_REQUESTS`, `ARBOR_BENCH_CLIENTS`;
+//! `ARBOR_BENCH_KIND=bare|modern|legacy` runs one CPU kind only, `=memory` the heap figures only).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -210,9 +211,12 @@ fn main() {
     let bare = start("bare");
     let arbor = start("arbor");
     let only = std::env::var("ARBOR_BENCH_KIND").ok();
-    if only.is_none() {
+    if only.is_none() || only.as_deref() == Some("memory") {
         endpoint_cost();
         rt.block_on(memory());
+    }
+    if only.as_deref() == Some("memory") {
+        return;
     }
     for round in 0..2 {
         for (kind, addr) in [("bare", bare), ("modern", arbor), ("legacy", arbor)] {

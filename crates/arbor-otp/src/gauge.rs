@@ -29,6 +29,22 @@ struct TaskSources {
     /// Dead entries are pruned when the list reaches this length, so a process that starts
     /// a task supervisor per connection keeps the list proportional to the live ones.
     prune_at: usize,
+    /// Sources that ended since the last prune. A dead `Weak` still holds its supervisor's
+    /// allocation (a few hundred bytes), so once half the list is dead it is pruned and its
+    /// capacity given back, even if no supervisor registers again (10,000 connections
+    /// closed at once must not leave 10,000 of them allocated).
+    ended: usize,
+}
+
+impl TaskSources {
+    fn prune(&mut self) {
+        self.sources.retain(|s| s.strong_count() > 0);
+        self.ended = 0;
+        self.prune_at = (2 * self.sources.len()).max(16);
+        if self.sources.capacity() > 4 * self.prune_at {
+            self.sources.shrink_to(self.prune_at);
+        }
+    }
 }
 
 /// Something that knows how many supervised tasks it runs.
@@ -67,8 +83,13 @@ impl Gauge {
 
     /// Supervised tasks currently running and counted by this gauge.
     pub fn alive_tasks(&self) -> usize {
-        let sources = self.counters.task_sources.lock().expect("gauge lock");
-        sources.sources.iter().filter_map(Weak::upgrade).map(|s| s.alive_tasks()).sum()
+        // Upgraded outside the read's lock's lifetime: dropping the last strong reference
+        // of a source runs its `Drop`, which takes this lock again.
+        let live: Vec<_> = {
+            let sources = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+            sources.sources.iter().filter_map(Weak::upgrade).collect()
+        };
+        live.iter().map(|s| s.alive_tasks()).sum()
     }
 
     /// Counts one more live actor until the returned token is dropped. Keep it in the
@@ -79,12 +100,27 @@ impl Gauge {
     }
 
     pub(crate) fn register_tasks(&self, source: Weak<dyn TaskCount>) {
-        let mut list = self.counters.task_sources.lock().expect("gauge lock");
+        let mut list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
         if list.sources.len() >= list.prune_at {
-            list.sources.retain(|s| s.strong_count() > 0);
-            list.prune_at = (2 * list.sources.len()).max(16);
+            list.prune();
         }
         list.sources.push(source);
+    }
+
+    /// A registered source ended (its last strong reference is being dropped).
+    pub(crate) fn task_source_ended(&self) {
+        let mut list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+        list.ended += 1;
+        if list.ended >= 8 && 2 * list.ended >= list.sources.len() {
+            list.prune();
+        }
+    }
+
+    /// How many task supervisors the gauge's list holds, dead ones not yet pruned included,
+    /// and the list's capacity: what a closed supervisor may leave behind until pruned.
+    pub fn task_source_slots(&self) -> (usize, usize) {
+        let list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+        (list.sources.len(), list.sources.capacity())
     }
 }
 

@@ -71,7 +71,7 @@ pub use supervisor::restart::REACHED_MAX_RESTART_INTENSITY;
 pub use supervisor::strategy::{AutoShutdown, RestartIntensity, Strategy, SupervisorSpec};
 pub use task::blocking::CancelToken;
 pub use task::outcome::{CancelError, SpawnError, TaskOutcome};
-pub use task::{TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
+pub use task::{OwnedTaskSupervisor, TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
 
 /// The text of a caught panic payload.
 pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {

@@ -7,9 +7,10 @@
 //! └─ tenant:<name>         supervisor, one per tenant ("default" when nothing names one)
 //!    └─ connections        dynamic supervisor, children temporary
 //!       └─ connection      temporary: one actor per peer
-//!          ├─ requests     task supervisor (linked, stopped in the connection's post_stop):
-//!          │               one supervised task per in-flight request, bounded
-//!          └─ subscriptions task supervisor (linked, likewise): one light task per
+//!          ├─ requests     task supervisor owned by the connection (no actor of its own,
+//!          │               stopped in the connection's post_stop): one supervised task
+//!          │               per in-flight request, bounded
+//!          └─ subscriptions task supervisor (owned likewise): one light task per
 //!                          subscription stream (`subscription::unit`), bounded
 //! ```
 //!

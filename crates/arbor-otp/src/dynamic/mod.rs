@@ -170,7 +170,7 @@ impl Actor for DynamicActor {
         state: &mut DynState,
     ) -> Result<(), ActorProcessingErr> {
         let Some((actor, reason)) = ExitReason::from_event(&event) else { return Ok(()) };
-        let Some(key) = state.by_actor.remove(&actor) else { return Ok(()) };
+        let Some(key) = state.forget_actor(&actor) else { return Ok(()) };
         let Some(child) = state.children.get_mut(&key) else { return Ok(()) };
         child.slot = Slot::NotRunning;
         let restart = match child.spec.restart {
@@ -189,6 +189,16 @@ impl Actor for DynamicActor {
 }
 
 impl DynState {
+    /// Removes a child's actor from the index, giving the index's memory back once it is
+    /// mostly empty: thousands of connections closing must not leave their table behind.
+    fn forget_actor(&mut self, actor: &ActorId) -> Option<u64> {
+        let key = self.by_actor.remove(actor)?;
+        if self.by_actor.capacity() > 64 && self.by_actor.len() < self.by_actor.capacity() / 4 {
+            self.by_actor.shrink_to(2 * self.by_actor.len());
+        }
+        Some(key)
+    }
+
     fn context(&self, myself: &ActorRef<DynMsg>) -> StartContext {
         StartContext { supervisor: myself.get_cell(), gauge: self.gauge.clone() }
     }
@@ -251,7 +261,7 @@ impl DynState {
     }
 
     async fn terminate_child(&mut self, actor: ActorId) -> Result<(), TerminateDynamicChildError> {
-        let key = self.by_actor.remove(&actor).ok_or(TerminateDynamicChildError::NotFound)?;
+        let key = self.forget_actor(&actor).ok_or(TerminateDynamicChildError::NotFound)?;
         if let Some(DynChild { spec, slot: Slot::Running(child) }) = self.children.remove(&key) {
             terminate(&child.cell, spec.shutdown).await;
         }

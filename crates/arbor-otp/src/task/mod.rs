@@ -29,6 +29,7 @@
 pub(crate) mod blocking;
 pub(crate) mod handle;
 pub(crate) mod outcome;
+mod owned;
 mod run;
 mod shared;
 mod spec;
@@ -45,6 +46,7 @@ use tokio::time::Instant;
 
 use handle::TaskCell;
 pub use handle::{TaskHandle, TaskRef};
+pub use owned::OwnedTaskSupervisor;
 
 use crate::exit::ExitReason;
 use crate::gauge::{Gauge, LiveToken};
@@ -99,13 +101,7 @@ impl Actor for TaskSupActor {
         _myself: ActorRef<TaskSupMsg>,
         state: &mut TaskSupState,
     ) -> Result<(), ActorProcessingErr> {
-        let shared = &state.shared;
-        shared.close();
-        if !shared.shutdown_grace.is_zero() {
-            let _ = tokio::time::timeout(shared.shutdown_grace, shared.wait_idle()).await;
-        }
-        shared.broadcast_shutdown();
-        shared.wait_idle().await;
+        state.shared.stop_all().await;
         Ok(())
     }
 }
@@ -114,7 +110,8 @@ impl Actor for TaskSupActor {
 #[derive(Clone)]
 pub struct TaskSupervisor {
     shared: Arc<TaskShared>,
-    actor: ActorRef<TaskSupMsg>,
+    /// `None` for an [`OwnedTaskSupervisor`]'s, which has no actor.
+    actor: Option<ActorRef<TaskSupMsg>>,
 }
 
 impl std::fmt::Debug for TaskSupervisor {
@@ -141,7 +138,17 @@ impl TaskSupervisor {
     async fn spawn_actor(spec: TaskSupervisorSpec, parent: Option<StartContext>) -> Result<Self, StartSupervisorError> {
         let gauge =
             spec.gauge.clone().or_else(|| parent.as_ref().map(|p| p.gauge.clone())).unwrap_or_else(Gauge::global);
-        let shared = Arc::new(TaskShared {
+        let shared = Self::shared(spec, gauge);
+        let spawned = match parent {
+            None => Actor::spawn(None, TaskSupActor, shared.clone()).await,
+            Some(ctx) => Actor::spawn_linked(None, TaskSupActor, shared.clone(), ctx.supervisor).await,
+        };
+        let (actor, _) = spawned.map_err(|e| StartSupervisorError::Spawn(e.to_string()))?;
+        Ok(TaskSupervisor { shared, actor: Some(actor) })
+    }
+
+    fn shared(spec: TaskSupervisorSpec, gauge: Gauge) -> Arc<TaskShared> {
+        Arc::new(TaskShared {
             name: spec.name,
             max: spec.max_concurrency,
             default_deadline: spec.default_deadline,
@@ -155,13 +162,7 @@ impl TaskSupervisor {
             next_id: AtomicU64::new(0),
             stats: Stats::default(),
             gauge,
-        });
-        let spawned = match parent {
-            None => Actor::spawn(None, TaskSupActor, shared.clone()).await,
-            Some(ctx) => Actor::spawn_linked(None, TaskSupActor, shared.clone(), ctx.supervisor).await,
-        };
-        let (actor, _) = spawned.map_err(|e| StartSupervisorError::Spawn(e.to_string()))?;
-        Ok(TaskSupervisor { shared, actor })
+        })
     }
 
     /// Spawns `work` with the supervisor's default deadline. Must be called inside a tokio
@@ -282,10 +283,13 @@ impl TaskSupervisor {
     }
 
     fn node(&self, id: String) -> NodeSnapshot {
-        let alive = self.actor.get_status() < ractor::ActorStatus::Stopping;
+        let alive = match &self.actor {
+            Some(actor) => actor.get_status() < ractor::ActorStatus::Stopping,
+            None => !self.shared.closed.load(Ordering::Acquire),
+        };
         NodeSnapshot {
             name: Some(self.shared.name.clone()),
-            actor_id: Some(self.actor.get_id().to_string()),
+            actor_id: self.actor.as_ref().map(|a| a.get_id().to_string()),
             status: if alive { NodeStatus::Running } else { NodeStatus::Stopped },
             child_count: self.shared.running.load(Ordering::Relaxed),
             // Tasks are reached directly, never through this actor's mailbox.
@@ -298,14 +302,23 @@ impl TaskSupervisor {
     /// Refuses new tasks, lets in-flight ones run for the shutdown grace, stops the rest
     /// with `Shutdown`, and returns once no task wrapper runs.
     pub async fn shutdown(&self) -> ExitReason {
-        ExitReason::Shutdown(None).stop(&self.actor.get_cell());
-        let _ = self.actor.get_cell().wait(None).await;
+        match &self.actor {
+            Some(actor) => {
+                ExitReason::Shutdown(None).stop(&actor.get_cell());
+                let _ = actor.get_cell().wait(None).await;
+            }
+            None => self.shared.stop_all().await,
+        }
         ExitReason::Shutdown(None)
     }
 
     /// The supervisor's actor cell.
+    ///
+    /// # Panics
+    ///
+    /// For the supervisor behind an [`OwnedTaskSupervisor`], which has no actor.
     pub fn cell(&self) -> ActorCell {
-        self.actor.get_cell()
+        self.actor.as_ref().expect("an owned task supervisor has no actor cell").get_cell()
     }
 }
 

@@ -89,6 +89,17 @@ impl TaskShared {
         self.stop.notify_waiters();
     }
 
+    /// The ordered stop: refuse new tasks, let running ones finish within the grace, tell
+    /// the rest to stop, and wait until no wrapper runs.
+    pub(crate) async fn stop_all(&self) {
+        self.close();
+        if !self.shutdown_grace.is_zero() {
+            let _ = tokio::time::timeout(self.shutdown_grace, self.wait_idle()).await;
+        }
+        self.broadcast_shutdown();
+        self.wait_idle().await;
+    }
+
     /// Waits until no task wrapper runs.
     pub(crate) async fn wait_idle(&self) {
         loop {
@@ -121,6 +132,13 @@ impl TaskShared {
             cancelled: s.cancelled.load(Ordering::Relaxed),
             shutdown: s.shutdown.load(Ordering::Relaxed),
         }
+    }
+}
+
+impl Drop for TaskShared {
+    /// The gauge's list prunes dead entries once enough have ended, so their memory goes.
+    fn drop(&mut self) {
+        self.gauge.task_source_ended();
     }
 }
 

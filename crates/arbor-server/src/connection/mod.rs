@@ -8,7 +8,7 @@
 //! goes to (`output.rs`: the byte stream's writer, a submission's route, or the endpoint's
 //! standalone route for what no submission caused). Either way the actor checks each
 //! request's terms (handshake session or per-request `_meta`), enforces the limits, and
-//! spawns one supervised task per request on its own [`TaskSupervisor`] (`spawn.rs`),
+//! spawns one supervised task per request on its own task supervisor (`spawn.rs`),
 //! keeping the in-flight table (id → [`TaskRef`]) that cancellation and duplicate-id
 //! checks use. It answers protocol housekeeping itself (`initialize`, `ping`, errors) and
 //! keeps the session state: the negotiated terms, the log level, its subscription streams
@@ -16,8 +16,8 @@
 //!
 //! What it is not: it never awaits user code. Handlers run on request tasks; client
 //! notifications go to a per-connection worker task that calls the handler in arrival
-//! order; the only awaits in the actor are on its own children, when it starts its task
-//! supervisor (`pre_start`) and when it stops everything (`post_stop`).
+//! order; the only await in the actor is on its own children, when it stops everything
+//! (`post_stop`).
 //!
 //! Invariants: when the actor has stopped, its request tasks, subscription streams, reader
 //! and workers have stopped too (stopped explicitly in `post_stop`, before the output is
@@ -40,7 +40,7 @@ mod streams;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arbor_otp::{Gauge, LiveToken, TaskRef, TaskSupervisor, TaskSupervisorSpec};
+use arbor_otp::{Gauge, LiveToken, OwnedTaskSupervisor, TaskRef, TaskSupervisorSpec};
 use arbor_protocol::era::Session;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
@@ -48,7 +48,7 @@ use arbor_protocol::methods::ClientNotification;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputRequest;
 use arbor_transport::{FrameReader, FrameWriter};
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -143,7 +143,9 @@ pub(crate) struct ConnState {
     /// The submission being handled (endpoints only): its output replaces `output`.
     current: Option<Current>,
     endpoint: Option<Arc<EndpointShared>>,
-    tasks: TaskSupervisor,
+    /// The request tasks' supervisor: owned, not an actor (the connection is its place in
+    /// the tree and stops it in `post_stop`), because an idle actor costs about 7.9 KB.
+    tasks: OwnedTaskSupervisor,
     in_flight: HashMap<RequestId, TaskRef>,
     /// The in-flight table is swept of finished tasks when it reaches this size, so the
     /// common path (a request finishes) costs the actor no message at all.
@@ -154,7 +156,7 @@ pub(crate) struct ConnState {
     last_modern: Option<ModernInfo>,
     pending: Pending,
     /// The subscription streams' supervisor: one light task per stream, no deadline.
-    streams: TaskSupervisor,
+    streams: OwnedTaskSupervisor,
     /// 2026-07-28 listen streams by request id.
     listens: HashMap<RequestId, UnitRef>,
     /// Legacy `resources/subscribe` streams by URI.
@@ -190,14 +192,14 @@ impl Actor for ConnectionActor {
         let spec = TaskSupervisorSpec::new("requests")
             .max_concurrency(shared.config.max_in_flight_per_connection)
             .gauge(gauge.clone());
-        let tasks = TaskSupervisor::start_linked(spec, myself.get_cell()).await?;
+        let tasks = OwnedTaskSupervisor::new(spec);
         // Streams live as long as their client wants; their bound is their own, so open
         // subscriptions never take request slots.
         let spec = TaskSupervisorSpec::new("subscriptions")
             .max_concurrency(shared.config.max_subscriptions_per_connection)
             .shutdown_grace(STREAM_CLOSE_GRACE)
             .gauge(gauge.clone());
-        let streams = TaskSupervisor::start_linked(spec, myself.get_cell()).await?;
+        let streams = OwnedTaskSupervisor::new(spec);
         let me = ConnectionHandle::new(myself.clone());
         let (output, endpoint, workers) = match io {
             Io::Stream { reader, writer } => {
@@ -258,20 +260,6 @@ impl Actor for ConnectionActor {
             ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),
             ConnMsg::InputClosed | ConnMsg::Close => myself.stop(None),
-        }
-        Ok(())
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<ConnMsg>,
-        event: SupervisionEvent,
-        _state: &mut ConnState,
-    ) -> Result<(), ActorProcessingErr> {
-        // The only linked children are the task supervisors: without them no request or
-        // stream can run.
-        if let SupervisionEvent::ActorTerminated(..) | SupervisionEvent::ActorFailed(..) = event {
-            myself.stop(Some("request task supervisor exited".to_owned()));
         }
         Ok(())
     }

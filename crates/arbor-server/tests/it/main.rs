@@ -8,6 +8,7 @@ mod an_endpoint_routes_what_each_submission_causes;
 mod bad_input_gets_the_spec_error;
 mod batches_are_answered_with_one_array;
 mod cancelled_request_stops_its_task;
+mod closed_endpoints_give_their_memory_back;
 mod connection_survives_handler_panic;
 mod deadline_stops_a_hung_handler;
 mod every_message_matches_the_negotiated_schema;
