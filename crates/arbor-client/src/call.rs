@@ -240,6 +240,36 @@ pub(crate) fn shape_params(
     }
 }
 
+/// The frame of a modern request whose params (an object without `_meta`) need only the
+/// modern terms: those are spliced in from their encoding made once (`Shared::modern_meta`)
+/// rather than cloned into `params` as `Value`s and encoded again on every call. `params`
+/// is left as it was (a stream link reads nothing else from it).
+fn encode_modern(
+    shared: &Shared,
+    id: &RequestId,
+    method: MethodName,
+    params: &Value,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut frame = Vec::with_capacity(256 + shared.modern_meta.len());
+    frame.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut frame, id)?;
+    frame.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut frame, method.as_str())?;
+    frame.extend_from_slice(br#","params":{"_meta":{"#);
+    frame.extend_from_slice(shared.modern_meta.as_bytes());
+    frame.push(b'}');
+    let mark = frame.len();
+    // `{...}`: its opening brace becomes the comma after `_meta`, or goes if it is `{}`.
+    serde_json::to_writer(&mut frame, params)?;
+    if frame.get(mark + 1) == Some(&b'}') {
+        frame.remove(mark);
+    } else {
+        frame[mark] = b',';
+    }
+    frame.push(b'}');
+    Ok(frame)
+}
+
 /// Sends one request and waits for its answer.
 pub(crate) async fn roundtrip(
     shared: &Arc<Shared>,
@@ -253,15 +283,28 @@ pub(crate) async fn roundtrip(
     let id = shared.next_id();
     let modern = is_modern(shared, method);
     let progress = ctl.on_progress.as_ref().map(|_| id);
-    shape_params(shared, modern, params, progress, ctl.log_level);
     let rid = RequestId::from(id);
     *ctl.current.lock() = Some(rid.clone());
-    let frame = serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    let spliced = !link.is_http()
+        && modern
+        && progress.is_none()
+        && ctl.log_level.is_none()
+        && params.as_object().is_some_and(|o| !o.contains_key("_meta"));
+    let frame = if spliced {
+        encode_modern(shared, &rid, method, params)
+    } else {
+        shape_params(shared, modern, params, progress, ctl.log_level);
+        serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
+    }
+    .map_err(|e| ClientError::Protocol(e.to_string()))?;
     let (tx, mut rx) = oneshot::channel();
-    shared.pending.lock().insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
+    let alone = {
+        let mut pending = shared.pending.lock();
+        pending.insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
+        pending.len() == 1
+    };
     let mut guard = InFlight { shared, id, armed: true, cancellable };
-    if let Err(e) = link.send_request(shared, id, method, params, modern, frame) {
+    if let Err(e) = link.send_request(shared, id, method, params, modern, frame, alone) {
         // Never sent: nothing to cancel.
         guard.armed = false;
         shared.pending.lock().remove(&id);

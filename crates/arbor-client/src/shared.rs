@@ -97,6 +97,9 @@ pub(crate) struct Shared {
     pub(crate) runtime: Option<HandlerRuntime>,
     pub(crate) client_capabilities: Value,
     pub(crate) client_info: Value,
+    /// The modern terms every 2026-07-28 request carries in `_meta` (version,
+    /// capabilities, client info), encoded once: the members, without braces.
+    pub(crate) modern_meta: String,
     next_id: AtomicI64,
     pub(crate) pending: Mutex<HashMap<i64, Pending>>,
     session: RwLock<Option<Arc<Session>>>,
@@ -125,12 +128,24 @@ impl Shared {
             None => Value::Object(Default::default()),
         };
         let client_info = serde_json::to_value(&options.info).unwrap_or(Value::Null);
+        let modern_meta = {
+            let mut terms = serde_json::Map::new();
+            terms.insert(
+                arbor_protocol::meta::PROTOCOL_VERSION.into(),
+                Value::String(arbor_protocol::version::ProtocolVersion::LATEST.as_str().into()),
+            );
+            terms.insert(arbor_protocol::meta::CLIENT_CAPABILITIES.into(), client_capabilities.clone());
+            terms.insert(arbor_protocol::meta::CLIENT_INFO.into(), client_info.clone());
+            let text = Value::Object(terms).to_string();
+            text[1..text.len() - 1].to_owned()
+        };
         let (notices, _) = broadcast::channel(1024);
         Arc::new(Shared {
             options,
             runtime,
             client_capabilities,
             client_info,
+            modern_meta,
             next_id: AtomicI64::new(1),
             pending: Mutex::new(HashMap::new()),
             session: RwLock::new(None),

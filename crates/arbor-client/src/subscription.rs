@@ -142,7 +142,7 @@ impl Client {
             params: &params,
         })
         .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        link.send_request(&shared, id, MethodName::SubscriptionsListen, &params, true, frame)?;
+        link.send_request(&shared, id, MethodName::SubscriptionsListen, &params, true, frame, false)?;
         let timeout = shared.options.timeout;
         let first = tokio::time::timeout(timeout, async {
             tokio::select! {

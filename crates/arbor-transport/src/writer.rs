@@ -6,15 +6,25 @@
 //! flushes once, so a burst of responses costs one write and one flush instead of one per
 //! message, and the lock is never held across IO.
 //!
+//! [`FrameWriter::send_now`] is the latency path for a producer that knows nothing else is
+//! about to send (a client with one call in flight): when the writer is idle and nothing
+//! is queued, the frame is written to the stream right there with one non-blocking
+//! `write(2)`, skipping the hop to the writer task (a wake-up, a task poll and its yield);
+//! whatever the stream does not take at once is queued for the task as usual.
+//!
 //! Sends never wait. Backpressure is the reader's job: [`FrameWriter::buffered`] and
 //! [`FrameWriter::drained_below`] let whoever admits work (the server's reader) stop taking
 //! more input while the peer is not reading its output, which bounds what can be queued.
 //!
 //! Invariants: frames reach the stream whole and in the order their sends returned; after
 //! [`FrameWriter::close`] returns, everything sent before it was written and flushed and the
-//! stream was shut down.
+//! stream was shut down. The stream is written by one party at a time: the task while it
+//! holds a batch (`writing > 0`), a direct send only while the state lock shows the writer
+//! idle and the queue empty (lock order: state, then stream).
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{watch, Notify};
@@ -33,8 +43,12 @@ impl std::fmt::Debug for FrameWriter {
     }
 }
 
+type Io = Box<dyn AsyncWrite + Send + Unpin>;
+
 struct Shared {
     state: Mutex<State>,
+    /// The stream; locked by the task only inside one poll, never across an await.
+    io: Mutex<Io>,
     /// Wakes the writer task when the buffer goes from empty to not empty, or on close.
     wake: Notify,
     /// Wakes those waiting for the buffer to drain, after each batch is written.
@@ -50,19 +64,22 @@ struct State {
     writing: usize,
     /// No more sends are accepted; the task writes what is left and stops.
     closing: bool,
+    /// A direct send left its bytes written but not flushed: the task must flush.
+    unflushed: bool,
 }
 
 impl FrameWriter {
     /// Starts the writer task over `io`. Must be called inside a tokio runtime.
-    pub fn spawn(io: Box<dyn AsyncWrite + Send + Unpin>) -> FrameWriter {
+    pub fn spawn(io: Io) -> FrameWriter {
         let (stopped, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
+            io: Mutex::new(io),
             wake: Notify::new(),
             drained: Notify::new(),
             stopped,
         });
-        tokio::spawn(write_loop(shared.clone(), io));
+        tokio::spawn(write_loop(shared.clone()));
         FrameWriter { shared }
     }
 
@@ -91,6 +108,48 @@ impl FrameWriter {
         } else {
             Ok(())
         }
+    }
+
+    /// Like [`FrameWriter::send`], but when the writer task is idle and nothing is queued,
+    /// writes the frame to the stream at once (non-blocking) instead of waking the task.
+    /// For a lone producer that wants its frame on the wire now; producers that send in
+    /// bursts should use `send`, whose batching turns a burst into one write.
+    ///
+    /// Takes the frame by value so that its newline can be appended in place and the
+    /// frame reaches the stream in one `write(2)`.
+    pub fn send_now(&self, mut frame: Vec<u8>) -> Result<(), SendError> {
+        if memchr::memchr(b'\n', &frame).is_some() {
+            return Err(SendError::EmbeddedNewline);
+        }
+        frame.push(b'\n');
+        {
+            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.closing {
+                return Err(SendError::Closed);
+            }
+            if !state.buf.is_empty() || state.writing > 0 || state.unflushed {
+                // The task owns the stream now; queue behind what it has (it was woken
+                // when the queue became non-empty, or is busy and will look again).
+                state.buf.extend_from_slice(&frame);
+                return Ok(());
+            }
+            let mut io = self.shared.io.lock().unwrap_or_else(|e| e.into_inner());
+            let mut cx = Context::from_waker(Waker::noop());
+            let done = write_some(&mut io, &mut cx, &frame);
+            if done == frame.len() {
+                match Pin::new(&mut **io).poll_flush(&mut cx) {
+                    Poll::Ready(Ok(())) => return Ok(()),
+                    // The task will flush (and find a broken stream) for us.
+                    _ => state.unflushed = true,
+                }
+            } else {
+                // The rest waits for the stream to take more; a broken stream is found
+                // (and the writer stopped) by the task.
+                state.buf.extend_from_slice(&frame[done..]);
+            }
+        }
+        self.shared.wake.notify_one();
+        Ok(())
     }
 
     fn append(&self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), SendError> {
@@ -160,15 +219,56 @@ impl FrameWriter {
     }
 }
 
-async fn write_loop(shared: Arc<Shared>, mut io: Box<dyn AsyncWrite + Send + Unpin>) {
+/// Writes as much of `bytes` as the stream takes without waiting; the bytes taken.
+fn write_some(io: &mut Io, cx: &mut Context<'_>, bytes: &[u8]) -> usize {
+    let mut done = 0;
+    while done < bytes.len() {
+        match Pin::new(&mut **io).poll_write(cx, &bytes[done..]) {
+            Poll::Ready(Ok(n)) if n > 0 => done += n,
+            _ => break,
+        }
+    }
+    done
+}
+
+/// The stream behind the shared lock, as an `AsyncWrite` for the task: the lock is taken
+/// for one poll at a time.
+struct Locked<'a>(&'a Mutex<Io>);
+
+impl AsyncWrite for Locked<'_> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Pin::new(&mut **io).poll_write(cx, buf)
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Pin::new(&mut **io).poll_flush(cx)
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        Pin::new(&mut **io).poll_shutdown(cx)
+    }
+}
+
+async fn write_loop(shared: Arc<Shared>) {
+    let mut io = Locked(&shared.io);
     let mut batch = Vec::new();
     loop {
-        let closing = {
+        let (closing, unflushed) = {
             let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::swap(&mut state.buf, &mut batch);
             state.writing = batch.len();
-            state.closing
+            (state.closing, std::mem::take(&mut state.unflushed))
         };
+        if batch.is_empty() && unflushed {
+            // A direct send's flush did not finish at once; `writing` stays 0, but direct
+            // sends queue while `unflushed` was set, and it is cleared only here.
+            if io.flush().await.is_err() {
+                shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing = true;
+                break;
+            }
+            continue;
+        }
         if batch.is_empty() {
             if closing {
                 break;
@@ -202,6 +302,9 @@ async fn write_loop(shared: Arc<Shared>, mut io: Box<dyn AsyncWrite + Send + Unp
         }
     }
     let _ = io.shutdown().await;
+    // Drop the stream now, as the task owning it would: for a pipe, only closing the fd
+    // makes the peer see the end (the handles may outlive the task).
+    drop(std::mem::replace(&mut *shared.io.lock().unwrap_or_else(|e| e.into_inner()), Box::new(tokio::io::sink())));
     shared.stopped.send_replace(true);
     shared.drained.notify_waiters();
 }

@@ -43,7 +43,11 @@ impl Link {
         matches!(self, Link::Http(_))
     }
 
-    /// Sends a request frame; its answer arrives through `Shared::inbound`.
+    /// Sends a request frame; its answer arrives through `Shared::inbound`. `alone` says
+    /// no other call is in flight: a stream link then writes the frame at once if its
+    /// writer is idle (no hop to the writer task); otherwise it queues, so that callers
+    /// woken by one burst of answers share one write.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send_request(
         &self,
         shared: &Arc<Shared>,
@@ -52,8 +56,10 @@ impl Link {
         params: &Value,
         modern: bool,
         frame: Vec<u8>,
+        alone: bool,
     ) -> Result<(), ClientError> {
         match self {
+            Link::Stream(w) if alone => w.send_now(frame).map_err(|e| ClientError::Transport(e.to_string())),
             Link::Stream(w) => w.send(&frame).map_err(|e| ClientError::Transport(e.to_string())),
             Link::Http(h) => {
                 h.start_request(shared, id, method, params, modern, frame);

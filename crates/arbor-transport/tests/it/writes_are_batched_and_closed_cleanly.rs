@@ -76,3 +76,56 @@ async fn queued_output_is_measured_and_drains_when_the_peer_reads() {
     drained.await.unwrap();
     assert!(writer.buffered() < 100_000);
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn direct_sends_and_queued_sends_keep_their_order_across_a_real_pipe() {
+    let (tx, rx) = tokio::net::unix::pipe::pipe().unwrap();
+    let (_unused_reader, writer) = Transport::new(tokio::io::empty(), tx).into_parts();
+    let (mut reader, _unused_writer) = Transport::new(rx, tokio::io::sink()).into_parts();
+    for i in 0..300 {
+        let frame = format!("{{\"i\":{i}}}").into_bytes();
+        // Mixed: a direct send right behind queued ones must queue behind them.
+        if i % 3 == 0 {
+            writer.send_now(frame).unwrap();
+        } else {
+            writer.send(&frame).unwrap();
+        }
+    }
+    assert_eq!(writer.send_now(b"{\n}".to_vec()), Err(SendError::EmbeddedNewline));
+    writer.close().await;
+    assert_eq!(writer.send_now(b"{}".to_vec()), Err(SendError::Closed));
+    let mut n = 0;
+    while let Some(frame) = reader.recv().await.unwrap() {
+        assert_eq!(frame.unwrap(), format!("{{\"i\":{n}}}").into_bytes());
+        n += 1;
+    }
+    assert_eq!(n, 300);
+}
+
+#[tokio::test]
+async fn a_direct_send_the_stream_cannot_take_whole_is_finished_by_the_writer_in_order() {
+    let (left, right) = Transport::memory_pair();
+    let (_left_rx, writer) = left.into_parts();
+    let (mut reader, _right_tx) = right.into_parts();
+    // Bigger than the 256 KiB pipe: the direct write takes a part, the task the rest.
+    let big = vec![b'x'; 400_000];
+    writer.send_now(big.clone()).unwrap();
+    assert!(writer.buffered() > 0, "the rest of the frame is queued");
+    writer.send_now(b"{\"after\":1}".to_vec()).unwrap();
+    writer.send(b"{\"after\":2}").unwrap();
+    assert_eq!(reader.recv().await.unwrap().unwrap().unwrap(), big);
+    assert_eq!(reader.recv().await.unwrap().unwrap().unwrap(), b"{\"after\":1}".to_vec());
+    assert_eq!(reader.recv().await.unwrap().unwrap().unwrap(), b"{\"after\":2}".to_vec());
+}
+
+#[tokio::test]
+async fn a_direct_send_on_an_idle_writer_reaches_the_peer_without_the_writer_task() {
+    let (left, right) = Transport::memory_pair();
+    let (_left_rx, writer) = left.into_parts();
+    let (mut reader, _right_tx) = right.into_parts();
+    writer.send_now(b"{\"now\":true}".to_vec()).unwrap();
+    // Written before send_now returned: nothing is left queued for the task.
+    assert_eq!(writer.buffered(), 0);
+    assert_eq!(reader.recv().await.unwrap().unwrap().unwrap(), b"{\"now\":true}".to_vec());
+}
