@@ -51,8 +51,8 @@ pub use tool::{Tool, ToolRoute};
 use crate::context::RequestContext;
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::reply::Reply;
-use arbor_protocol::era::http::ParamHeader;
 use crate::tasks::TaskPolicy;
+use arbor_protocol::era::http::ParamHeader;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::capabilities::{
