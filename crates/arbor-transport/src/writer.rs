@@ -55,6 +55,9 @@ struct Shared {
     drained: Notify,
     /// `true` once the writer task has stopped (closed, or the stream broke).
     stopped: watch::Sender<bool>,
+    /// How the task yields before a batch: `false` through tokio's `yield_now` (behind the
+    /// IO driver: one `epoll_wait(0)` per batch), `true` behind the ready tasks only.
+    yield_to_tasks: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -78,6 +81,7 @@ impl FrameWriter {
             wake: Notify::new(),
             drained: Notify::new(),
             stopped,
+            yield_to_tasks: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(write_loop(shared.clone()));
         FrameWriter { shared }
@@ -213,6 +217,15 @@ impl FrameWriter {
         }
     }
 
+    /// Makes the task, before each batch, yield only to the tasks already ready to run
+    /// (they still append first and share the write) instead of also waiting for a poll
+    /// of the IO driver, which costs an `epoll_wait` per batch. For a producer that sends
+    /// when answers arrive (a client): nothing new arrives in that poll that would join
+    /// the batch. A server, whose request tasks are woken by that poll, keeps the default.
+    pub fn yield_to_tasks_only(&self) {
+        self.shared.yield_to_tasks.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Whether sends are refused.
     pub fn is_closed(&self) -> bool {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing
@@ -229,6 +242,23 @@ fn write_some(io: &mut Io, cx: &mut Context<'_>, bytes: &[u8]) -> usize {
         }
     }
     done
+}
+
+/// Yields once by waking itself: tokio reschedules a task woken while it runs at the back
+/// of the run queue, behind the tasks already ready, without deferring it past the
+/// next poll of the IO driver as `tokio::task::yield_now` does.
+struct BehindReadyTasks(bool);
+
+impl std::future::Future for BehindReadyTasks {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
 }
 
 /// The stream behind the shared lock, as an `AsyncWrite` for the task: the lock is taken
@@ -280,7 +310,11 @@ async fn write_loop(shared: Arc<Shared>) {
             // in the same burst) append first: pipelined responses then share a write(2).
             // With nothing else ready the yield returns at once, so one-at-a-time latency
             // is unchanged.
-            tokio::task::yield_now().await;
+            if shared.yield_to_tasks.load(std::sync::atomic::Ordering::Relaxed) {
+                BehindReadyTasks(false).await;
+            } else {
+                tokio::task::yield_now().await;
+            }
             continue;
         }
         let written = async {

@@ -86,6 +86,8 @@ pub(crate) fn spawn(cmd: &StdioCommand, shared: &Arc<Shared>, generation: u64) -
 /// Starts reading an already connected transport.
 pub(crate) fn start(transport: Transport, shared: &Arc<Shared>, generation: u64) -> StreamParts {
     let (reader, writer) = transport.into_parts();
+    // Requests are sent by callers the reader just woke: batching them needs no IO poll.
+    writer.yield_to_tasks_only();
     let reader = tokio::spawn(read_loop(reader, shared.clone(), generation));
     StreamParts { writer, reader, child: None, stderr: None }
 }

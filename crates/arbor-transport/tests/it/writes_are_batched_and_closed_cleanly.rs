@@ -129,3 +129,35 @@ async fn a_direct_send_on_an_idle_writer_reaches_the_peer_without_the_writer_tas
     assert_eq!(writer.buffered(), 0);
     assert_eq!(reader.recv().await.unwrap().unwrap().unwrap(), b"{\"now\":true}".to_vec());
 }
+
+#[tokio::test]
+async fn a_writer_yielding_to_tasks_only_still_writes_everything_in_order() {
+    let (left, right) = Transport::memory_pair();
+    let (_left_rx, writer) = left.into_parts();
+    writer.yield_to_tasks_only();
+    let (mut reader, _right_tx) = right.into_parts();
+    let producers: Vec<_> = (0..4)
+        .map(|p| {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                for i in 0..100 {
+                    writer.send(format!("{{\"p\":{p},\"i\":{i}}}").as_bytes()).unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for p in producers {
+        p.await.unwrap();
+    }
+    writer.close().await;
+    let mut next = [0; 4];
+    while let Some(frame) = reader.recv().await.unwrap() {
+        let text = String::from_utf8(frame.unwrap()).unwrap();
+        let (p, i) = text.strip_prefix("{\"p\":").unwrap().strip_suffix('}').unwrap().split_once(",\"i\":").unwrap();
+        let p: usize = p.parse().unwrap();
+        assert_eq!(i.parse::<usize>().unwrap(), next[p], "each producer's frames in order");
+        next[p] += 1;
+    }
+    assert_eq!(next, [100; 4]);
+}
