@@ -61,6 +61,13 @@ fn heap() -> isize {
     SERVER_HEAP.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The process's resident set in KiB (server and client threads together).
+fn rss_kib() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64 / 1024
+}
+
 fn cpu(which: libc::c_int) -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(which, &mut ts) };
@@ -270,6 +277,7 @@ async fn memory() {
     let _ = init(&client, &url).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let base = heap();
+    let base_rss = rss_kib();
     let ids: Vec<String> =
         futures::stream::iter(0..sessions).map(|_| init(&client, &url)).buffer_unordered(16).collect().await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -316,6 +324,11 @@ async fn memory() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let peak_rss = rss_kib();
+    // The reaper asks malloc to give the reaped sessions' pages back once their endpoints
+    // have stopped; give it a moment.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    println!("process RSS: {base_rss} KiB at start, {peak_rss} KiB when reaped, {} KiB 2 s later", rss_kib());
     let after = heap();
     println!(
         "after reaping: {} sessions, server heap {:+.1} KiB vs start ({:.1} MiB at start, {:.1} MiB more at peak)",

@@ -1,5 +1,8 @@
 //! Legacy sessions: the record kept per `Mcp-Session-Id` (its endpoint, its streams, when
-//! it was last used), the registry, and the reaper that closes idle sessions.
+//! it was last used), the registry, and the reaper that closes idle sessions. Reaping
+//! gives memory back: the registry's table shrinks once mostly empty, and after a sweep
+//! of at least `TRIM_AFTER` sessions, once their endpoints have stopped, the next tick
+//! asks glibc's malloc to return its free pages (`malloc_trim`).
 //!
 //! It is not the session's MCP state: that lives in the endpoint, a connection actor
 //! under the server's tree. The record only adds what HTTP needs.
@@ -11,7 +14,7 @@
 //! `session_idle_timeout` of that.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -153,11 +156,18 @@ pub(crate) struct Sessions {
     map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
     pub(crate) epoch: Instant,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// A large reap's endpoints have all stopped: the next tick gives memory back.
+    trim_due: Arc<AtomicBool>,
 }
 
 impl Sessions {
     pub(crate) fn new() -> Sessions {
-        Sessions { map: RwLock::new(HashMap::new()), epoch: Instant::now(), reaper: Mutex::new(None) }
+        Sessions {
+            map: RwLock::new(HashMap::new()),
+            epoch: Instant::now(),
+            reaper: Mutex::new(None),
+            trim_due: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -230,7 +240,11 @@ impl Sessions {
             map.shrink_to_fit();
         }
         drop(map);
-        gone.len()
+        let reaped = gone.len();
+        if reaped >= TRIM_AFTER {
+            tokio::spawn(trim_once_stopped(gone, self.trim_due.clone()));
+        }
+        reaped
     }
 
     /// Starts the reaper once (needs a runtime; called when a session is made).
@@ -246,6 +260,11 @@ impl Sessions {
             loop {
                 tick.tick().await;
                 let Some(inner) = inner.upgrade() else { return };
+                // A tick after the endpoints of a large reap stopped, so that what their
+                // actors held (dropped once their supervisor saw them exit) is free.
+                if inner.sessions.trim_due.swap(false, Ordering::AcqRel) {
+                    give_back();
+                }
                 let reaped = inner.sessions.reap(timeout);
                 if reaped > 0 {
                     tracing::debug!(reaped, "idle HTTP sessions closed");
@@ -253,4 +272,27 @@ impl Sessions {
             }
         }));
     }
+}
+
+/// A sweep that reaps at least this many sessions asks the allocator to give the freed
+/// memory back (about 13 KiB each: a thousand are over 12 MiB).
+const TRIM_AFTER: usize = 1024;
+
+/// Waits until a large reap's endpoints have stopped, then marks the trim due.
+async fn trim_once_stopped(gone: Vec<Arc<Session>>, due: Arc<AtomicBool>) {
+    for session in &gone {
+        session.endpoint.closed().await;
+    }
+    drop(gone);
+    due.store(true, Ordering::Release);
+}
+
+/// Asks glibc's malloc to return its free pages to the system, on the blocking pool
+/// (trimming a large heap walks it). Without it a server that held 10,000 sessions keeps
+/// their RSS after reaping: glibc keeps freed arena pages (measured: 143 MiB kept where
+/// 1.2 MiB were in use). Other allocators and platforms are left to their own policy.
+fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory and is thread-safe in glibc.
+    drop(tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }));
 }
