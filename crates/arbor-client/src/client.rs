@@ -26,7 +26,7 @@ use arbor_protocol::model::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult, Resource,
     ResourceTemplate,
 };
-use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use arbor_protocol::model::tools::{CallToolResult, ListToolsResult, Tool};
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use futures::Stream;
 use parking_lot::Mutex;
@@ -397,8 +397,16 @@ impl Client {
             Value::Null => None,
             _ => return Err(ClientError::Protocol("tool arguments must be a JSON object".into())),
         };
-        let params = CallToolRequestParams { name: name.to_owned(), arguments, ..Default::default() };
-        complete(self.request_with::<methods::CallTool>(params, opts).await?)
+        // The params as JSON directly, moving `arguments` in: what
+        // `CallToolRequestParams { name, arguments, .. }` serialises to, without
+        // re-encoding the arguments into a new map (a hash per key) on every call.
+        let mut params = Map::with_capacity(2);
+        params.insert("name".into(), Value::String(name.to_owned()));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        let raw = self.request_raw(MethodName::CallTool, Value::Object(params), &opts).await?;
+        complete(decode_result::<methods::CallTool>(&raw)?)
     }
 
     /// One page of `resources/list`.

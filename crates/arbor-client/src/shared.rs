@@ -92,6 +92,29 @@ pub(crate) type ResourceListener = (u64, mpsc::UnboundedSender<ServerNotice>);
 /// The connection actor, told about the link's events.
 pub(crate) type EventTx = ractor::ActorRef<crate::connection::ConnMsg>;
 
+/// Hashes the client's own request ids for the pending table: one multiply by an odd
+/// constant spreads sequential ids over the table. SipHash's resistance to chosen keys
+/// buys nothing here (the client picks every key; a server's ids are only looked up),
+/// and it was two of the call path's hashes.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+pub(crate) type IdHash = std::hash::BuildHasherDefault<IdHasher>;
+
 pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
     pub(crate) runtime: Option<HandlerRuntime>,
@@ -101,7 +124,7 @@ pub(crate) struct Shared {
     /// capabilities, client info), encoded once: the members, without braces.
     pub(crate) modern_meta: String,
     next_id: AtomicI64,
-    pub(crate) pending: Mutex<HashMap<i64, Pending>>,
+    pub(crate) pending: Mutex<HashMap<i64, Pending, IdHash>>,
     session: RwLock<Option<Arc<Session>>>,
     link: RwLock<Option<Link>>,
     pub(crate) generation: AtomicU64,
@@ -147,7 +170,7 @@ impl Shared {
             client_info,
             modern_meta,
             next_id: AtomicI64::new(1),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::default()),
             session: RwLock::new(None),
             link: RwLock::new(None),
             generation: AtomicU64::new(0),
