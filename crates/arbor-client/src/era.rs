@@ -236,7 +236,7 @@ async fn initialize(shared: &Arc<Shared>) -> Result<Session, ConnectError> {
     let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
     link.notify(shared, initialized).await.map_err(|e| ConnectError::Initialize(Box::new(e)))?;
     if let Link::Http(h) = &link {
-        h.open_standalone(shared);
+        h.open_standalone(shared).await;
     }
     Ok(session)
 }

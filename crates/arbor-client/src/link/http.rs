@@ -42,6 +42,8 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
 /// The reconnection delay when the server gave no `retry`.
 const DEFAULT_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long connecting waits for the server to answer the standalone GET.
+const STANDALONE_READY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The bound on resumptions of one response stream.
 const MAX_RESUMES: usize = 16;
@@ -309,10 +311,15 @@ impl HttpLink {
         }
     }
 
-    /// Opens the legacy standalone GET stream, for server messages not tied to a request.
-    pub(crate) fn open_standalone(self: &Arc<Self>, shared: &Arc<Shared>) {
+    /// Opens the legacy standalone GET stream, for server messages not tied to a request,
+    /// and returns once the server has answered the first GET (or `STANDALONE_READY` has
+    /// passed): the stream is in place before the first call, so a server never mistakes
+    /// it for the resumption of a call's stream, and nothing it sends early is missed.
+    pub(crate) async fn open_standalone(self: &Arc<Self>, shared: &Arc<Shared>) {
         let (link, shared) = (self.clone(), shared.clone());
+        let (ready_tx, ready) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
+            let mut ready_tx = Some(ready_tx);
             let mut failures = 0;
             let mut resume: Option<Resume> = None;
             while failures < 3 {
@@ -322,7 +329,10 @@ impl HttpLink {
                 if let Some(v) = resume.as_ref().and_then(|r| HeaderValue::from_str(&r.last_id).ok()) {
                     headers.insert(LAST_EVENT_ID, v);
                 }
-                let response = match link.client.get(link.url.clone()).headers(headers).send().await {
+                let sent = link.client.get(link.url.clone()).headers(headers).send().await;
+                // Answered, one way or the other: the caller may go on.
+                ready_tx.take().map(|tx| tx.send(()));
+                let response = match sent {
                     Ok(r) => r,
                     Err(_) => {
                         failures += 1;
@@ -342,6 +352,7 @@ impl HttpLink {
         if let Some(old) = self.standalone.lock().replace(task.abort_handle()) {
             old.abort();
         }
+        let _ = tokio::time::timeout(STANDALONE_READY, ready).await;
     }
 
     /// Ends the legacy session: stops the standalone stream and sends DELETE.
