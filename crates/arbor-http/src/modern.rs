@@ -16,7 +16,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arbor_protocol::era::http::check_request_headers;
+use arbor_protocol::era::http::{check_request_headers, check_request_headers_of};
 use arbor_protocol::error::McpError;
 use arbor_server::{BodyKind, ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use axum::body::Body;
@@ -24,6 +24,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
+use serde_json::Value;
 use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
@@ -153,17 +154,40 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         }
         BodyKind::Request | BodyKind::Notification => {}
     }
-    if let (Some(version), Some(method)) = (parsed.modern_version(), parsed.method()) {
-        let params = parsed.params_json();
-        let tool_headers = match (method, params.and_then(|p| p.get("name")).and_then(|n| n.as_str())) {
-            ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
-            _ => None,
-        };
-        let annotated = tool_headers.as_deref().unwrap_or(&[]);
-        if parsed.kind() == BodyKind::Request {
-            if let Err(err) = check_request_headers(&lookup(&parts.headers), method, params, version, annotated) {
-                return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
+    if let (BodyKind::Request, Some(version), Some(method)) = (parsed.kind(), parsed.modern_version(), parsed.method())
+    {
+        // A request that decoded answers from its typed params; only a refused one (its
+        // error still comes second to a header mismatch) reads its params as JSON.
+        let checked = match parsed.typed_target() {
+            Some(target) => {
+                let annotated = match (method, target) {
+                    ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
+                    _ => None,
+                };
+                let target = target.map(|t| Value::String(t.to_owned()));
+                let annotated = annotated.as_deref().unwrap_or(&[]);
+                let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
+                check_request_headers_of(
+                    &lookup(&parts.headers),
+                    method,
+                    target.as_ref(),
+                    arguments,
+                    version,
+                    annotated,
+                )
             }
+            None => {
+                let params = parsed.params_json();
+                let annotated = match (method, params.and_then(|p| p.get("name")).and_then(|n| n.as_str())) {
+                    ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
+                    _ => None,
+                };
+                let annotated = annotated.as_deref().unwrap_or(&[]);
+                check_request_headers(&lookup(&parts.headers), method, params, version, annotated)
+            }
+        };
+        if let Err(err) = checked {
+            return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
         }
     }
     let options = inner.config.tenant.as_ref().map(|hook| hook(parts));

@@ -21,7 +21,7 @@
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::McpError;
 
@@ -70,6 +70,13 @@ impl ParamHeader {
     pub fn value_in<'a>(&self, arguments: &'a Value) -> Option<&'a Value> {
         let path = if self.path.is_empty() { std::slice::from_ref(&self.argument) } else { &self.path[..] };
         path.iter().try_fold(arguments, |at, key| at.as_object()?.get(key))
+    }
+
+    /// [`ParamHeader::value_in`] for arguments already known to be an object.
+    pub fn value_in_map<'a>(&self, arguments: &'a Map<String, Value>) -> Option<&'a Value> {
+        let path = if self.path.is_empty() { std::slice::from_ref(&self.argument) } else { &self.path[..] };
+        let (first, rest) = path.split_first()?;
+        rest.iter().try_fold(arguments.get(first)?, |at, key| at.as_object()?.get(key))
     }
 }
 
@@ -252,6 +259,25 @@ pub fn check_request_headers(
     meta_version: &str,
     param_headers: &[ParamHeader],
 ) -> Result<(), McpError> {
+    let target = name_field(method).and_then(|field| params.and_then(|p| p.get(field)));
+    // A non-object `arguments` holds no annotated argument: `value_in` finds none in it.
+    let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
+    check_request_headers_of(header, method, target, arguments, meta_version, param_headers)
+}
+
+/// [`check_request_headers`] with the params members it reads passed in directly, for a
+/// caller that decoded the params into types and need not rebuild them as JSON: `target`
+/// is the member `Mcp-Name` names (`params.name`, `params.uri` or `params.taskId`,
+/// whichever the method uses; ignored for the other methods) and `arguments` is
+/// `params.arguments` (read for `tools/call` only when `param_headers` is not empty).
+pub fn check_request_headers_of(
+    header: &dyn Fn(&str) -> Option<Result<String, ()>>,
+    method: &str,
+    target: Option<&Value>,
+    arguments: Option<&Map<String, Value>>,
+    meta_version: &str,
+    param_headers: &[ParamHeader],
+) -> Result<(), McpError> {
     let version = required(header, PROTOCOL_VERSION_HEADER)?;
     if version != meta_version {
         return Err(McpError::header_mismatch(format!(
@@ -264,9 +290,8 @@ pub fn check_request_headers(
             "Header mismatch: {METHOD_HEADER} header value '{sent_method}' does not match body value '{method}'"
         )));
     }
-    if let Some(field) = name_field(method) {
-        let body = params.and_then(|p| p.get(field));
-        match (decoded(header, NAME_HEADER)?, body) {
+    if name_field(method).is_some() {
+        match (decoded(header, NAME_HEADER)?, target) {
             // The tasks extension's methods carry a task id only when they name one.
             (None, None) if method.starts_with("tasks/") => {}
             (None, _) => {
@@ -284,10 +309,9 @@ pub fn check_request_headers(
         }
     }
     if method == "tools/call" && !param_headers.is_empty() {
-        let arguments = params.and_then(|p| p.get("arguments"));
         for annotation in param_headers {
             let name = annotation.header_name();
-            let value = arguments.and_then(|a| annotation.value_in(a)).filter(|v| encode_header_value(v).is_some());
+            let value = arguments.and_then(|a| annotation.value_in_map(a)).filter(|v| encode_header_value(v).is_some());
             match (decoded(header, &name)?, value) {
                 (None, None) => {}
                 (None, Some(_)) => {

@@ -4,10 +4,12 @@
 //! The decoding is the byte-stream reader's own (`connection::inbound::decode_bytes`:
 //! one-pass typed decoding of requests, one element at a time for batches), so a message
 //! means the same over HTTP as over stdio and no bytes are decoded twice on the way to the
-//! actor. The facts that typed decoding does not keep (the method string of a refused
-//! request, the params as JSON for header checks, the `_meta` protocol version) are read
-//! from the kept body on first use, once. It is not a validator of headers or sessions:
-//! those are the HTTP layer's, with `arbor_protocol::era::http`.
+//! actor. A request that decoded reads its facts (method, `_meta` version, the member
+//! `Mcp-Name` names, the tool's arguments) from its typed params, so the body is neither
+//! kept nor parsed again; for what typed decoding does not keep (the method string and
+//! params of a refused request or of a notification) the body is kept and read on first
+//! use, once. It is not a validator of headers or sessions: those are the HTTP layer's,
+//! with `arbor_protocol::era::http`.
 //!
 //! Invariant: what [`Parsed::error`] reports is exactly the error its submission answers
 //! with, since both come from the same decoded item.
@@ -16,8 +18,9 @@ use std::sync::OnceLock;
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
-use arbor_protocol::meta;
-use serde_json::Value;
+use arbor_protocol::meta::{self, Meta};
+use arbor_protocol::methods::ClientRequest;
+use serde_json::{Map, Value};
 
 use crate::connection::inbound::decode_bytes;
 use crate::connection::Inbound;
@@ -47,6 +50,7 @@ struct Envelope {
 #[derive(Debug)]
 pub struct Parsed {
     pub(crate) item: Inbound,
+    /// The body, kept only when the item is not a decoded request (whose facts are typed).
     body: Vec<u8>,
     envelope: OnceLock<Envelope>,
 }
@@ -56,7 +60,9 @@ impl Parsed {
     /// submission answers the error (-32700 / -32600, with the id when it could be read);
     /// [`Parsed::error`] exposes it so the HTTP layer can answer 400 directly.
     pub fn parse(body: &[u8]) -> Parsed {
-        Parsed { item: decode_bytes(body), body: body.to_vec(), envelope: OnceLock::new() }
+        let item = decode_bytes(body);
+        let body = if matches!(item, Inbound::Request { .. }) { Vec::new() } else { body.to_vec() };
+        Parsed { item, body, envelope: OnceLock::new() }
     }
 
     /// What the body is.
@@ -117,8 +123,11 @@ impl Parsed {
         }
     }
 
-    /// The params of a single request or notification as JSON (for header checks); `None`
-    /// when absent. Read from the body on first use.
+    /// The params of a single request or notification as JSON; `None` when absent. Read
+    /// from the body on first use; for a decoded request, its typed params written back
+    /// as JSON (members the method does not define are not kept). Header checks need not
+    /// call it: [`Parsed::typed_target`] and [`Parsed::typed_arguments`] answer without
+    /// building JSON.
     pub fn params_json(&self) -> Option<&Value> {
         match self.kind() {
             BodyKind::Request | BodyKind::Notification => self.envelope().params.as_ref(),
@@ -129,7 +138,38 @@ impl Parsed {
     /// The 2026-07-28 protocol version in the params' `_meta`
     /// (`io.modelcontextprotocol/protocolVersion`), if any.
     pub fn modern_version(&self) -> Option<&str> {
-        self.params_json()?.get("_meta")?.get(meta::PROTOCOL_VERSION)?.as_str()
+        match &self.item {
+            Inbound::Request { request, .. } => request_meta(request)?.protocol_version(),
+            _ => self.params_json()?.get("_meta")?.get(meta::PROTOCOL_VERSION)?.as_str(),
+        }
+    }
+
+    /// For a request that decoded, the params member the `Mcp-Name` header names
+    /// (`name` of `tools/call` and `prompts/get`, `uri` of `resources/read`, `taskId` of
+    /// `tasks/get`, `tasks/update` and `tasks/cancel`): `Some(None)` for other methods,
+    /// `None` when the request did not decode (read [`Parsed::params_json`] then).
+    pub fn typed_target(&self) -> Option<Option<&str>> {
+        let Inbound::Request { request, .. } = &self.item else { return None };
+        Some(match &**request {
+            ClientRequest::CallTool(p) => Some(&p.name),
+            ClientRequest::GetPrompt(p) => Some(&p.name),
+            ClientRequest::ReadResource(p) => Some(&p.uri),
+            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => Some(&p.task_id),
+            ClientRequest::UpdateTask(p) => Some(&p.task_id),
+            _ => None,
+        })
+    }
+
+    /// For a `tools/call` that decoded, its `arguments` (`None` when absent or when the
+    /// body is not such a request).
+    pub fn typed_arguments(&self) -> Option<&Map<String, Value>> {
+        match &self.item {
+            Inbound::Request { request, .. } => match &**request {
+                ClientRequest::CallTool(p) => p.arguments.as_ref(),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// Whether the single message is `initialize`.
@@ -139,6 +179,10 @@ impl Parsed {
 
     fn envelope(&self) -> &Envelope {
         self.envelope.get_or_init(|| {
+            if let Inbound::Request { request, .. } = &self.item {
+                let params = serde_json::to_value(&**request).ok();
+                return Envelope { method: Some(request.method().as_str().to_owned()), params };
+            }
             #[derive(serde::Deserialize)]
             struct Raw {
                 method: Option<String>,
@@ -149,5 +193,28 @@ impl Parsed {
                 Err(_) => Envelope::default(),
             }
         })
+    }
+}
+
+/// The `_meta` of a decoded request's params, borrowed (the connection's `route` moves it
+/// out later).
+fn request_meta(request: &ClientRequest) -> Option<&Meta> {
+    match request {
+        ClientRequest::Initialize(p) => p.meta.as_ref(),
+        ClientRequest::Ping(p) | ClientRequest::Discover(p) => p.meta.as_ref(),
+        ClientRequest::ListTools(p)
+        | ClientRequest::ListResources(p)
+        | ClientRequest::ListResourceTemplates(p)
+        | ClientRequest::ListPrompts(p)
+        | ClientRequest::ListTasks(p) => p.meta.as_ref(),
+        ClientRequest::CallTool(p) => p.meta.as_ref(),
+        ClientRequest::ReadResource(p) => p.meta.as_ref(),
+        ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => p.meta.as_ref(),
+        ClientRequest::SubscriptionsListen(p) => p.meta.as_ref(),
+        ClientRequest::GetPrompt(p) => p.meta.as_ref(),
+        ClientRequest::Complete(p) => p.meta.as_ref(),
+        ClientRequest::SetLevel(p) => p.meta.as_ref(),
+        ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.as_ref(),
+        ClientRequest::UpdateTask(p) => p.meta.as_ref(),
     }
 }

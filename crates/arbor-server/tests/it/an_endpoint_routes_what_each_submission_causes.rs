@@ -463,6 +463,9 @@ fn a_parsed_body_says_what_it_is() {
     assert_eq!(parsed.request_id(), Some(&7.into()));
     assert_eq!(parsed.params_json().unwrap()["name"], "echo");
     assert_eq!(parsed.modern_version(), Some("2026-07-28"));
+    // Header checks read the typed params, without building JSON.
+    assert_eq!(parsed.typed_target(), Some(Some("echo")));
+    assert_eq!(parsed.typed_arguments().map(|a| &a["message"]), Some(&json!("hi")));
     assert!(!parsed.is_initialize());
     assert!(parsed.error().is_none());
     assert_eq!(parsed.expected_responses(), 1);
@@ -487,6 +490,19 @@ fn a_parsed_body_says_what_it_is() {
     let bad_params = Parsed::parse(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#);
     assert_eq!(bad_params.error().map(|e| e.code().as_i64()), Some(-32602));
     assert_eq!(bad_params.method(), Some("tools/call"));
+    // A refused request has no typed params: its facts come from the body.
+    assert_eq!(bad_params.typed_target(), None);
+    assert_eq!(bad_params.params_json(), Some(&json!({"name": 5})));
+
+    let read = Parsed::parse(
+        br#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+    );
+    assert_eq!(read.typed_target(), Some(Some("file:///a")));
+    assert_eq!(read.modern_version(), Some("2026-07-28"));
+    assert_eq!(read.typed_arguments(), None);
+    let list = Parsed::parse(br#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    assert_eq!(list.typed_target(), Some(None));
+    assert_eq!(list.modern_version(), None);
 
     let note = Parsed::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     assert_eq!(note.kind(), BodyKind::Notification);
