@@ -251,8 +251,10 @@ impl Reader {
             }
             let poll_until = self.poll_until;
             let poll = async move {
+                // Boxed: only polling streams pay for a `Sleep`; inline it sized every
+                // stream's body.
                 match poll_until {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => Box::pin(tokio::time::sleep_until(at)).await,
                     None => std::future::pending().await,
                 }
             };
