@@ -161,6 +161,25 @@ reap() {
   done
 }
 
+# tally NAME DIR STATUS: shows a driver's output, adds its PASS/FAIL lines to the totals,
+# and counts a driver that ended badly without a FAIL line (timeout, crash) as one failure.
+tally() {
+  local name="$1" dir="$2" status="$3" p f
+  cat "$dir/driver.out"
+  p="$(grep -c '^PASS: ' "$dir/driver.out")"
+  f="$(grep -c '^FAIL: ' "$dir/driver.out")"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [[ $status -ne 0 && $f -eq 0 ]]; then
+    if [[ $status -eq 124 || $status -eq 137 ]]; then
+      echo "FAIL: $name: timed out after ${TIMEOUT}s"
+    else
+      echo "FAIL: $name: driver exited with status $status"
+    fi
+    failed=$((failed + 1))
+  fi
+}
+
 # run_scenario NAME CMD... : runs a driver, counts its PASS/FAIL lines.
 run_scenario() {
   local name="$1"
@@ -175,20 +194,7 @@ run_scenario() {
   # timeout signals the driver's whole process group: driver, tap and server.
   timeout -k 10 "$TIMEOUT" "$@" "${tap[@]}" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
   reap "$dir/pids"
-  cat "$dir/driver.out"
-  local p f
-  p="$(grep -c '^PASS: ' "$dir/driver.out")"
-  f="$(grep -c '^FAIL: ' "$dir/driver.out")"
-  passed=$((passed + p))
-  failed=$((failed + f))
-  if [[ $status -ne 0 && $f -eq 0 ]]; then
-    if [[ $status -eq 124 || $status -eq 137 ]]; then
-      echo "FAIL: $name: timed out after ${TIMEOUT}s"
-    else
-      echo "FAIL: $name: driver exited with status $status"
-    fi
-    failed=$((failed + 1))
-  fi
+  tally "$name" "$dir" "$status"
   if [[ $status -ne 0 ]]; then
     echo "-- $name: last lines of the server's stderr ($dir/server.stderr):"
     tail -n 30 "$dir/server.stderr" 2>/dev/null | sed 's/^/   /'
@@ -226,20 +232,7 @@ run_http_scenario() {
     local url
     url="$(cat "$dir/url")"
     timeout -k 10 "$TIMEOUT" "$@" --url "$url" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
-    cat "$dir/driver.out"
-    local p f
-    p="$(grep -c '^PASS: ' "$dir/driver.out")"
-    f="$(grep -c '^FAIL: ' "$dir/driver.out")"
-    passed=$((passed + p))
-    failed=$((failed + f))
-    if [[ $status -ne 0 && $f -eq 0 ]]; then
-      if [[ $status -eq 124 || $status -eq 137 ]]; then
-        echo "FAIL: $name: timed out after ${TIMEOUT}s"
-      else
-        echo "FAIL: $name: driver exited with status $status"
-      fi
-      failed=$((failed + 1))
-    fi
+    tally "$name" "$dir" "$status"
   fi
   # The tap stops the server on SIGTERM (SIGTERM, then SIGKILL after 5 s).
   kill -TERM "$tap" 2>/dev/null
@@ -281,20 +274,7 @@ run_client_scenario() {
   log "scenario $name"
   local status=0
   timeout -k 10 "$TIMEOUT" "$CLIENT_E2E" --label "$name" "$@" >"$dir/driver.out" 2>"$dir/stderr.log" || status=$?
-  cat "$dir/driver.out"
-  local p f
-  p="$(grep -c '^PASS: ' "$dir/driver.out")"
-  f="$(grep -c '^FAIL: ' "$dir/driver.out")"
-  passed=$((passed + p))
-  failed=$((failed + f))
-  if [[ $status -ne 0 && $f -eq 0 ]]; then
-    if [[ $status -eq 124 || $status -eq 137 ]]; then
-      echo "FAIL: $name: timed out after ${TIMEOUT}s"
-    else
-      echo "FAIL: $name: driver exited with status $status"
-    fi
-    failed=$((failed + 1))
-  fi
+  tally "$name" "$dir" "$status"
   if [[ $status -ne 0 ]]; then
     echo "-- $name: last lines of the driver's stderr ($dir/stderr.log):"
     tail -n 20 "$dir/stderr.log" | sed 's/^/   /'
