@@ -20,7 +20,7 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use arbor_server::{Parsed, Server};
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, Method, Response, StatusCode};
 use axum::routing::{any, get, post};
@@ -284,8 +284,8 @@ impl Bound {
                 accepted = self.listener.accept() => accepted,
                 _ = stop.wait_for(|stop| *stop) => break,
             };
-            let tcp = match accepted {
-                Ok((tcp, _)) => tcp,
+            let (tcp, peer) = match accepted {
+                Ok(accepted) => accepted,
                 Err(err) => {
                     // Out of descriptors and the like: the listener itself is fine.
                     tracing::warn!(%err, "accepting a connection failed");
@@ -296,7 +296,15 @@ impl Bound {
             if let Err(err) = tcp.set_nodelay(true) {
                 tracing::debug!(%err, "TCP_NODELAY could not be set");
             }
-            let service = TowerToHyperService::new(router.clone());
+            // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
+            // would give it: the per-requester bounds read it (see `peer_addr`).
+            let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                router.clone(),
+                move |mut request: Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    request
+                },
+            ));
             let mut stop = inner.shutdown.subscribe();
             let drain = drain.clone();
             tokio::spawn(async move {
@@ -389,6 +397,13 @@ async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response
         // No session: a GET or DELETE is the modern era's, which has neither.
         _ => guard::method_not_allowed("POST"),
     }
+}
+
+/// The address of the peer that sent a request: set by [`Bound::run`], or by axum's
+/// `into_make_service_with_connect_info::<SocketAddr>()` when the router is mounted in an
+/// application; `None` when neither did (such requests share one requester).
+pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
+    parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0)
 }
 
 /// Reads a POST body within the cap: 413 beyond it.

@@ -63,6 +63,11 @@ impl ServerProcess {
         ServerProcess { child, url }
     }
 
+    /// The server's process id (for `/proc` readings: fds, RSS, CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server is running")
+    }
+
     /// Sends SIGTERM and waits for the process to exit on its own.
     pub async fn stop(mut self) -> ExitStatus {
         let pid = self.child.id().expect("the server is running");

@@ -2,6 +2,7 @@
 //! over real stdio pipes with raw JSON lines, or over Streamable HTTP on a port it chose,
 //! one module per behaviour.
 
+mod attack;
 mod http;
 mod schema;
 mod support;
