@@ -24,6 +24,7 @@
 
 use crate::jsonrpc::{DecodeError, DecodeErrorKind, ErrorObject, ErrorResponse, Message, RequestId};
 use crate::methods::MethodError;
+use crate::reflect::{clamp, Clamped};
 use serde_json::{json, Map, Value};
 
 /// A JSON-RPC error code, classified.
@@ -258,7 +259,7 @@ pub enum McpError {
 impl McpError {
     /// -32601 for `method`.
     pub fn method_not_found(method: &str) -> McpError {
-        McpError::MethodNotFound { message: format!("Method not found: {method}"), data: None }
+        McpError::MethodNotFound { message: format!("Method not found: {}", Clamped(method)), data: None }
     }
 
     /// -32000 "Server busy": the implementation-defined server error Arbor
@@ -297,7 +298,8 @@ impl McpError {
         McpError::UnsupportedProtocolVersion {
             message: ErrorCode::UnsupportedProtocolVersion.default_message().to_owned(),
             supported: supported.into_iter().map(|s| s.as_ref().to_owned()).collect(),
-            requested: requested.to_owned(),
+            // The request's own text, echoed in `data`: clamped like any reflection.
+            requested: clamp(requested).into_owned(),
         }
     }
 
@@ -305,10 +307,11 @@ impl McpError {
     /// era, -32602 with `data.uri` from 2026-07-28.
     pub fn resource_not_found(uri: &str, version: crate::version::ProtocolVersion) -> McpError {
         let message = ErrorCode::ResourceNotFound.default_message().to_owned();
+        let uri = clamp(uri);
         if version.supports(crate::version::Feature::ResourceNotFoundCode) {
-            McpError::LegacyResourceNotFound { message, uri: Some(uri.to_owned()) }
+            McpError::LegacyResourceNotFound { message, uri: Some(uri.into_owned()) }
         } else {
-            McpError::ResourceNotFound { message, uri: uri.to_owned() }
+            McpError::ResourceNotFound { message, uri: uri.into_owned() }
         }
     }
 
@@ -454,7 +457,8 @@ impl From<&DecodeError> for McpError {
                 (ErrorCode::InvalidRequest, |message| McpError::InvalidRequest { message, data: None })
             }
         };
-        ctor(format!("{}: {}", code.default_message(), err.detail))
+        // The decoder's detail may quote the input (serde names an unknown variant).
+        ctor(format!("{}: {}", code.default_message(), Clamped(&err.detail)))
     }
 }
 
@@ -471,7 +475,7 @@ impl From<&MethodError> for McpError {
         match err {
             MethodError::UnknownMethod(e) => McpError::method_not_found(&e.method),
             MethodError::InvalidParams(e) => {
-                McpError::invalid_params(format!("Invalid params for {}: {}", e.method.as_str(), e.detail))
+                McpError::invalid_params(format!("Invalid params for {}: {}", e.method.as_str(), Clamped(&e.detail)))
             }
             MethodError::WrongKind { expected } => McpError::InvalidRequest {
                 message: format!("{}: expected a {expected}", ErrorCode::InvalidRequest.default_message()),

@@ -19,4 +19,5 @@ pub mod meta;
 pub mod method;
 pub mod methods;
 pub mod model;
+pub mod reflect;
 pub mod version;

@@ -8,6 +8,7 @@ mod errors_map_to_their_codes;
 mod explicit_nulls_are_absent_unless_the_schema_allows_null;
 mod input_requests_are_lowered_or_refused_per_revision;
 mod official_examples_round_trip;
+mod reflected_text_is_clamped_and_escaped;
 mod one_pass_frame_decoding_agrees_with_the_two_step_path;
 mod results_are_read_by_the_pending_requests_type;
 mod revision_builders;
