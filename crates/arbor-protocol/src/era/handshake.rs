@@ -123,7 +123,8 @@ impl Session {
             Some(v) if v == self.version.as_str() => Ok(()),
             Some(v) => Err(McpError::InvalidRequest {
                 message: format!(
-                    "Invalid Request: MCP-Protocol-Version header '{v}' is not the negotiated version '{}'",
+                    "Invalid Request: MCP-Protocol-Version header '{}' is not the negotiated version '{}'",
+                    crate::reflect::Clamped(v),
                     self.version
                 ),
                 data: None,

@@ -24,6 +24,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::error::McpError;
+use crate::reflect::Clamped;
 
 /// The sentinel's opening marker (case-sensitive).
 const PREFIX: &str = "=?base64?";
@@ -281,13 +282,17 @@ pub fn check_request_headers_of(
     let version = required(header, PROTOCOL_VERSION_HEADER)?;
     if version != meta_version {
         return Err(McpError::header_mismatch(format!(
-            "Header mismatch: {PROTOCOL_VERSION_HEADER} header value '{version}' does not match body value '{meta_version}'"
+            "Header mismatch: {PROTOCOL_VERSION_HEADER} header value '{}' does not match body value '{}'",
+            Clamped(&version),
+            Clamped(meta_version)
         )));
     }
     let sent_method = required(header, METHOD_HEADER)?;
     if sent_method != method {
         return Err(McpError::header_mismatch(format!(
-            "Header mismatch: {METHOD_HEADER} header value '{sent_method}' does not match body value '{method}'"
+            "Header mismatch: {METHOD_HEADER} header value '{}' does not match body value '{}'",
+            Clamped(&sent_method),
+            Clamped(method)
         )));
     }
     if name_field(method).is_some() {
@@ -303,7 +308,9 @@ pub fn check_request_headers_of(
             (Some(text), body) => {
                 let body = body.and_then(Value::as_str).unwrap_or_default();
                 return Err(McpError::header_mismatch(format!(
-                    "Header mismatch: {NAME_HEADER} header value '{text}' does not match body value '{body}'"
+                    "Header mismatch: {NAME_HEADER} header value '{}' does not match body value '{}'",
+                    Clamped(&text),
+                    Clamped(body)
                 )));
             }
         }
@@ -327,8 +334,9 @@ pub fn check_request_headers_of(
                 (Some(text), Some(value)) if agrees(&text, value) => {}
                 (Some(text), Some(value)) => {
                     return Err(McpError::header_mismatch(format!(
-                        "Header mismatch: {name} header value '{text}' does not match body value '{}'",
-                        encode_header_value(value).unwrap_or_default()
+                        "Header mismatch: {name} header value '{}' does not match body value '{}'",
+                        Clamped(&text),
+                        Clamped(&encode_header_value(value).unwrap_or_default())
                     )))
                 }
             }

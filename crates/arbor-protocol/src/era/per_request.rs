@@ -21,6 +21,7 @@ use crate::error::McpError;
 use crate::meta::{self, Meta};
 use crate::model::capabilities::ClientCapabilities;
 use crate::model::logging::LoggingLevel;
+use crate::reflect::Clamped;
 use crate::version::{Era, ProtocolVersion};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -75,7 +76,9 @@ impl PerRequest {
             })?;
             if header != requested {
                 return Err(McpError::header_mismatch(format!(
-                    "Header mismatch: MCP-Protocol-Version header value '{header}' does not match body value '{requested}'"
+                    "Header mismatch: MCP-Protocol-Version header value '{}' does not match body value '{}'",
+                    Clamped(header),
+                    Clamped(requested)
                 )));
             }
         }
@@ -84,15 +87,19 @@ impl PerRequest {
             .ok_or_else(|| McpError::unsupported_version(self.supported.strings(), requested))?;
         let client_capabilities = m.client_capabilities().cloned().ok_or_else(|| missing(meta::CLIENT_CAPABILITIES))?;
         if let Err(e) = super::read_capabilities(&client_capabilities) {
-            return Err(McpError::invalid_params(format!("Malformed {}: {e}", meta::CLIENT_CAPABILITIES)));
+            return Err(McpError::invalid_params(format!(
+                "Malformed {}: {}",
+                meta::CLIENT_CAPABILITIES,
+                Clamped(&e.to_string())
+            )));
         }
-        let log_level = match m.get(meta::LOG_LEVEL) {
-            None => None,
-            Some(raw) => Some(
-                LoggingLevel::deserialize(raw)
-                    .map_err(|_| McpError::invalid_params(format!("Invalid log level: {raw}")))?,
-            ),
-        };
+        let log_level =
+            match m.get(meta::LOG_LEVEL) {
+                None => None,
+                Some(raw) => Some(LoggingLevel::deserialize(raw).map_err(|_| {
+                    McpError::invalid_params(format!("Invalid log level: {}", Clamped(&raw.to_string())))
+                })?),
+            };
         let progress_token = progress_token_of(Some(m));
         if progress_token.is_none() && m.get(meta::PROGRESS_TOKEN).is_some() {
             return Err(McpError::invalid_params("progressToken must be a string or an integer"));
@@ -145,7 +152,9 @@ fn check_header(header: &str, value: Option<&str>, body: &str) -> Result<(), Mcp
         .ok_or_else(|| McpError::header_mismatch(format!("Header mismatch: {header} header value is malformed")))?;
     if decoded != body {
         return Err(McpError::header_mismatch(format!(
-            "Header mismatch: {header} header value '{raw}' does not match body value '{body}'"
+            "Header mismatch: {header} header value '{}' does not match body value '{}'",
+            Clamped(raw),
+            Clamped(body)
         )));
     }
     Ok(())
