@@ -49,6 +49,32 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Largest request body, in bytes; larger ones get 413. Default 4 MiB.
     pub max_body_bytes: usize,
+    /// A request body must arrive whole within this after its head; past it the request
+    /// gets 408 and the connection is closed. Default 30 s (the header read timeout).
+    pub body_read_timeout: Duration,
+    /// Bytes per second a request body must keep up: once `body_rate_window` has passed
+    /// (and in every window after), a body not yet complete that brought fewer than
+    /// `body_min_rate × body_rate_window` bytes in that window gets 408 and its connection
+    /// is closed. 0 turns the check off. Default 256 B/s over 5 s windows, so a body that
+    /// stalls is cut after 5 s while a slow link still gets its body through.
+    pub body_min_rate: u64,
+    /// The window of `body_min_rate`, and the grace before its first check. Default 5 s.
+    pub body_rate_window: Duration,
+    /// Open connections at once; past it a new connection is answered 503 with
+    /// `Retry-After` and closed. `None` (default): the soft `RLIMIT_NOFILE` when the server
+    /// binds (after `raise_fd_limit`) minus a reserve of a tenth (at least 128) for the
+    /// process's other descriptors, so connections alone cannot exhaust them.
+    pub max_connections: Option<usize>,
+    /// Raise the soft `RLIMIT_NOFILE` to the hard limit when the server binds (Linux). The
+    /// low soft default (1,024) only protects programs using `select(2)`; this one uses
+    /// epoll, and without raising it the capacity would be about a thousand connections
+    /// whatever the administrator allowed. Process-wide; turn off to keep the limit as
+    /// set. Default on.
+    pub raise_fd_limit: bool,
+    /// On shutdown, how long open connections may take to finish their exchange; after it
+    /// they are dropped (their requests cancelled) and shutdown goes on, so it ends even
+    /// while a client holds a connection or a handler hangs. Default 5 s.
+    pub shutdown_grace: Duration,
     /// Deepest JSON nesting accepted in a body (arrays and objects); deeper ones get 400
     /// and -32600 before any parsing. Default 64.
     pub max_json_depth: usize,
@@ -91,6 +117,12 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
+            body_read_timeout: Duration::from_secs(30),
+            body_min_rate: 256,
+            body_rate_window: Duration::from_secs(5),
+            max_connections: None,
+            raise_fd_limit: true,
+            shutdown_grace: Duration::from_secs(5),
             session_idle_timeout: Duration::from_secs(600),
             max_sessions: 100_000,
             event_buffer: 64,
@@ -114,6 +146,12 @@ impl fmt::Debug for HttpConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_json_depth", &self.max_json_depth)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("body_min_rate", &self.body_min_rate)
+            .field("body_rate_window", &self.body_rate_window)
+            .field("max_connections", &self.max_connections)
+            .field("raise_fd_limit", &self.raise_fd_limit)
+            .field("shutdown_grace", &self.shutdown_grace)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_sessions", &self.max_sessions)
             .field("event_buffer", &self.event_buffer)

@@ -30,9 +30,11 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod body;
 mod config;
 mod guard;
 mod legacy;
+mod listener;
 mod modern;
 mod server;
 mod sse;

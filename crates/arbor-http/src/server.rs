@@ -25,13 +25,14 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, Method, Response, StatusCode};
 use axum::routing::{any, get, post};
 use bytes::Bytes;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, OnceCell};
 
+use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
 use crate::legacy::{self, Sessions};
+use crate::listener::{self, Backoff, Connections};
 use crate::modern::{self, ModernPool};
 
 /// The header naming a legacy session.
@@ -53,6 +54,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown: watch::Sender<bool>,
     streams_open: AtomicUsize,
     pub(crate) pulse: Pulse,
+    /// Open connections of [`Bound::run`] and their cap (set when bound).
+    connections: Arc<Connections>,
 }
 
 impl Inner {
@@ -153,6 +156,8 @@ pub struct HttpStats {
     pub streams_open: usize,
     /// Modern endpoints (pooled connection actors) open.
     pub modern_endpoints: usize,
+    /// TCP connections [`Bound::run`] is serving (refused ones excluded).
+    pub connections_open: usize,
 }
 
 /// Streamable HTTP in front of an [`arbor_server::Server`]; cheap to clone.
@@ -185,6 +190,7 @@ impl HttpServer {
             shutdown,
             streams_open: AtomicUsize::new(0),
             pulse: Pulse::new(),
+            connections: Arc::new(Connections::new()),
             server,
             config,
         };
@@ -216,9 +222,16 @@ impl HttpServer {
         router
     }
 
-    /// Listens on `config.bind` (port 0 picks one).
+    /// Listens on `config.bind` (port 0 picks one), after raising the descriptor limit
+    /// (`raise_fd_limit`) and settling the connection cap (`max_connections`).
     pub async fn bind(self) -> std::io::Result<Bound> {
-        let listener = TcpListener::bind(self.inner.config.bind).await?;
+        let config = &self.inner.config;
+        if config.raise_fd_limit {
+            listener::raise_fd_limit();
+        }
+        let max = config.max_connections.unwrap_or_else(listener::default_max_connections);
+        self.inner.connections.set_max(max);
+        let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
         Ok(Bound { server: self, listener, local_addr })
     }
@@ -230,6 +243,7 @@ impl HttpServer {
             sse_sessions: self.inner.sse_sessions.len(),
             streams_open: self.inner.streams_open.load(Ordering::Relaxed),
             modern_endpoints: self.inner.modern.open_count(),
+            connections_open: self.inner.connections.open(),
         }
     }
 
@@ -265,8 +279,13 @@ impl Bound {
 
     /// Serves until shut down: accepts connections (with `TCP_NODELAY`, or SSE events wait
     /// for delayed ACKs) and serves HTTP/1.1 on each, then on shutdown stops accepting,
-    /// ends every stream, lets each connection finish its exchange, closes every session
-    /// and endpoint and shuts the `Server` down.
+    /// ends every stream, lets each connection finish its exchange for at most
+    /// `shutdown_grace` (then drops those still open), closes every session and endpoint
+    /// and shuts the `Server` down (bounded by `shutdown_grace` too).
+    ///
+    /// Bounded: at most `max_connections` are served at once, and a connection past it is
+    /// answered 503 with `Retry-After` and closed; a failing `accept` (out of descriptors)
+    /// pauses the loop with a backoff up to 1 s while the open connections go on.
     ///
     /// HTTP/1.1 only, which every MCP client speaks over plain TCP: without the HTTP/2
     /// machinery a connection holding an idle SSE stream costs about 12 KB less. For
@@ -276,22 +295,38 @@ impl Bound {
         use hyper_util::service::TowerToHyperService;
         let inner = self.server.inner.clone();
         let router = self.server.router();
+        let connections = inner.connections.clone();
+        let grace = inner.config.shutdown_grace;
         let mut stop = inner.shutdown.subscribe();
         // Each connection holds a sender; `recv` returns `None` once all are gone.
         let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
+        // Flipped once the grace is over: connections still open are dropped.
+        let (force, _) = watch::channel(false);
+        let mut backoff = Backoff::default();
         loop {
             let accepted = tokio::select! {
                 accepted = self.listener.accept() => accepted,
                 _ = stop.wait_for(|stop| *stop) => break,
             };
             let (tcp, peer) = match accepted {
-                Ok(accepted) => accepted,
-                Err(err) => {
-                    // Out of descriptors and the like: the listener itself is fine.
-                    tracing::warn!(%err, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+                Ok(accepted) => {
+                    backoff.reset();
+                    accepted
                 }
+                Err(err) => {
+                    // Out of descriptors and the like: the listener itself is fine, and
+                    // the connections we serve go on (and free descriptors) meanwhile.
+                    let pause = backoff.after(&err);
+                    tracing::warn!(%err, ?pause, "accepting a connection failed");
+                    tokio::select! {
+                        () = tokio::time::sleep(pause) => continue,
+                        _ = stop.wait_for(|stop| *stop) => break,
+                    }
+                }
+            };
+            let Some(slot) = connections.try_open() else {
+                connections.refuse(tcp);
+                continue;
             };
             if let Err(err) = tcp.set_nodelay(true) {
                 tracing::debug!(%err, "TCP_NODELAY could not be set");
@@ -306,9 +341,10 @@ impl Bound {
                 },
             ));
             let mut stop = inner.shutdown.subscribe();
+            let mut force = force.subscribe();
             let drain = drain.clone();
             tokio::spawn(async move {
-                let _drain = drain;
+                let _counted = (slot, drain);
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(Duration::from_secs(30))
@@ -320,14 +356,28 @@ impl Bound {
                 };
                 if stopping {
                     connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+                    tokio::select! {
+                        _ = connection.as_mut() => {}
+                        _ = force.wait_for(|force| *force) => {}
+                    }
                 }
             });
         }
         drop(self.listener);
         drop(drain);
-        let _ = drained.recv().await;
-        finish(&inner).await;
+        if tokio::time::timeout(grace, drained.recv()).await.is_err() {
+            tracing::warn!(
+                open = connections.open(),
+                ?grace,
+                "connections still open after the shutdown grace: dropped"
+            );
+            force.send_replace(true);
+            // Each drops its connection at once now; bounded all the same.
+            let _ = tokio::time::timeout(grace, drained.recv()).await;
+        }
+        if tokio::time::timeout(grace, finish(&inner)).await.is_err() {
+            tracing::warn!(?grace, "the server did not finish shutting down within the shutdown grace");
+        }
         Ok(())
     }
 }
@@ -406,9 +456,11 @@ pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
     parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0)
 }
 
-/// Reads a POST body within the cap: 413 beyond it.
+/// Reads a POST body within its bounds: 413 beyond the cap, 408 (and the connection
+/// closed) when it arrives too slowly or not by the deadline, 400 when it breaks off.
 pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Result<Bytes, Response<Body>> {
     let max = inner.guard.max_body;
+    let config = &inner.config;
     let too_large = || {
         let err = McpError::InvalidRequest {
             message: format!("Payload Too Large: the body exceeds {max} bytes"),
@@ -420,10 +472,30 @@ pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Resul
     if declared.is_some_and(|len| len > max as u64) {
         return Err(too_large());
     }
-    match Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
-        Err(_) => {
+    let limits = BodyLimits {
+        max,
+        deadline: config.body_read_timeout,
+        min_rate: config.body_min_rate,
+        window: config.body_rate_window,
+    };
+    let timed_out = |message: String| {
+        let err = McpError::Other { code: -32000, message, data: None };
+        let mut answer = reject(StatusCode::REQUEST_TIMEOUT, &err, None);
+        // The rest of the body may still come: this connection cannot carry another request.
+        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        answer
+    };
+    match body::read(body, limits).await {
+        Ok(bytes) => Ok(bytes),
+        Err(BodyError::TooLarge) => Err(too_large()),
+        Err(BodyError::TimedOut) => Err(timed_out(format!(
+            "Request Timeout: the body did not arrive within {} s",
+            limits.deadline.as_secs_f64()
+        ))),
+        Err(BodyError::TooSlow) => {
+            Err(timed_out(format!("Request Timeout: the body arrived slower than {} bytes/s", limits.min_rate)))
+        }
+        Err(BodyError::Unreadable) => {
             let err =
                 McpError::InvalidRequest { message: "Bad Request: the body could not be read".into(), data: None };
             Err(reject(StatusCode::BAD_REQUEST, &err, None))
