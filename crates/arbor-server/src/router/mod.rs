@@ -385,7 +385,9 @@ impl ServerHandler for Router {
         // The lookup clones one `Arc` out of the current list; nothing is held across the
         // call, so a tool removed meanwhile finishes this call undisturbed.
         let route = self.shared.tools.load().get(&params.name).cloned();
-        let route = route.ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {}", params.name)))?;
+        let route = route.ok_or_else(|| {
+            McpError::invalid_params(format!("Unknown tool: {}", arbor_protocol::reflect::Clamped(&params.name)))
+        })?;
         let arguments = Value::Object(params.arguments.unwrap_or_default());
         route.call(arguments, cx).await
     }
@@ -479,7 +481,9 @@ impl ServerHandler for Router {
     ) -> Result<Reply<GetPromptResult>, McpError> {
         self.not_offered(PROMPTS, MethodName::GetPrompt)?;
         let route = self.shared.prompts.load().get(&params.name).cloned();
-        let route = route.ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {}", params.name)))?;
+        let route = route.ok_or_else(|| {
+            McpError::invalid_params(format!("Unknown prompt: {}", arbor_protocol::reflect::Clamped(&params.name)))
+        })?;
         route.get(params.arguments.unwrap_or_default(), cx).await
     }
 
@@ -488,16 +492,19 @@ impl ServerHandler for Router {
         let completer = match &params.reference {
             Reference::Prompt(p) => {
                 let prompts = self.shared.prompts.load();
-                let route = prompts
-                    .get(&p.name)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {}", p.name)))?;
+                let route = prompts.get(&p.name).ok_or_else(|| {
+                    McpError::invalid_params(format!("Unknown prompt: {}", arbor_protocol::reflect::Clamped(&p.name)))
+                })?;
                 route.completers.get(&params.argument.name).cloned()
             }
             Reference::ResourceTemplate(r) => {
                 let templates = self.shared.templates.load();
-                let route = templates
-                    .get(&r.uri)
-                    .ok_or_else(|| McpError::invalid_params(format!("Unknown resource template: {}", r.uri)))?;
+                let route = templates.get(&r.uri).ok_or_else(|| {
+                    McpError::invalid_params(format!(
+                        "Unknown resource template: {}",
+                        arbor_protocol::reflect::Clamped(&r.uri)
+                    ))
+                })?;
                 route.completers.get(&params.argument.name).cloned()
             }
         };

@@ -68,9 +68,9 @@ pub(crate) fn page<T>(
 ) -> Result<(Vec<Arc<T>>, Option<Cursor>), McpError> {
     let after = match cursor {
         None => 0,
-        Some(c) => decode(list, c)
-            .filter(|&seq| registry.issued(seq))
-            .ok_or_else(|| McpError::invalid_params(format!("Invalid cursor: {c:?}")))?,
+        Some(c) => decode(list, c).filter(|&seq| registry.issued(seq)).ok_or_else(|| {
+            McpError::invalid_params(format!("Invalid cursor: {:?}", arbor_protocol::reflect::Clamped(c).to_string()))
+        })?,
     };
     let (entries, next) = registry.page(after, size);
     Ok((entries, next.map(|seq| encode(list, seq))))

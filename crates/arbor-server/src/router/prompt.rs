@@ -93,7 +93,10 @@ impl PromptRoute {
         let handler: ErasedPrompt = Arc::new(move |args, cx| match serde_json::from_value::<A>(args) {
             Ok(args) => handler.call(args, cx).map(|out| out.into_prompt_result()).boxed(),
             Err(e) => {
-                let error = McpError::invalid_params(format!("Invalid arguments for prompt {label}: {e}"));
+                let error = McpError::invalid_params(format!(
+                    "Invalid arguments for prompt {label}: {}",
+                    arbor_protocol::reflect::Clamped(&e.to_string())
+                ));
                 futures::future::ready(Err(error)).boxed()
             }
         });

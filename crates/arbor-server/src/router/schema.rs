@@ -14,6 +14,7 @@
 //! `outputSchema` has `"type": "object"` at its root, as every revision's `Tool` demands.
 
 use arbor_protocol::model::common::JsonObject;
+use arbor_protocol::reflect::Clamped;
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -181,11 +182,12 @@ pub(crate) fn problems(validator: &jsonschema::Validator, instance: &Value) -> O
             lines.push("…".to_owned());
             break;
         }
+        // Both the path (member names) and the error (the offending value) quote input.
         let path = error.instance_path().to_string();
         if path.is_empty() {
-            lines.push(error.to_string());
+            lines.push(arbor_protocol::reflect::clamp(&error.to_string()).into_owned());
         } else {
-            lines.push(format!("{path}: {error}"));
+            lines.push(format!("{}: {}", Clamped(&path), Clamped(&error.to_string())));
         }
     }
     (!lines.is_empty()).then(|| lines.join("\n"))

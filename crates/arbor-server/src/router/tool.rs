@@ -327,7 +327,8 @@ pub trait Tool: Send + Sync + 'static {
 /// Parses validated arguments. A type whose `Deserialize` is stricter than its schema can
 /// still refuse them; that is an argument problem too, so the model sees it.
 fn parse_args<A: DeserializeOwned>(tool: &str, args: Value) -> Result<A, String> {
-    serde_json::from_value(args).map_err(|e| format!("Invalid arguments for tool {tool}: {e}"))
+    serde_json::from_value(args)
+        .map_err(|e| format!("Invalid arguments for tool {tool}: {}", arbor_protocol::reflect::Clamped(&e.to_string())))
 }
 
 fn finish(result: Result<Reply<CallToolResult>, ToolError>) -> Result<Reply<CallToolResult>, McpError> {
