@@ -74,7 +74,8 @@ const USAGE: &str =
     --stdio              serve one client on stdin/stdout instead of HTTP\n\
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
-    --page-size N        list pages of N entries (default 100), to exercise pagination";
+    --page-size N        list pages of N entries (default 100), to exercise pagination\n\
+    --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)";
 
 // ===== tools =====
 
@@ -450,6 +451,7 @@ struct Options {
     redis: Option<String>,
     feed_interval: Duration,
     page_size: usize,
+    drain_timeout: Option<Duration>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -459,6 +461,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         redis: None,
         feed_interval: Duration::from_secs(10),
         page_size: arbor_server::router::DEFAULT_PAGE_SIZE,
+        drain_timeout: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -484,6 +487,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let n = args.next().ok_or("--page-size needs a number")?;
                 options.page_size =
                     n.parse().ok().filter(|&n| n > 0).ok_or(format!("--page-size: `{n}` is not a positive number"))?;
+            }
+            "--drain-timeout-ms" => {
+                let ms = args.next().ok_or("--drain-timeout-ms needs a number")?;
+                let ms: u64 = ms.parse().map_err(|_| format!("--drain-timeout-ms: `{ms}` is not a number"))?;
+                options.drain_timeout = Some(Duration::from_millis(ms));
             }
             "-h" | "--help" => help = true,
             other => return Err(format!("unknown argument `{other}`")),
@@ -533,7 +541,11 @@ async fn main() -> ExitCode {
             }
         });
     }
-    let server = Server::new(router(bus.clone(), latest).page_size(options.page_size))
+    let mut config = arbor_server::ServerConfig::default();
+    if let Some(timeout) = options.drain_timeout {
+        config = config.drain_timeout(timeout);
+    }
+    let server = Server::with_config(router(bus.clone(), latest).page_size(options.page_size), config)
         .with_bus(bus)
         .subscription_handler(FeedHandler);
     if let Mode::Http(addr) = mode {

@@ -69,6 +69,10 @@ pub struct ServerConfig {
     pub subscription_options: SubscribeOptions,
     /// The task store of the tasks extension: TTL, polling interval, bounds.
     pub tasks: TaskConfig,
+    /// When a byte stream's input ends (stdin closed), how long the requests still in
+    /// flight may run on before each is stopped and answered with a -32603 saying so; the
+    /// connection closes once all are answered. Default 5 s.
+    pub drain_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +93,7 @@ impl Default for ServerConfig {
             max_subscriptions_per_connection: 256,
             subscription_options: SubscribeOptions::coalesce(),
             tasks: TaskConfig::default(),
+            drain_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -158,6 +163,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::tasks`].
     pub fn tasks(mut self, tasks: TaskConfig) -> Self {
         self.tasks = tasks;
+        self
+    }
+
+    /// Sets [`ServerConfig::drain_timeout`].
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
         self
     }
 

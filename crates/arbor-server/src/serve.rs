@@ -272,7 +272,8 @@ impl Server {
         &self.shared.handler
     }
 
-    /// Serves one peer on `transport` until it goes away, then stops the server.
+    /// Serves one peer on `transport` until it goes away, then stops the server. When its
+    /// input ends, the requests in flight are drained first (see [`Server::serve_stdio`]).
     pub async fn serve_transport(self, transport: Transport) -> Result<(), ServeError> {
         let connection = self.connect(transport, ConnectOptions::default()).await?;
         connection.closed().await;
@@ -280,8 +281,9 @@ impl Server {
         Ok(())
     }
 
-    /// Serves the process's stdin and stdout until stdin ends, then stops: in-flight
-    /// requests are stopped unanswered and queued output is flushed.
+    /// Serves the process's stdin and stdout until stdin ends, then stops: the requests
+    /// in flight finish first, within [`ServerConfig::drain_timeout`] (those still running
+    /// then are answered with a -32603 saying so), and the output is flushed.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let config = TransportConfig { max_frame_bytes: self.shared.config.max_frame_bytes, ..Default::default() };
         let transport = Transport::stdio().with_config(config);

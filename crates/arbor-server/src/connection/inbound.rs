@@ -12,9 +12,20 @@
 //! in the actor's mailbox is bounded by [`MAX_BURSTS`], and the output queued for a peer
 //! that does not read it by [`MAX_UNREAD_OUTPUT`]; past either the reader stops reading,
 //! which pushes back on the peer through the transport.
+//!
+//! The end of the input is not the end of the connection: a peer that closed its side
+//! (`printf '<call>' | server`) still reads the answers. The reader then tells the actor
+//! `InputEnded`, and the connection drains (`ConnState::drain`, below): its subscription
+//! streams close as on any close (their handlers' `handle_close` runs, nothing is sent for
+//! a listen: it would never end by itself), the requests in flight run on until they
+//! finish or `ServerConfig::drain_timeout` passes, each still running then is stopped and
+//! answered once with [`drain_deadline_passed`], and only then does the connection stop,
+//! flushing its output. A broken output stops it at once: nobody can read an answer.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use arbor_otp::{TaskRef, TaskSupervisor};
 use arbor_protocol::error::{ErrorCode, McpError};
 use arbor_protocol::jsonrpc::{
     decode_frame, decode_raw, request_id_in_prefix, Batching, ErrorResponse, Frame, Message, RawMessage, RequestId,
@@ -27,9 +38,11 @@ use arbor_transport::{FrameReader, FrameWriter, Inbound as Read};
 use ractor::ActorRef;
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
+use super::output::{Kind, Output};
 use super::route::gate;
-use super::ConnMsg;
+use super::{ConnMsg, ConnState};
 use crate::error::frame_too_long;
 
 /// Bursts the reader may have queued at the actor before it waits.
@@ -66,10 +79,13 @@ pub(crate) struct Burst {
     pub(crate) _credit: OwnedSemaphorePermit,
 }
 
-/// Reads until the transport ends or the writer breaks, then tells the actor.
+/// Reads until the transport ends or the writer breaks, then tells the actor which.
 pub(crate) async fn read_loop(mut reader: FrameReader, writer: FrameWriter, actor: ActorRef<ConnMsg>) {
     let credits = Arc::new(Semaphore::new(MAX_BURSTS));
     let mut items = Vec::new();
+    // Whether the input ended while the output may still be read (drain), rather than
+    // the output breaking (stop).
+    let mut input_ended = false;
     'read: loop {
         while let Some(read) = reader.next_buffered() {
             items.push(decode(read));
@@ -87,16 +103,21 @@ pub(crate) async fn read_loop(mut reader: FrameReader, writer: FrameWriter, acto
         tokio::select! {
             filled = reader.fill() => match filled {
                 Ok(true) => {}
-                Ok(false) => break,
+                Ok(false) => {
+                    input_ended = true;
+                    break;
+                }
+                // Nothing more can be read, but the answers can still be written.
                 Err(err) => {
                     tracing::debug!(%err, "connection input failed");
+                    input_ended = true;
                     break;
                 }
             },
             () = writer.closed() => break,
         }
     }
-    let _ = actor.cast(ConnMsg::InputClosed);
+    let _ = actor.cast(if input_ended { ConnMsg::InputEnded } else { ConnMsg::InputClosed });
 }
 
 async fn send(actor: &ActorRef<ConnMsg>, credits: &Arc<Semaphore>, items: &mut Vec<Inbound>) -> bool {
@@ -198,4 +219,119 @@ fn decode_batch(bytes: &[u8]) -> Inbound {
         })
         .collect();
     Inbound::Batch(decoded)
+}
+
+/// How often a draining connection looks whether its requests have finished. Their
+/// answers go out as each finishes; this only decides how soon after the last the
+/// connection closes.
+const DRAIN_TICK: Duration = Duration::from_millis(10);
+/// How long a cancelled task may take to take its cancel; the wrapper answers one at its
+/// next poll, so this is only a bound for a starved runtime.
+const CANCEL_WAIT: Duration = Duration::from_secs(1);
+
+impl ConnState {
+    /// The peer's input ended: close the streams and let the requests in flight finish
+    /// within the drain deadline, on a worker task, which then closes the connection. The
+    /// reader has already stopped; the actor goes on serving what the tasks ask of it.
+    pub(super) fn drain(&mut self, myself: &ActorRef<ConnMsg>) {
+        self.close_streams();
+        let in_flight = self
+            .in_flight
+            .iter()
+            .filter(|(_, task)| !task.is_finished())
+            .map(|(id, t)| (id.clone(), t.clone()))
+            .collect();
+        let drain = Drain {
+            in_flight,
+            tasks: TaskSupervisor::clone(&self.tasks),
+            output: self.output.clone(),
+            timeout: self.shared.config.drain_timeout,
+        };
+        tracing::debug!(parent: &self.span, in_flight = drain.in_flight.len(), "input ended, draining");
+        let actor = myself.clone();
+        self.workers.push(tokio::spawn(async move {
+            drain.run().await;
+            let _ = actor.cast(ConnMsg::Close);
+        }));
+    }
+}
+
+/// The requests a connection had in flight when its input ended, and how to answer them.
+struct Drain {
+    in_flight: Vec<(RequestId, TaskRef)>,
+    /// The connection's request supervisor: its counters tell a cancelled task from one
+    /// that finished (and answered) in the same instant.
+    tasks: TaskSupervisor,
+    output: Output,
+    timeout: Duration,
+}
+
+impl Drain {
+    async fn run(self) {
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if self.in_flight.iter().all(|(_, task)| task.is_finished()) {
+                // Each report writes its answer in the poll that marks its task finished,
+                // so every answer is in the writer's buffer before the connection closes it.
+                return;
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(deadline.min(Instant::now() + DRAIN_TICK)) => {}
+                // Nobody reads the answers any more: stop at once.
+                () = self.output.closed() => return,
+            }
+        }
+        let error = drain_deadline_passed(self.timeout);
+        let mut stopped = 0usize;
+        for (id, task) in &self.in_flight {
+            if self.stop_unanswered(task).await {
+                stopped += 1;
+                let _ = self.output.send_vec(Kind::Response, error.to_response(Some(id.clone())).to_vec());
+            }
+        }
+        tracing::debug!(stopped, "drain deadline passed");
+    }
+
+    /// Cancels `task` and says whether that stopped it unanswered (its report writes
+    /// nothing for `Cancelled`). A task may finish in the very instant it is cancelled and
+    /// then answer by itself, which its `TaskRef` cannot tell; the supervisor's
+    /// `cancelled` counter can, because tasks are cancelled one at a time here and no
+    /// client can cancel any more (its input ended).
+    async fn stop_unanswered(&self, task: &TaskRef) -> bool {
+        let before = self.tasks.stats().cancelled;
+        if task.cancel().is_err() {
+            // Already finished: its report answered it.
+            return false;
+        }
+        let until = Instant::now() + CANCEL_WAIT;
+        let mut spins = 0u32;
+        while !task.is_finished() && Instant::now() < until {
+            // The wrapper takes the cancel at its next poll, usually after one yield.
+            if spins < 64 {
+                spins += 1;
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        // The counter is bumped before the task counts as finished.
+        self.tasks.stats().cancelled > before
+    }
+}
+
+/// -32603 for a request still running when the drain deadline passed after the input
+/// ended. The client cannot retry on this connection (it closed its side); the data says
+/// why, so it can retry elsewhere, knowing the work may have been partly done.
+pub(crate) fn drain_deadline_passed(timeout: Duration) -> McpError {
+    let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    McpError::Internal {
+        message: format!(
+            "Server stopping: the input ended and this request was still running when the {ms} ms drain \
+             deadline passed; it was stopped and may have been partly done"
+        ),
+        data: Some(serde_json::json!({ "reason": "drain", "drainTimeoutMs": ms })),
+    }
 }

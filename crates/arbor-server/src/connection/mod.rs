@@ -72,8 +72,11 @@ use output::Output;
 pub(crate) enum ConnMsg {
     /// A burst of decoded messages from the reader.
     Inbound(Burst),
-    /// The peer's input ended, or the output broke: stop.
+    /// The output broke (or the actor's reader could not go on): stop.
     InputClosed,
+    /// The peer's input ended (end of stream) while its output may still be read: drain
+    /// the requests in flight, then stop (`inbound.rs`).
+    InputEnded,
     /// One submission to an endpoint: a decoded body, and where what it causes goes.
     Submit { item: inbound::Inbound, route: Route, on_close: OnClose },
     /// A request task asks the client for input (legacy era), under a fresh id; `output`
@@ -259,6 +262,7 @@ impl Actor for ConnectionActor {
             }
             ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),
+            ConnMsg::InputEnded => state.drain(&myself),
             ConnMsg::InputClosed | ConnMsg::Close => myself.stop(None),
         }
         Ok(())

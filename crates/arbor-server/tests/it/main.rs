@@ -11,6 +11,7 @@ mod cancelled_request_stops_its_task;
 mod closed_endpoints_give_their_memory_back;
 mod connection_survives_handler_panic;
 mod deadline_stops_a_hung_handler;
+mod end_of_input_drains_requests_in_flight;
 mod every_message_matches_the_negotiated_schema;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
