@@ -75,7 +75,8 @@ const USAGE: &str =
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
-    --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)";
+    --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
+    --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)";
 
 // ===== tools =====
 
@@ -452,6 +453,8 @@ struct Options {
     feed_interval: Duration,
     page_size: usize,
     drain_timeout: Option<Duration>,
+    /// `HttpConfig::max_connections` (`None`: derived from the descriptor limit).
+    max_connections: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -462,6 +465,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         feed_interval: Duration::from_secs(10),
         page_size: arbor_server::router::DEFAULT_PAGE_SIZE,
         drain_timeout: None,
+        max_connections: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -482,6 +486,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let ms = args.next().ok_or("--feed-interval-ms needs a number")?;
                 let ms: u64 = ms.parse().map_err(|_| format!("--feed-interval-ms: `{ms}` is not a number"))?;
                 options.feed_interval = Duration::from_millis(ms);
+            }
+            "--max-connections" => {
+                let n = args.next().ok_or("--max-connections needs a number")?;
+                options.max_connections = Some(
+                    n.parse().ok().filter(|&n| n > 0).ok_or(format!("--max-connections: `{n}` is not a positive number"))?,
+                );
             }
             "--page-size" => {
                 let n = args.next().ok_or("--page-size needs a number")?;
@@ -550,7 +560,8 @@ async fn main() -> ExitCode {
         .subscription_handler(FeedHandler);
     if let Mode::Http(addr) = mode {
         tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
-        return http::serve("demo_server", server, arbor_http::HttpConfig::default().bind(addr)).await;
+        let config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
+        return http::serve("demo_server", server, config.bind(addr)).await;
     }
     tracing::info!(redis = options.redis.is_some(), "demo_server: serving MCP on stdio");
     match server.serve_stdio().await {

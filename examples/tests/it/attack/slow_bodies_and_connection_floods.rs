@@ -29,18 +29,19 @@ const FLOOD: usize = 1_100;
 /// rate cuts a stalled body after 5 s; unfixed, nothing ever does.
 const CUT_WITHIN: Duration = Duration::from_secs(15);
 
-/// `demo_server --port 0` under `ulimit -n NOFILE`, its URL read from its stderr.
+/// `demo_server --port 0 ARGS` under `ulimit -n NOFILE`, its URL read from its stderr.
 struct Limited {
     child: Child,
     url: String,
 }
 
 impl Limited {
-    async fn spawn() -> Limited {
-        let script = format!("ulimit -n {NOFILE} && exec \"$0\" --port 0");
+    async fn spawn(nofile: u32, args: &[&str]) -> Limited {
+        let script = format!("ulimit -n {nofile} && exec \"$0\" --port 0 \"$@\"");
         let mut child = Command::new("sh")
             .args(["-c", &script])
             .arg(example("demo_server"))
+            .args(args)
             .env("RUST_LOG", "error")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -130,6 +131,14 @@ async fn slow(authority: &str) -> Option<TcpStream> {
 
 /// A normal 2026-07-28 `tools/call` of `echo` on a fresh connection, waited for 3 s.
 async fn probe(authority: &str) -> Outcome {
+    let Ok(Ok(mut tcp)) = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(authority)).await else {
+        return Outcome::Open;
+    };
+    probe_on(&mut tcp, authority, Duration::from_secs(3)).await
+}
+
+/// A normal 2026-07-28 `tools/call` of `echo` on `tcp` (kept open), waited for `within`.
+async fn probe_on(tcp: &mut TcpStream, authority: &str, within: Duration) -> Outcome {
     let body = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "echo", "arguments": {"message": "still here"}, "_meta": crate::http::modern_meta()}
@@ -137,14 +146,11 @@ async fn probe(authority: &str) -> Outcome {
     .to_string();
     let extra = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n";
     let request = raw::post_bytes(authority, "/mcp", extra, body.as_bytes());
-    let Ok(Ok(mut tcp)) = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(authority)).await else {
-        return Outcome::Open;
-    };
     if tcp.write_all(&request).await.is_err() {
         return Outcome::Closed;
     }
     // The answer has a Content-Length and the connection stays open: read until it is in.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    let deadline = tokio::time::Instant::now() + within;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     while !String::from_utf8_lossy(&buf).contains("still here") && !buf.starts_with(b"HTTP/1.1 5") {
@@ -180,7 +186,7 @@ fn error_code(body: &[u8]) -> Option<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_bodies_are_cut_and_a_flood_past_the_cap_is_refused_with_503() {
-    let server = Limited::spawn().await;
+    let server = Limited::spawn(NOFILE, &[]).await;
     let pid = server.pid();
     let authority = raw::authority(&server.url).to_owned();
     // One call first, so that what the server opens lazily is in the baseline.
@@ -264,4 +270,72 @@ fn describe(outcome: &Outcome) -> String {
         Outcome::Closed => "closed".into(),
         Outcome::Open => "no answer".into(),
     }
+}
+
+/// Out of descriptors (the cap set above the limit on purpose, as a misconfigured or
+/// crowded process would be): `accept` fails with EMFILE. The loop backs off instead of
+/// spinning, connections already open are still served, accepting resumes once the
+/// attacker leaves, and SIGTERM stops the process within its shutdown grace although a
+/// client holds a connection mid-body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_descriptors_the_server_backs_off_serves_what_it_holds_and_still_stops() {
+    const LIMIT: u32 = 64;
+    let server = Limited::spawn(LIMIT, &["--max-connections", "1000"]).await;
+    let pid = server.pid();
+    let authority = raw::authority(&server.url).to_owned();
+    let mut kept = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(&authority))
+        .await
+        .expect("connecting in time")
+        .expect("connecting");
+    assert!(is_echo(&probe_on(&mut kept, &authority, Duration::from_secs(3)).await), "served before");
+    let baseline = fds_until(pid, Duration::from_millis(300), |_| false).await;
+
+    // Past the limit: the last ones wait in the listen backlog.
+    let mut slow_ones = Vec::new();
+    for _ in 0..LIMIT + 8 {
+        slow_ones.push(slow(&authority).await);
+    }
+    let full = fds_until(pid, Duration::from_secs(3), |fds| fds >= LIMIT as usize).await;
+    let cpu_before = raw::cpu_seconds(pid);
+    let window = Duration::from_millis(1500);
+    tokio::time::sleep(window).await;
+    let cpu_at_emfile = raw::cpu_seconds(pid) - cpu_before;
+    let held_served = probe_on(&mut kept, &authority, Duration::from_secs(3)).await;
+
+    // A new client waits in the backlog; it is taken once the attacker leaves.
+    let waiting = tokio::spawn({
+        let authority = authority.clone();
+        async move {
+            let mut tcp = TcpStream::connect(&authority).await.expect("connecting (into the backlog)");
+            probe_on(&mut tcp, &authority, Duration::from_secs(8)).await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let connected = slow_ones.iter().filter(|c| c.is_some()).count();
+    drop(slow_ones);
+    let resumed = waiting.await.expect("the waiting probe");
+    drop(kept);
+    let back = fds_until(pid, Duration::from_secs(5), |fds| fds <= baseline + 2).await;
+
+    // SIGTERM while a client holds a connection mid-body: the grace (5 s) ends it.
+    let mut held = slow(&authority).await.expect("a connection to hold");
+    fds_until(pid, Duration::from_secs(2), |fds| fds > back).await;
+    let stopped = server.stop().await;
+    let end = outcome(&mut held, Duration::from_secs(1)).await;
+    eprintln!(
+        "out of descriptors: fds baseline {baseline}, full {full} (limit {LIMIT}); {connected} slow connections; \
+         server CPU {cpu_at_emfile:.2} s over {window:?} at EMFILE; held connection served: {}; \
+         probe from the backlog: {}; fds after {back}; SIGTERM with a body held: {stopped}, held connection {}",
+        describe(&held_served),
+        describe(&resumed),
+        describe(&end),
+    );
+
+    assert!(full >= LIMIT as usize - 1, "the descriptors ran out ({full} of {LIMIT})");
+    assert!(cpu_at_emfile < window.as_secs_f64() / 2.0, "the accept loop does not spin at EMFILE");
+    assert!(is_echo(&held_served), "an open connection is served while accept fails");
+    assert!(is_echo(&resumed), "accepting resumes once descriptors are free");
+    assert!(back <= baseline + 2, "fds back to baseline: {back} against {baseline}");
+    assert!(stopped.success(), "SIGTERM stops the server although a connection is held mid-body");
+    assert!(!matches!(end, Outcome::Open), "the held connection was ended");
 }
