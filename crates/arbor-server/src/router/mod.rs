@@ -79,6 +79,9 @@ use std::time::Duration;
 /// The default number of entries on one page of a list.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
 
+/// The default cap on the URIs the router reads, in bytes. See [`Router::max_uri_bytes`].
+pub const DEFAULT_MAX_URI_BYTES: usize = 16 * 1024;
+
 /// A server made of registered async functions. Implements [`ServerHandler`].
 ///
 /// ```
@@ -109,11 +112,12 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 /// less common metadata (titles, icons, annotations, deadlines, completions).
 ///
 /// Cloning a router is cheap, and the clones share their lists: what is registered through
-/// one is served by all (the page size and the subscription flag are each clone's own).
+/// one is served by all (the page size, the URI cap and the subscription flag are each clone's own).
 #[derive(Clone, Debug)]
 pub struct Router {
     info: ServerInfo,
     page_size: usize,
+    max_uri_bytes: usize,
     subscriptions: bool,
     shared: Arc<Shared>,
 }
@@ -126,7 +130,13 @@ impl Router {
 
     /// A router with the given identity, with nothing registered.
     pub fn with_info(info: ServerInfo) -> Self {
-        Router { info, page_size: DEFAULT_PAGE_SIZE, subscriptions: false, shared: Arc::default() }
+        Router {
+            info,
+            page_size: DEFAULT_PAGE_SIZE,
+            max_uri_bytes: DEFAULT_MAX_URI_BYTES,
+            subscriptions: false,
+            shared: Arc::default(),
+        }
     }
 
     /// Instructions for the model using this server.
@@ -143,6 +153,22 @@ impl Router {
     pub fn page_size(mut self, size: usize) -> Self {
         assert!(size > 0, "a page holds at least one entry");
         self.page_size = size;
+        self
+    }
+
+    /// The longest URI, in bytes, that `resources/read`, `resources/subscribe`,
+    /// `resources/unsubscribe`, the URIs of a 2026-07-28 listen and a `completion/complete`
+    /// of a `ref/resource` may name (default [`DEFAULT_MAX_URI_BYTES`], 16 KiB). A longer
+    /// one is refused with -32602 naming its length and the cap (never the URI) before
+    /// anything is looked up or matched. Matching is linear in the URI's length, so the
+    /// cap bounds the work and the error text; it is not what makes matching cheap.
+    ///
+    /// # Panics
+    ///
+    /// If `max` is 0.
+    pub fn max_uri_bytes(mut self, max: usize) -> Self {
+        assert!(max > 0, "a URI holds at least one byte");
+        self.max_uri_bytes = max;
         self
     }
 
@@ -430,6 +456,7 @@ impl ServerHandler for Router {
         cx: RequestContext,
     ) -> Result<Reply<ReadResourceResult>, McpError> {
         self.not_offered(RESOURCES, MethodName::ReadResource)?;
+        resource::check_uri_len(&params.uri, self.max_uri_bytes)?;
         let uri = params.uri;
         // Static resources first, then templates in registration order; the future is
         // built while the lists are loaded and awaited after they are released.
@@ -447,6 +474,7 @@ impl ServerHandler for Router {
         if !self.subscriptions {
             return Err(McpError::method_not_found(MethodName::Subscribe.as_str()));
         }
+        resource::check_uri_len(&params.uri, self.max_uri_bytes)?;
         if self.knows_uri(&params.uri) {
             Ok(())
         } else {
@@ -454,10 +482,11 @@ impl ServerHandler for Router {
         }
     }
 
-    async fn unsubscribe(&self, _params: ResourceSubscriptionParams, _cx: RequestContext) -> Result<(), McpError> {
+    async fn unsubscribe(&self, params: ResourceSubscriptionParams, _cx: RequestContext) -> Result<(), McpError> {
         if !self.subscriptions {
             return Err(McpError::method_not_found(MethodName::Unsubscribe.as_str()));
         }
+        resource::check_uri_len(&params.uri, self.max_uri_bytes)?;
         // Unsubscribing from something never subscribed (or since removed) is harmless.
         Ok(())
     }
@@ -498,6 +527,7 @@ impl ServerHandler for Router {
                 route.completers.get(&params.argument.name).cloned()
             }
             Reference::ResourceTemplate(r) => {
+                resource::check_uri_len(&r.uri, self.max_uri_bytes)?;
                 let templates = self.shared.templates.load();
                 let route = templates.get(&r.uri).ok_or_else(|| {
                     McpError::invalid_params(format!(

@@ -7,6 +7,10 @@
 //! variable, or a map). A variable that does not fit the type (`abc` for a `u32` field)
 //! means the template does not serve that URI, and the router tries the next one.
 //!
+//! Matching is linear in the URI's length (`uri_template`), and the router refuses URIs
+//! over its cap ([`Router::max_uri_bytes`](super::Router::max_uri_bytes)) before matching
+//! ([`check_uri_len`]), so no read costs more than a pass over a bounded URI per template.
+//!
 //! This module does not sanitise URIs: a handler that maps them to files must check the
 //! path itself. Invariant: a template's completions name variables the template has.
 
@@ -322,6 +326,18 @@ impl TemplateRoute {
     }
 }
 
+/// Refuses a URI longer than `max` bytes: -32602 naming its length and the cap (the URI
+/// itself is not echoed: it is what was too long).
+pub(crate) fn check_uri_len(uri: &str, max: usize) -> Result<(), McpError> {
+    if uri.len() <= max {
+        return Ok(());
+    }
+    Err(McpError::InvalidParams {
+        message: format!("URI too long: {} bytes, over this server's cap of {max} bytes", uri.len()),
+        data: Some(serde_json::json!({"reason": "uriTooLong", "length": uri.len(), "limit": max})),
+    })
+}
+
 /// Variables as `A`: as strings first, then with each value that reads as JSON (a number,
 /// a boolean) taken as that, for typed fields.
 fn parse_vars<A: DeserializeOwned>(vars: Map<String, Value>) -> Option<A> {
@@ -336,4 +352,21 @@ fn parse_vars<A: DeserializeOwned>(vars: Map<String, Value>) -> Option<A> {
         })
         .collect();
     serde_json::from_value(Value::Object(typed)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_uri_len;
+
+    #[test]
+    fn a_uri_over_the_cap_is_refused_by_its_length_without_being_echoed() {
+        assert!(check_uri_len("demo://notes/1", 16).is_ok());
+        assert!(check_uri_len(&"a".repeat(16), 16).is_ok());
+        let err = check_uri_len(&format!("demo://{}", "x".repeat(100)), 16).unwrap_err();
+        let object = err.to_error_object();
+        assert_eq!(object.code, -32602);
+        assert_eq!(object.message, "URI too long: 107 bytes, over this server's cap of 16 bytes");
+        let data = object.data.expect("data");
+        assert_eq!(data, serde_json::json!({"reason": "uriTooLong", "length": 107, "limit": 16}));
+    }
 }
