@@ -4,7 +4,9 @@
 //! It is not a session: nothing outlives the exchange, `Mcp-Session-Id` and
 //! `Last-Event-ID` are ignored, and no request is ever sent to the client. The endpoints
 //! are long-lived connection actors under the server's tree, one per tenant (sharded for
-//! the default tenant), so a request costs no actor spawn.
+//! the default tenant), so a request costs no actor spawn. Each submission names its
+//! requester (the tenant hook's principal, else the peer's IP address), so that one
+//! client over many connections gets its share of an endpoint and no more.
 //!
 //! Invariant: the exchange owns its `RouteReceiver`: when the client goes away the
 //! response body (or the handler future, before the body exists) is dropped, the
@@ -18,7 +20,7 @@ use std::sync::Arc;
 
 use arbor_protocol::era::http::{check_request_headers, check_request_headers_of};
 use arbor_protocol::error::McpError;
-use arbor_server::{BodyKind, ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
+use arbor_server::{BodyKind, ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Requester, Route, RouteReceiver};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Response, StatusCode};
@@ -29,7 +31,7 @@ use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::server::{Inner, StreamCount};
+use crate::server::{peer_addr, Inner, StreamCount};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -191,17 +193,21 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         }
     }
     let options = inner.config.tenant.as_ref().map(|hook| hook(parts));
+    // Who sent it, for the endpoint's per-requester bounds and the owner of its tasks:
+    // the principal the tenant hook established, else the peer's address.
+    let auth = options.as_ref().and_then(|o| o.auth.as_deref());
+    let requester = Requester::new(auth, peer_addr(parts));
     let endpoint = match inner.modern.endpoint(inner, options).await {
         Ok(ep) => ep,
         Err(err) => return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned()),
     };
     if parsed.kind() == BodyKind::Notification {
-        endpoint.submit(parsed, Route::discard(), OnClose::Cancel);
+        endpoint.submit_from(parsed, Route::discard(), OnClose::Cancel, requester);
         return empty(StatusCode::ACCEPTED);
     }
     let id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
-    endpoint.submit(parsed, route, OnClose::Cancel);
+    endpoint.submit_from(parsed, route, OnClose::Cancel, requester);
     let shutdown = inner.shutdown.subscribe();
     let first = tokio::select! {
         out = rx.recv() => Some(out),

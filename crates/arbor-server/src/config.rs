@@ -62,6 +62,16 @@ pub struct ServerConfig {
     /// connection may hold open; beyond it a listen is refused with the overload error.
     /// Default 256.
     pub max_subscriptions_per_connection: usize,
+    /// Requests one requester (principal, else peer address; see
+    /// [`Requester`](crate::Requester)) may have in flight on one shared endpoint (the
+    /// 2026-07-28 HTTP pool) across all its connections; beyond it a request is refused at
+    /// once with the overload error, scope `requester`. Default 256, a quarter of the
+    /// default connection bound, so one client cannot fill an endpoint for the others.
+    pub max_in_flight_per_requester: usize,
+    /// Listens one requester may hold open on one shared endpoint; beyond it a listen is
+    /// refused with the overload error, scope `requester`. Default 64, a quarter of the
+    /// default subscription bound.
+    pub max_subscriptions_per_requester: usize,
     /// The bus queue of each topic the runtime joins for a stream (`list_changed`,
     /// `resources/updated`): its bound and what happens when a slow client lets it fill.
     /// Default: 256 entries, coalescing changes of the same list or URI (a client that
@@ -91,6 +101,8 @@ impl Default for ServerConfig {
             default_log_level: Some(LoggingLevel::Info),
             gauge: None,
             max_subscriptions_per_connection: 256,
+            max_in_flight_per_requester: 256,
+            max_subscriptions_per_requester: 64,
             subscription_options: SubscribeOptions::coalesce(),
             tasks: TaskConfig::default(),
             drain_timeout: Duration::from_secs(5),
@@ -157,6 +169,18 @@ impl ServerConfig {
     /// Sets [`ServerConfig::max_subscriptions_per_connection`].
     pub fn max_subscriptions_per_connection(mut self, max: usize) -> Self {
         self.max_subscriptions_per_connection = max;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_in_flight_per_requester`].
+    pub fn max_in_flight_per_requester(mut self, max: usize) -> Self {
+        self.max_in_flight_per_requester = max;
+        self
+    }
+
+    /// Sets [`ServerConfig::max_subscriptions_per_requester`].
+    pub fn max_subscriptions_per_requester(mut self, max: usize) -> Self {
+        self.max_subscriptions_per_requester = max;
         self
     }
 

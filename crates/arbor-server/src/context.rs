@@ -27,6 +27,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::requester::Requester;
+
 /// What is known about the connection a request arrived on.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectionInfo {
@@ -34,6 +36,10 @@ pub struct ConnectionInfo {
     pub tenant: String,
     /// The authenticated identity, if the transport established one.
     pub auth: Option<String>,
+    /// Who sent the request, for the bounds one client may not exceed and the owner of
+    /// its tasks: the principal (`auth`) when there is one, else the peer's address when
+    /// the transport knows it (2026-07-28 over HTTP), else [`Requester::Unknown`].
+    pub requester: Requester,
     /// The client's name and version, when the client said (`initialize` or `_meta`).
     pub client_info: Option<Implementation>,
     /// The client's capabilities for this request.

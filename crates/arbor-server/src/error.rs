@@ -40,24 +40,73 @@ pub enum ServeError {
     Connect(#[from] ConnectError),
 }
 
-/// Which bound refused a request.
+/// Which bound refused a request: named in the refusal's text and `data.scope`, so the
+/// text says whose slots are full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OverloadScope {
+    /// A byte stream's own bound (stdio, an in-memory pair).
     Connection,
+    /// A legacy HTTP session's endpoint: one client's, over any number of HTTP connections.
+    Session,
+    /// A shared endpoint (the 2026-07-28 HTTP pool): every requester's slots together.
+    Endpoint,
+    /// One requester's share of a shared endpoint (`crate::Requester`).
+    Requester,
+    /// Every connection of the tenant together.
     Tenant,
+}
+
+impl OverloadScope {
+    fn name(self) -> &'static str {
+        match self {
+            OverloadScope::Connection => "connection",
+            OverloadScope::Session => "session",
+            OverloadScope::Endpoint => "endpoint",
+            OverloadScope::Requester => "requester",
+            OverloadScope::Tenant => "tenant",
+        }
+    }
 }
 
 /// -32000 "Server busy": the request was refused at once because `limit` requests are
 /// already in flight. The code is the legacy implementation-defined range, where the spec
 /// lets servers put errors of their own; `data.retryAfterMs` says when to try again.
 pub(crate) fn overloaded(scope: OverloadScope, limit: usize, retry_after: Duration) -> McpError {
-    let scope = match scope {
-        OverloadScope::Connection => "connection",
-        OverloadScope::Tenant => "tenant",
+    busy(format!("{limit} requests already in flight for this {}", scope.name()), scope.name(), limit, retry_after)
+}
+
+/// -32000 "Server busy" for a `subscriptions/listen` refused because `limit` listens are
+/// already open in `scope` (same `data` as [`overloaded`]).
+pub(crate) fn listens_overloaded(scope: OverloadScope, limit: usize, retry_after: Duration) -> McpError {
+    busy(format!("{limit} listens already open for this {}", scope.name()), scope.name(), limit, retry_after)
+}
+
+/// Which bound of the task store refused a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskBound {
+    /// Records one owner (tenant and requester) may hold: `data.scope` "owner".
+    PerRequester,
+    /// Records the store holds: `data.scope` "tasks".
+    Held,
+    /// Runs going at once, server-wide: `data.scope` "tasks".
+    Running,
+}
+
+/// -32000 "Server busy" for a task the store has no room for (same `data` as
+/// [`overloaded`]; `retry_after` is when a record may have expired or a run ended).
+pub(crate) fn tasks_overloaded(bound: TaskBound, limit: usize, retry_after: Duration) -> McpError {
+    let (what, scope) = match bound {
+        TaskBound::PerRequester => ("held for this requester", "owner"),
+        TaskBound::Held => ("held on this server", "tasks"),
+        TaskBound::Running => ("running on this server", "tasks"),
     };
+    busy(format!("{limit} tasks already {what}"), scope, limit, retry_after)
+}
+
+fn busy(what: String, scope: &str, limit: usize, retry_after: Duration) -> McpError {
     McpError::Other {
         code: -32000,
-        message: format!("Server busy: {limit} requests already in flight for this {scope}; retry later"),
+        message: format!("Server busy: {what}; retry later"),
         data: Some(json!({
             "reason": "overloaded",
             "scope": scope,

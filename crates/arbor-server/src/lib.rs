@@ -28,6 +28,7 @@ pub mod handler;
 pub mod input;
 pub mod reply;
 mod request;
+mod requester;
 pub mod router;
 mod serve;
 pub mod subscription;
@@ -46,6 +47,7 @@ pub use exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteRe
 pub use handler::{ListKind, ServerHandler, ServerInfo};
 pub use input::StateKey;
 pub use reply::{InputRequired, Reply};
+pub use requester::Requester;
 pub use router::{Router, RouterHandle, ToolError};
 pub use serve::{ConnectOptions, Server};
 pub use subscription::{Channel, ChannelError, Flow, Subscribe, SubscriptionCapabilities, SubscriptionHandler};

@@ -64,6 +64,7 @@ use crate::subscription::unit::UnitRef;
 use crate::context::{ConnectionInfo, RequestSink};
 use crate::exchange::{EndpointShared, OnClose, Route};
 use crate::request::sink::ConnectionSink;
+use crate::requester::{Requester, RequesterSlots};
 use crate::serve::Shared;
 use crate::tree::TenantLimits;
 use output::Output;
@@ -77,8 +78,9 @@ pub(crate) enum ConnMsg {
     /// The peer's input ended (end of stream) while its output may still be read: drain
     /// the requests in flight, then stop (`inbound.rs`).
     InputEnded,
-    /// One submission to an endpoint: a decoded body, and where what it causes goes.
-    Submit { item: inbound::Inbound, route: Route, on_close: OnClose },
+    /// One submission to an endpoint: a decoded body, where what it causes goes, and who
+    /// sent it (when the transport knows: `crate::Requester`).
+    Submit { item: inbound::Inbound, route: Route, on_close: OnClose, requester: Option<Requester> },
     /// A request task asks the client for input (legacy era), under a fresh id; `output`
     /// is the route of the task's submission (endpoints), else the connection's output.
     Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx, output: Option<Output> },
@@ -114,6 +116,8 @@ pub(crate) enum Io {
 struct Current {
     output: Output,
     on_close: OnClose,
+    /// Who sent it, if the transport said (`Endpoint::submit_from`).
+    requester: Option<Requester>,
 }
 
 /// The connection actor.
@@ -169,6 +173,12 @@ pub(crate) struct ConnState {
     /// Listens scoped to their exchange (`OnClose::Cancel`): not keyed by id, closed with
     /// their route or the connection.
     scoped_listens: Vec<UnitRef>,
+    /// The connection's principal as a requester (from `auth`), made once.
+    principal: Option<Requester>,
+    /// In-flight requests per requester, on an endpoint shared by many (made on first use).
+    requester_slots: Option<Arc<RequesterSlots>>,
+    /// Scoped listens of counted requesters (`route.rs`'s `counted_requester`), by requester.
+    requester_listens: HashMap<Requester, Vec<UnitRef>>,
     /// While the actor handles the members of a batch: where their responses go.
     batch: Option<Arc<BatchReply>>,
     sink: Arc<dyn RequestSink>,
@@ -211,6 +221,7 @@ impl Actor for ConnectionActor {
             }
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
+        let principal = auth.as_deref().map(|auth| Requester::new(Some(auth), None));
         Ok(ConnState {
             sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,
@@ -231,6 +242,9 @@ impl Actor for ConnectionActor {
             resource_streams: HashMap::new(),
             list_stream: None,
             scoped_listens: Vec::new(),
+            principal,
+            requester_slots: None,
+            requester_listens: HashMap::new(),
             batch: None,
             notifications: None,
             workers,
@@ -251,8 +265,8 @@ impl Actor for ConnectionActor {
                     state.on_inbound(item);
                 }
             }
-            ConnMsg::Submit { item, route, on_close } => {
-                state.current = Some(Current { output: Output::Route(route), on_close });
+            ConnMsg::Submit { item, route, on_close, requester } => {
+                state.current = Some(Current { output: Output::Route(route), on_close, requester });
                 state.on_inbound(item);
                 state.current = None;
             }

@@ -31,8 +31,10 @@ use arbor_protocol::version::{Feature, ProtocolVersion};
 use super::inbound::Inbound;
 use super::{BatchReply, ConnState, Legacy};
 use crate::context::ConnectionInfo;
-use crate::error::already_initialized;
+use crate::error::{already_initialized, OverloadScope};
+use crate::exchange::OnClose;
 use crate::request::JobTerms;
+use crate::requester::Requester;
 
 /// The revision feature a client→server method needs, if any.
 pub(super) fn gate(method: MethodName) -> Option<Feature> {
@@ -198,14 +200,20 @@ impl ConnState {
         let version = terms.version();
         let caps = terms.client_capabilities();
         let client_info = meta.and_then(Meta::client_info);
+        let requester = self.requester();
         if let Some(last) = &self.last_modern {
-            if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
+            if last.version == version
+                && &last.capabilities == caps
+                && last.client_info.as_ref() == client_info
+                && &last.info.requester == requester
+            {
                 return last.info.clone();
             }
         }
         let info = Arc::new(ConnectionInfo {
             tenant: self.tenant.name().to_owned(),
             auth: self.auth.clone(),
+            requester: requester.clone(),
             client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
             client_capabilities: terms.typed_client_capabilities(),
             protocol_version: version,
@@ -257,6 +265,7 @@ impl ConnState {
         let info = Arc::new(ConnectionInfo {
             tenant: self.tenant.name().to_owned(),
             auth: self.auth.clone(),
+            requester: self.requester().clone(),
             client_info: Some(params.client_info),
             client_capabilities: params.capabilities,
             protocol_version: version,
@@ -280,5 +289,41 @@ impl ConnState {
 
     fn reply<T: serde::Serialize>(&self, id: &RequestId, result: &T) {
         self.respond(encode_response(id, result));
+    }
+
+    /// The connection's own requester: its principal, else the unknown one.
+    pub(super) fn own_requester(&self) -> Requester {
+        self.principal.clone().unwrap_or_default()
+    }
+
+    /// Who sent the message being handled: the connection's principal, else the requester
+    /// its submission names, else the unknown one.
+    pub(super) fn requester(&self) -> &Requester {
+        static UNKNOWN: Requester = Requester::Unknown;
+        let submitted = self.current.as_ref().and_then(|c| c.requester.as_ref());
+        self.principal.as_ref().or(submitted).unwrap_or(&UNKNOWN)
+    }
+
+    /// The requester whose share of this endpoint the message being handled counts
+    /// against, if any: only on an endpoint shared by many requesters, that is a
+    /// submission scoped to its exchange (the 2026-07-28 pool) that names its requester,
+    /// on an endpoint without a principal of its own (an authenticated endpoint serves
+    /// one principal, whose share is the whole endpoint). A byte stream or a legacy
+    /// session is one client: its own bound is its requester's.
+    pub(super) fn counted_requester(&self) -> Option<&Requester> {
+        if self.principal.is_some() || !self.scoped() {
+            return None;
+        }
+        self.current.as_ref()?.requester.as_ref()
+    }
+
+    /// The scope this connection's own bounds are named by in a refusal: a byte stream's
+    /// connection, a legacy session, or an endpoint shared by every requester.
+    pub(super) fn own_scope(&self) -> OverloadScope {
+        match &self.current {
+            None => OverloadScope::Connection,
+            Some(current) if current.on_close == OnClose::Cancel => OverloadScope::Endpoint,
+            Some(_) => OverloadScope::Session,
+        }
     }
 }

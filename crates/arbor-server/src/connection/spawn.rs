@@ -10,8 +10,12 @@
 //! like a client's cancel; it never enters the in-flight table. It is not where the era or
 //! gates are decided (`route.rs`).
 //!
-//! Invariant: the tenant slot taken here is released exactly once: by the report, or at
-//! once when the spawn is refused.
+//! On an endpoint shared by many requesters (the 2026-07-28 pool), a request also takes a
+//! slot of its requester's share (`ServerConfig::max_in_flight_per_requester`), so one
+//! client over any number of connections cannot take every slot of the endpoint.
+//!
+//! Invariant: the tenant slot and the requester slot taken here are released exactly
+//! once: by the report, or at once when the spawn is refused.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -31,8 +35,15 @@ use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
+use crate::requester::RequesterSlots;
 
 impl ConnState {
+    /// The endpoint's per-requester counts, made on the first request that needs them.
+    fn requester_slots(&mut self) -> Arc<RequesterSlots> {
+        let max = self.shared.config.max_in_flight_per_requester;
+        self.requester_slots.get_or_insert_with(|| RequesterSlots::new(max)).clone()
+    }
+
     pub(super) fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
         // A request scoped to its exchange is not in the id table: another exchange may
         // use the same id, and only closing its route cancels it.
@@ -43,6 +54,21 @@ impl ConnState {
         {
             return self.reply_error(Some(id), &duplicate_id());
         }
+        // One requester's share of an endpoint shared by many, before the endpoint's own
+        // bound: a requester past its share is told so, whoever else is waiting.
+        let requester_slot = match self.counted_requester().cloned() {
+            None => None,
+            Some(requester) => {
+                let slots = self.requester_slots();
+                match slots.try_acquire(&requester) {
+                    Some(slot) => Some(slot),
+                    None => {
+                        let retry = self.shared.config.overload_retry_after;
+                        return self.reply_error(Some(id), &overloaded(OverloadScope::Requester, slots.max(), retry));
+                    }
+                }
+            }
+        };
         let config = &self.shared.config;
         if !self.tenant.try_acquire() {
             let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
@@ -83,6 +109,7 @@ impl ConnState {
             let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
             move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
                 tenant.release();
+                drop(requester_slot);
                 let frame = match outcome {
                     TaskOutcome::Completed(frame) => frame,
                     TaskOutcome::Failed(never) => match never {},
@@ -154,11 +181,12 @@ impl ConnState {
                 self.in_flight.insert(id, task);
             }
             Err(refused) => {
-                // The report was dropped unrun with the refused work; give the slot back.
+                // The report was dropped unrun with the refused work (the requester's slot
+                // with it); give the tenant slot back.
                 self.tenant.release();
                 let err = match refused {
                     SpawnError::Overloaded { max } => {
-                        overloaded(OverloadScope::Connection, max, self.shared.config.overload_retry_after)
+                        overloaded(self.own_scope(), max, self.shared.config.overload_retry_after)
                     }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
                 };

@@ -9,8 +9,10 @@
 //! server advertises. On an endpoint a listen writes to its submission's route, and one
 //! submitted with `OnClose::Cancel` is scoped to its exchange: not keyed by id, closed
 //! (handlers' `handle_close` run) when its route's reader goes away; the legacy streams
-//! write to the endpoint's standalone route. Nothing here awaits: streams report
-//! readiness to whoever waits.
+//! write to the endpoint's standalone route. On an endpoint shared by many requesters,
+//! one requester's scoped listens are kept by requester and bounded by
+//! `ServerConfig::max_subscriptions_per_requester`, so one client cannot take every
+//! stream slot. Nothing here awaits: streams report readiness to whoever waits.
 //!
 //! Invariant: a listen id is in use while its stream runs (a request reusing it is a
 //! duplicate), and when the connection stops every stream was told to close first, so
@@ -27,7 +29,7 @@ use tokio::sync::oneshot;
 use super::output::Output;
 use super::ConnState;
 use crate::context::ConnectionInfo;
-use crate::error::{duplicate_id, overloaded, OverloadScope};
+use crate::error::{duplicate_id, listens_overloaded, OverloadScope};
 use crate::subscription::unit::Unit;
 use crate::subscription::StreamShared;
 
@@ -61,7 +63,7 @@ impl ConnState {
     fn refused(&self, refused: SpawnError) -> McpError {
         match refused {
             SpawnError::Overloaded { max } => {
-                overloaded(OverloadScope::Connection, max, self.shared.config.overload_retry_after)
+                listens_overloaded(self.own_scope(), max, self.shared.config.overload_retry_after)
             }
             SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
         }
@@ -72,6 +74,10 @@ impl ConnState {
         self.listens.retain(|_, unit| !unit.is_finished());
         self.scoped_listens.retain(|unit| !unit.is_finished());
         self.resource_streams.retain(|_, unit| !unit.is_finished());
+        self.requester_listens.retain(|_, units| {
+            units.retain(|unit| !unit.is_finished());
+            !units.is_empty()
+        });
     }
 
     /// A 2026-07-28 `subscriptions/listen`: the stream answers the request itself
@@ -85,9 +91,23 @@ impl ConnState {
         {
             return self.reply_error(Some(id), &duplicate_id());
         }
+        // One requester's share of an endpoint shared by many: counted over its live
+        // streams, which the sweep above has just pruned.
+        let counted = self.counted_requester().cloned();
+        if let Some(requester) = &counted {
+            let max = self.shared.config.max_subscriptions_per_requester;
+            if self.requester_listens.get(requester).is_some_and(|units| units.len() >= max) {
+                let err = listens_overloaded(OverloadScope::Requester, max, self.shared.config.overload_retry_after);
+                return self.reply_error(Some(id), &err);
+            }
+        }
         let unit = self.unit(Some(id.clone()), self.out().clone(), scoped, connection, filter, None);
         match unit.spawn(&self.streams) {
-            Ok(unit) if scoped => self.scoped_listens.push(unit),
+            // Only a scoped listen has a counted requester (`counted_requester`).
+            Ok(unit) if scoped => match counted {
+                Some(requester) => self.requester_listens.entry(requester).or_default().push(unit),
+                None => self.scoped_listens.push(unit),
+            },
             Ok(unit) => {
                 self.listens.insert(id, unit);
             }
@@ -169,7 +189,8 @@ impl ConnState {
     /// `post_stop` then waits for them through the supervisor's shutdown.
     pub(super) fn close_streams(&mut self) {
         let keyed = self.listens.drain().map(|(_, u)| u).chain(self.resource_streams.drain().map(|(_, u)| u));
-        for mut unit in keyed.chain(self.scoped_listens.drain(..)) {
+        let counted = self.requester_listens.drain().flat_map(|(_, units)| units);
+        for mut unit in keyed.chain(self.scoped_listens.drain(..)).chain(counted) {
             unit.close();
         }
         if let Some(mut unit) = self.list_stream.take() {

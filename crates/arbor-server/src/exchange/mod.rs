@@ -15,11 +15,15 @@
 //! This module is not an HTTP server: it knows no status codes, headers, sessions or SSE;
 //! `arbor-http` builds those on it, with the header rules of `arbor_protocol::era::http`.
 //!
+//! A submission may name its [`Requester`] ([`Endpoint::submit_from`]): an endpoint that
+//! serves many clients (the 2026-07-28 pool) then bounds each requester's share of its
+//! request and stream slots, and the tasks extension makes it the owner of its tasks.
+//!
 //! Invariant: an endpoint behaves as a stdio connection fed the same messages (same
 //! decoding, terms, gates, limits, deadlines, panics as -32603, batches), except that
-//! output is routed per submission, and that requests submitted with [`OnClose::Cancel`]
-//! are scoped to their exchange: outside the id table, cancelled only by their route
-//! closing.
+//! output is routed per submission, that requests submitted with [`OnClose::Cancel`]
+//! are scoped to their exchange (outside the id table, cancelled only by their route
+//! closing), and that those naming a requester are also bounded per requester.
 
 mod parsed;
 mod route;
@@ -32,6 +36,7 @@ use arc_swap::ArcSwap;
 
 use crate::connection::{ConnMsg, ConnectionHandle, Io};
 use crate::error::ConnectError;
+use crate::requester::Requester;
 use crate::serve::{ConnectOptions, Server};
 
 pub use parsed::{BodyKind, Parsed};
@@ -85,7 +90,19 @@ impl Endpoint {
     /// handler (one actor message). On a closed endpoint the route is dropped at once, so
     /// its receiver reads `None` without any response.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
-        let _ = self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close });
+        let _ = self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close, requester: None });
+    }
+
+    /// [`Endpoint::submit`], naming who sent the body: the [`Requester`] its requests
+    /// count against and own their tasks as, unless the endpoint was opened with a
+    /// principal of its own (`ConnectOptions::auth`), which wins. Submissions scoped to
+    /// their exchange ([`OnClose::Cancel`], an endpoint shared by many clients) are
+    /// bounded per requester as well as per endpoint
+    /// ([`ServerConfig::max_in_flight_per_requester`](crate::ServerConfig::max_in_flight_per_requester),
+    /// [`max_subscriptions_per_requester`](crate::ServerConfig::max_subscriptions_per_requester)).
+    pub fn submit_from(&self, parsed: Parsed, route: Route, on_close: OnClose, requester: Requester) {
+        let msg = ConnMsg::Submit { item: parsed.item, route, on_close, requester: Some(requester) };
+        let _ = self.handle.cast(msg);
     }
 
     /// Replaces the route for messages not related to any request (the legacy standalone

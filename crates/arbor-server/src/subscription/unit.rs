@@ -344,6 +344,7 @@ mod tests {
         let connection = Arc::new(ConnectionInfo {
             tenant: "t".into(),
             auth: None,
+            requester: Default::default(),
             client_info: None,
             client_capabilities: Default::default(),
             protocol_version: ProtocolVersion::LATEST,

@@ -20,8 +20,9 @@
 //! reach the same node for `tasks/*`.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
-//! a task is only ever seen by requests of the tenant and principal that created it (any
-//! other gets the same -32602 as for an id that never existed); a task's record and its
+//! a task is only ever seen by requests of the tenant and requester that created it (the
+//! principal, else the peer's address: [`Requester`](crate::Requester); any other gets the
+//! same -32602 as for an id that never existed); a task's record and its
 //! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
 //! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
 //! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
@@ -106,8 +107,10 @@ pub struct TaskConfig {
     /// create one more, once expired records are dropped, is refused with the overload
     /// error (-32000). Default: 10,000.
     pub max_tasks: usize,
-    /// The most task records one owner (tenant and principal) may hold at once; beyond
-    /// it the overload error names the scope `owner`. Default: 1,000.
+    /// The most task records one owner (tenant and requester: the principal, else the
+    /// peer's address) may hold at once; beyond it the overload error names the scope
+    /// `owner`, so one anonymous client cannot block task creation for the others.
+    /// Default: 1,000.
     pub max_tasks_per_owner: usize,
     /// The most tasks running at once, server-wide (the task supervisor's bound).
     /// Default: 1,024.

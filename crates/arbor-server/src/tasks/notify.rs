@@ -7,7 +7,7 @@
 //! listen's requester may see and joins their topics. It does not poll the store and sends
 //! nothing for tasks the stream did not name.
 //!
-//! Invariant: a stream is only ever told about tasks of the tenant and principal that
+//! Invariant: a stream is only ever told about tasks of the tenant and requester that
 //! opened it, and a listen naming `taskIds` without declaring the extension is refused
 //! -32021 (when the server offers tasks at all).
 
@@ -48,7 +48,7 @@ impl SubscriptionHandler for TaskStreams {
         if self.store.offered && !declares_extension(&connection.client_capabilities) {
             return Subscribe::Reject(missing_extension());
         }
-        let owner = Owner { tenant: connection.tenant.clone(), principal: connection.auth.clone() };
+        let owner = Owner::of(connection);
         let honoured: Vec<String> = if self.store.offered {
             asked.iter().filter(|id| self.store.find(&owner, id).is_ok()).cloned().collect()
         } else {

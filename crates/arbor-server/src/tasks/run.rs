@@ -51,8 +51,7 @@ pub(crate) fn missing_extension() -> McpError {
 }
 
 fn owner(cx: &RequestContext) -> Owner {
-    let connection = cx.connection();
-    Owner { tenant: connection.tenant.clone(), principal: connection.auth.clone() }
+    Owner::of(cx.connection())
 }
 
 /// Decides how a call of `tool` is served. `modern`: the request is 2026-07-28 (the

@@ -1,11 +1,12 @@
 //! The task store: one per server, holding every task's record and a handle on its run.
 //!
 //! A record is created before its `CreateTaskResult` is written (durable create), found
-//! only by requests of the [`Owner`] that created it, and dropped once its TTL has passed:
-//! lazily, when it is looked up, and in sweeps when the store grows (each time it doubles)
-//! or reaches a bound ([`TaskConfig::max_tasks`] in all, [`TaskConfig::max_tasks_per_owner`]
-//! for one owner, so one requester cannot fill the store for everyone). Runs are tasks on the `tasks` task supervisor
-//! (a root child, see `tree.rs`), whose deadline is the TTL, so no run outlives its record.
+//! only by requests of the [`Owner`] that created it (its tenant and requester), and
+//! dropped once its TTL has passed: lazily, when it is looked up, and in sweeps when the
+//! store grows (each time it doubles) or reaches a bound ([`TaskConfig::max_tasks`] in
+//! all, [`TaskConfig::max_tasks_per_owner`] for one owner, so one requester cannot fill
+//! the store for everyone). Runs are tasks on the `tasks` task supervisor (a root child,
+//! see `tree.rs`), whose deadline is the TTL, so no run outlives its record.
 //! This module does not call handlers; `run.rs` does.
 //!
 //! Invariant: a record's status moves only forward: `working` ⇄ `input_required`, then
@@ -23,23 +24,34 @@ use arbor_protocol::model::common::JsonObject;
 use arbor_protocol::model::mrtr::{InputRequest, InputRequests, InputResponse, InputResponses};
 use arbor_protocol::model::tasks::{Task, TaskStatus};
 use futures::future::BoxFuture;
-use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::notify::topic;
 use super::wire::iso8601;
 use super::TaskConfig;
+use crate::context::ConnectionInfo;
+use crate::error::{tasks_overloaded, TaskBound};
 use crate::input::needs::Kind;
+use crate::requester::Requester;
 
-/// Who may see a task: the tenant and the authenticated principal of the request that
-/// created it. In 2026-07-28 a connection is not a session, so the connection is not part
-/// of it; without authentication, every client of a tenant shares its tasks, which is why
-/// task ids are unguessable.
+/// Who may see a task, and whose cap it counts against: the tenant and the requester of
+/// the request that created it ([`Requester`]: the authenticated principal, else the
+/// peer's address, else the one unknown requester). In 2026-07-28 a connection is not a
+/// session, so the connection is not part of it: a client may poll from any connection.
+/// Without authentication, two clients behind one address are one requester, which is
+/// why task ids stay unguessable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Owner {
     pub(crate) tenant: String,
-    pub(crate) principal: Option<String>,
+    pub(crate) requester: Requester,
+}
+
+impl Owner {
+    /// The owner of what a request of `connection` creates or may see.
+    pub(crate) fn of(connection: &ConnectionInfo) -> Owner {
+        Owner { tenant: connection.tenant.clone(), requester: connection.requester.clone() }
+    }
 }
 
 /// The server's tasks.
@@ -97,6 +109,14 @@ impl Entries {
     fn owned_by(&self, owner: &Owner) -> usize {
         self.per_owner.get(owner).copied().unwrap_or(0)
     }
+
+    /// How long until the first record (of `owner`, or of anyone) expires and makes room:
+    /// the retry hint of a refusal. A scan, made only when a task is refused, right after
+    /// the sweep that already visited every record.
+    fn first_expiry(&self, owner: Option<&Owner>, now: Instant) -> std::time::Duration {
+        let records = self.map.values().filter(|e| owner.is_none_or(|o| &e.owner == o));
+        records.map(|e| e.expires_at).min().map_or(std::time::Duration::ZERO, |at| at.saturating_duration_since(now))
+    }
 }
 
 fn release(per_owner: &mut HashMap<Owner, usize>, owner: &Owner) {
@@ -105,14 +125,6 @@ fn release(per_owner: &mut HashMap<Owner, usize>, owner: &Owner) {
         if *n == 0 {
             per_owner.remove(owner);
         }
-    }
-}
-
-fn busy(limit: usize, scope: &str, what: &str) -> McpError {
-    McpError::Other {
-        code: -32000,
-        message: format!("Server busy: {limit} tasks already {what}; retry later"),
-        data: Some(json!({"reason": "overloaded", "scope": scope, "limit": limit})),
     }
 }
 
@@ -157,10 +169,11 @@ impl TaskStore {
             entries.sweep(now);
         }
         if entries.map.len() >= max {
-            return Err(busy(max, "tasks", "held"));
+            return Err(tasks_overloaded(TaskBound::Held, max, entries.first_expiry(None, now)));
         }
         if entries.owned_by(&owner) >= per_owner {
-            return Err(busy(per_owner, "owner", "held for this requester"));
+            let retry = entries.first_expiry(Some(&owner), now);
+            return Err(tasks_overloaded(TaskBound::PerRequester, per_owner, retry));
         }
         let id = new_task_id();
         let created = SystemTime::now();
@@ -214,7 +227,9 @@ impl TaskStore {
             Err(refused) => {
                 self.remove(&entry.id);
                 Err(match refused {
-                    SpawnError::Overloaded { max } => busy(max, "tasks", "running"),
+                    SpawnError::Overloaded { max } => {
+                        tasks_overloaded(TaskBound::Running, max, self.config.poll_interval)
+                    }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the server is stopping"),
                 })
             }

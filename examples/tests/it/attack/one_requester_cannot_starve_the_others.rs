@@ -1,1 +1,217 @@
-//! (filled in by its item's work)
+//! Issue 11, item 3: one anonymous 2026-07-28 client must not lock out every other.
+//!
+//! Modern requests share the pooled endpoints of `demo_server` (min(cores, 4) of them).
+//! The attack was one client holding hundreds of listens, or thousands of slow calls,
+//! until every endpoint's slots were full and every other client's listens and calls
+//! (even `echo`) got -32000 "… already in flight for this connection". Here requester A
+//! (loopback source 127.0.0.2, over many TCP connections) opens listens, then slow calls,
+//! until it is refused; requester B (127.0.0.3) must still be served, and A's refusal must
+//! name the bound that refused it: this requester's. Counts are bounded (at most what four
+//! endpoints at the default per-requester bounds could hold, plus a batch), waits too.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+use crate::http::{ServerProcess, Sse};
+
+const A: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+const B: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
+
+/// The most endpoints the pool has (min(cores, 4)).
+const MAX_ENDPOINTS: usize = 4;
+/// `ServerConfig`'s default per-requester bounds.
+const LISTENS_PER_REQUESTER: usize = 64;
+const CALLS_PER_REQUESTER: usize = 256;
+/// How many requests are opened at once.
+const BATCH: usize = 32;
+/// How long one answer (or a stream's first message) may take.
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A 2026-07-28 client whose every connection leaves from `from`.
+struct Requester {
+    http: reqwest::Client,
+    url: String,
+}
+
+/// What a request got first: a stream (its first message was a notification) or an answer.
+enum First {
+    Stream(#[allow(dead_code)] Sse),
+    Answer(Value),
+}
+
+impl Requester {
+    fn new(url: &str, from: IpAddr) -> Requester {
+        let http = reqwest::Client::builder().local_address(from).build().expect("a client");
+        Requester { http, url: url.to_owned() }
+    }
+
+    /// POSTs one 2026-07-28 request and reads what comes first.
+    async fn send(&self, id: u64, method: &str, params: Value, name: Option<&str>) -> First {
+        let mut params = params;
+        let mut meta = crate::http::modern_meta();
+        meta["progressToken"] = json!(id);
+        params["_meta"] = meta;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .json(&body);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let response =
+            tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("POST to the server");
+        let sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !sse {
+            let bytes = tokio::time::timeout(WAIT, response.bytes()).await.expect("a body in time").expect("a body");
+            return First::Answer(serde_json::from_slice(&bytes).expect("a JSON answer"));
+        }
+        let mut events = Sse::new(response);
+        let first = events.next_within(WAIT).await.expect("a first message on the stream in time");
+        if first.get("id").is_some() && first.get("method").is_none() {
+            return First::Answer(first);
+        }
+        First::Stream(events)
+    }
+
+    async fn listen(&self, id: u64) -> First {
+        self.send(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": ["demo://feed"]}}),
+            None,
+        )
+        .await
+    }
+
+    /// A `slow_count` that reports progress every 150 ms and runs for 15 s.
+    async fn slow_call(&self, id: u64) -> First {
+        let params = json!({"name": "slow_count", "arguments": {"to": 100, "interval_ms": 150}});
+        self.send(id, "tools/call", params, Some("slow_count")).await
+    }
+
+    async fn echo(&self, id: u64) -> First {
+        let params = json!({"name": "echo", "arguments": {"message": "still here"}});
+        self.send(id, "tools/call", params, Some("echo")).await
+    }
+}
+
+/// Opens `open(n)` in batches until one is refused or `attempts` were made: the streams
+/// admitted (kept open) and the first refusal.
+async fn fill<'a, F, Fut>(attempts: usize, open: F) -> (Vec<First>, Option<Value>)
+where
+    F: Fn(u64) -> Fut,
+    Fut: std::future::Future<Output = First> + 'a,
+{
+    let mut held = Vec::new();
+    let mut refusal = None;
+    let mut next = 0;
+    while refusal.is_none() && next < attempts {
+        let batch: Vec<_> = (next..(next + BATCH).min(attempts)).map(|n| open(n as u64)).collect();
+        next += batch.len();
+        for first in join_all(batch).await {
+            match first {
+                stream @ First::Stream(_) => held.push(stream),
+                First::Answer(answer) => {
+                    refusal.get_or_insert(answer);
+                }
+            }
+        }
+    }
+    (held, refusal)
+}
+
+/// B's probes while A holds what it was given: each an `echo` that must be answered with
+/// its text, and a listen that must be acknowledged.
+async fn probes(b: &Requester, echoes: u64, listens: u64) -> (usize, usize, Vec<First>) {
+    let mut answered = 0;
+    for n in 0..echoes {
+        match b.echo(10_000 + n).await {
+            First::Answer(answer) if answer["result"]["content"][0]["text"] == "still here" => answered += 1,
+            First::Answer(answer) => eprintln!("B's echo was refused: {answer}"),
+            First::Stream(_) => eprintln!("B's echo streamed instead of answering"),
+        }
+    }
+    let mut streams = Vec::new();
+    for n in 0..listens {
+        match b.listen(20_000 + n).await {
+            stream @ First::Stream(_) => streams.push(stream),
+            First::Answer(answer) => eprintln!("B's listen was refused: {answer}"),
+        }
+    }
+    (answered, streams.len(), streams)
+}
+
+fn assert_names_the_requester(refusal: &Value, what: &str, limit: usize) {
+    let error = &refusal["error"];
+    assert_eq!(error["code"], -32000, "{refusal}");
+    assert_eq!(error["data"]["reason"], "overloaded", "{refusal}");
+    assert_eq!(error["data"]["scope"], "requester", "{refusal}");
+    assert_eq!(error["data"]["limit"], limit, "{refusal}");
+    assert!(error["data"]["retryAfterMs"].is_u64(), "{refusal}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(message.contains(what) && message.contains("for this requester"), "{refusal}");
+}
+
+#[tokio::test]
+async fn a_requester_holding_its_most_listens_leaves_the_others_their_listens_and_calls() {
+    let server = ServerProcess::spawn("demo_server", &[]).await;
+    let (a, b) = (Requester::new(&server.url, A), Requester::new(&server.url, B));
+
+    let attempts = MAX_ENDPOINTS * LISTENS_PER_REQUESTER + BATCH;
+    let (held, refusal) = fill(attempts, |n| a.listen(n)).await;
+    let (echoes, listens, b_streams) = probes(&b, 5, 3).await;
+    eprintln!(
+        "item 3, listens: A holds {} listens (refused: {}); B's probes answered: {echoes}/5 echo, {listens}/3 listen",
+        held.len(),
+        refusal.is_some()
+    );
+
+    let refusal = refusal.unwrap_or_else(|| panic!("A opened {attempts} listens and was never refused"));
+    assert_names_the_requester(&refusal, "listens", LISTENS_PER_REQUESTER);
+    assert!(held.len() >= LISTENS_PER_REQUESTER, "A got at least its own bound: {}", held.len());
+    assert_eq!((echoes, listens), (5, 3), "B is served while A holds its most listens");
+
+    drop((held, b_streams));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_requester_holding_its_most_slow_calls_leaves_the_others_their_calls() {
+    let server = ServerProcess::spawn("demo_server", &[]).await;
+    let (a, b) = (Requester::new(&server.url, A), Requester::new(&server.url, B));
+
+    let attempts = MAX_ENDPOINTS * CALLS_PER_REQUESTER + BATCH;
+    let (held, refusal) = fill(attempts, |n| a.slow_call(n)).await;
+    let (echoes, listens, b_streams) = probes(&b, 5, 1).await;
+    // A's own echo waits behind its own bound, not anyone else's.
+    let own = a.echo(30_000).await;
+    eprintln!(
+        "item 3, slow calls: A holds {} calls (refused: {}); B's probes answered: {echoes}/5 echo, {listens}/1 listen",
+        held.len(),
+        refusal.is_some()
+    );
+
+    let refusal = refusal.unwrap_or_else(|| panic!("A made {attempts} slow calls and was never refused"));
+    assert_names_the_requester(&refusal, "requests", CALLS_PER_REQUESTER);
+    assert!(held.len() >= CALLS_PER_REQUESTER, "A got at least its own bound: {}", held.len());
+    assert_eq!((echoes, listens), (5, 1), "B is served while A holds its most calls");
+    match own {
+        First::Answer(answer) => assert_eq!(answer["error"]["data"]["scope"], "requester", "{answer}"),
+        First::Stream(_) => panic!("A's echo past its bound was admitted"),
+    }
+
+    drop((held, b_streams));
+    server.stop().await;
+}

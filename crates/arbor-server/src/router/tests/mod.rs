@@ -32,6 +32,7 @@ fn cx_for(version: ProtocolVersion) -> RequestContext {
     RequestContext::detached(ConnectionInfo {
         tenant: "default".into(),
         auth: None,
+        requester: Default::default(),
         client_info: None,
         client_capabilities: ClientCapabilities::default(),
         protocol_version: version,

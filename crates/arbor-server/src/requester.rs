@@ -1,0 +1,173 @@
+//! Who sent a request, as far as the runtime's bounds are concerned: the [`Requester`].
+//!
+//! A 2026-07-28 endpoint is shared by every client of its tenant, so a bound per
+//! connection does not stop one client from taking every slot: the attack opens hundreds
+//! of connections. What one client must not exceed is counted per requester instead: the
+//! authenticated principal when there is one, else the peer's IP address (not its port;
+//! an IPv6 peer by its /64, which one subscriber usually holds whole), else one shared
+//! unknown requester. The same value makes a task's owner (`tasks/`), so one anonymous
+//! client's tasks are neither counted against nor visible to another.
+//!
+//! This module is not authorization: a requester is a name for bookkeeping, compared
+//! exactly (principals as exact strings), never a credential. [`RequesterSlots`] counts
+//! one endpoint's in-flight requests per requester.
+//!
+//! Invariant: a slot taken from [`RequesterSlots`] is given back exactly once, when its
+//! [`RequesterSlot`] is dropped, and a requester with nothing in flight holds no entry.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Who sent a request, for the bounds one client may not exceed and the owner of its
+/// tasks. Build one with [`Requester::new`]; compare with `==` (exact).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Requester {
+    /// The authenticated principal (`ConnectOptions::auth`), compared as an exact string.
+    Principal(Arc<str>),
+    /// An anonymous peer, by IP address: an IPv4 address (an IPv4-mapped IPv6 peer is the
+    /// same IPv4 address), or an IPv6 address's /64 prefix.
+    Peer(IpAddr),
+    /// Neither is known (stdio, or a router mounted without the peer's address): every
+    /// such request is one shared requester.
+    #[default]
+    Unknown,
+}
+
+impl Requester {
+    /// The requester of a request from `peer`, authenticated as `principal` if it was:
+    /// the principal wins; without one, the peer's address (its port dropped); without
+    /// either, [`Requester::Unknown`].
+    pub fn new(principal: Option<&str>, peer: Option<SocketAddr>) -> Requester {
+        match (principal, peer) {
+            (Some(principal), _) => Requester::Principal(Arc::from(principal)),
+            (None, Some(peer)) => Requester::peer(peer.ip()),
+            (None, None) => Requester::Unknown,
+        }
+    }
+
+    /// An anonymous peer at `ip`. An IPv6 address stands for its /64: a client given a
+    /// whole prefix could otherwise be 2^64 requesters.
+    pub fn peer(ip: IpAddr) -> Requester {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Requester::Peer(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                Requester::Peer(IpAddr::V6(Ipv6Addr::from(prefix)))
+            }
+        }
+    }
+
+    /// The principal, if the requester is one.
+    pub fn principal(&self) -> Option<&str> {
+        match self {
+            Requester::Principal(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// One endpoint's in-flight requests per requester, bounded by `max` each.
+#[derive(Debug)]
+pub(crate) struct RequesterSlots {
+    max: usize,
+    held: Mutex<HashMap<Requester, usize>>,
+}
+
+impl RequesterSlots {
+    pub(crate) fn new(max: usize) -> Arc<RequesterSlots> {
+        Arc::new(RequesterSlots { max, held: Mutex::new(HashMap::new()) })
+    }
+
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<Requester, usize>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes a slot for `requester`; `None` when it already holds `max`.
+    pub(crate) fn try_acquire(self: &Arc<Self>, requester: &Requester) -> Option<RequesterSlot> {
+        let mut held = self.held();
+        let count = held.entry(requester.clone()).or_default();
+        if *count >= self.max {
+            if *count == 0 {
+                held.remove(requester);
+            }
+            return None;
+        }
+        *count += 1;
+        Some(RequesterSlot { slots: self.clone(), requester: requester.clone() })
+    }
+
+    /// How many requests `requester` has in flight.
+    #[cfg(test)]
+    pub(crate) fn count(&self, requester: &Requester) -> usize {
+        self.held().get(requester).copied().unwrap_or(0)
+    }
+}
+
+/// A requester's in-flight slot, given back when dropped (the request's report ran, or
+/// the spawn was refused and the report dropped unrun).
+#[derive(Debug)]
+pub(crate) struct RequesterSlot {
+    slots: Arc<RequesterSlots>,
+    requester: Requester,
+}
+
+impl Drop for RequesterSlot {
+    fn drop(&mut self) {
+        let mut held = self.slots.held();
+        if let Some(count) = held.get_mut(&self.requester) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.requester);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_principal_wins_then_the_address_without_its_port() {
+        let peer: SocketAddr = "127.0.0.2:4000".parse().unwrap();
+        let other_port: SocketAddr = "127.0.0.2:4001".parse().unwrap();
+        assert_eq!(Requester::new(Some("alice"), Some(peer)), Requester::Principal("alice".into()));
+        assert_eq!(Requester::new(None, Some(peer)), Requester::new(None, Some(other_port)));
+        assert_ne!(Requester::new(None, Some(peer)), Requester::new(None, "127.0.0.3:4000".parse().ok()));
+        assert_eq!(Requester::new(None, None), Requester::Unknown);
+        // Exact strings: no case folding, no trimming.
+        assert_ne!(Requester::new(Some("alice"), None), Requester::new(Some("Alice"), None));
+        assert_ne!(Requester::new(Some("alice"), None), Requester::new(Some("alice "), None));
+    }
+
+    #[test]
+    fn an_ipv6_peer_is_its_64_and_a_mapped_ipv4_peer_its_ipv4() {
+        let a = Requester::peer("2001:db8:1:2::1".parse().unwrap());
+        let b = Requester::peer("2001:db8:1:2:ffff::9".parse().unwrap());
+        let c = Requester::peer("2001:db8:1:3::1".parse().unwrap());
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(Requester::peer("::ffff:10.0.0.1".parse().unwrap()), Requester::peer("10.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn slots_are_bounded_per_requester_and_given_back_once() {
+        let slots = RequesterSlots::new(2);
+        let (a, b) = (Requester::peer("127.0.0.2".parse().unwrap()), Requester::peer("127.0.0.3".parse().unwrap()));
+        let first = slots.try_acquire(&a).expect("a's first");
+        let second = slots.try_acquire(&a).expect("a's second");
+        assert!(slots.try_acquire(&a).is_none(), "a is at its bound");
+        let other = slots.try_acquire(&b).expect("b is not a");
+        drop(first);
+        assert_eq!(slots.count(&a), 1);
+        let again = slots.try_acquire(&a).expect("a has room again");
+        drop((second, again, other));
+        assert_eq!((slots.count(&a), slots.count(&b)), (0, 0));
+        assert!(slots.held().is_empty(), "no entry is left for requesters with nothing in flight");
+    }
+}
