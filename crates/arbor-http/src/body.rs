@@ -48,14 +48,9 @@ pub(crate) enum BodyError {
 pub(crate) async fn read(mut body: Body, limits: BodyLimits) -> Result<Bytes, BodyError> {
     let mut collected = Collect::default();
     // Fast path: what hyper already has needs no timer.
-    loop {
-        match body.frame().now_or_never() {
-            Some(frame) => {
-                if collected.take(frame, limits.max)? {
-                    return Ok(collected.finish());
-                }
-            }
-            None => break,
+    while let Some(frame) = body.frame().now_or_never() {
+        if collected.take(frame, limits.max)? {
+            return Ok(collected.finish());
         }
     }
     let start = Instant::now();

@@ -117,14 +117,18 @@ impl Connections {
     /// Answers a connection past the cap with 503, `Retry-After` and a JSON-RPC error, and
     /// closes it: after draining its request for at most [`LINGER`] while fewer than
     /// [`MAX_LINGERING`] others do, at once otherwise. Never waits.
-    pub(crate) fn refuse(self: &Arc<Self>, mut tcp: TcpStream) {
-        let answer = refusal(self.max());
+    /// `answer` is [`refusal`]'s, made once per server.
+    pub(crate) fn refuse(self: &Arc<Self>, mut tcp: TcpStream, answer: &[u8]) {
         // A fresh socket's send buffer takes a few hundred bytes whole.
-        let written = tcp.try_write(&answer).is_ok_and(|n| n == answer.len());
+        let written = tcp.try_write(answer).is_ok_and(|n| n == answer.len());
         drain_ready(&mut tcp);
-        let lingering =
-            self.lingering.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_LINGERING).then_some(n + 1));
-        if !written || lingering.is_err() {
+        // Only a written answer is worth lingering for; the slot is taken only then.
+        let lingering = written
+            && self
+                .lingering
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_LINGERING).then_some(n + 1))
+                .is_ok();
+        if !lingering {
             let _ = tcp.shutdown().now_or_never();
             return;
         }
@@ -159,8 +163,8 @@ fn drain_ready(tcp: &mut TcpStream) {
     }
 }
 
-/// The whole HTTP/1.1 answer to a connection past the cap.
-fn refusal(max: usize) -> Vec<u8> {
+/// The whole HTTP/1.1 answer to a connection past the cap of `max`.
+pub(crate) fn refusal(max: usize) -> Vec<u8> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,

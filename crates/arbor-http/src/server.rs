@@ -296,6 +296,7 @@ impl Bound {
         let inner = self.server.inner.clone();
         let router = self.server.router();
         let connections = inner.connections.clone();
+        let refusal = listener::refusal(connections.max());
         let grace = inner.config.shutdown_grace;
         let mut stop = inner.shutdown.subscribe();
         // Each connection holds a sender; `recv` returns `None` once all are gone.
@@ -325,7 +326,7 @@ impl Bound {
                 }
             };
             let Some(slot) = connections.try_open() else {
-                connections.refuse(tcp);
+                connections.refuse(tcp, &refusal);
                 continue;
             };
             if let Err(err) = tcp.set_nodelay(true) {
