@@ -76,7 +76,8 @@ const USAGE: &str =
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
     --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
-    --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)";
+    --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)\n\
+    --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)";
 
 // ===== tools =====
 
@@ -455,6 +456,8 @@ struct Options {
     drain_timeout: Option<Duration>,
     /// `HttpConfig::max_connections` (`None`: derived from the descriptor limit).
     max_connections: Option<usize>,
+    /// `HttpConfig::max_sessions_per_peer` (`None`: its default).
+    max_sessions_per_peer: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -466,6 +469,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         page_size: arbor_server::router::DEFAULT_PAGE_SIZE,
         drain_timeout: None,
         max_connections: None,
+        max_sessions_per_peer: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -491,6 +495,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let n = args.next().ok_or("--max-connections needs a number")?;
                 options.max_connections = Some(
                     n.parse().ok().filter(|&n| n > 0).ok_or(format!("--max-connections: `{n}` is not a positive number"))?,
+                );
+            }
+            "--max-sessions-per-peer" => {
+                let n = args.next().ok_or("--max-sessions-per-peer needs a number")?;
+                options.max_sessions_per_peer = Some(
+                    n.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or(format!("--max-sessions-per-peer: `{n}` is not a positive number"))?,
                 );
             }
             "--page-size" => {
@@ -560,7 +573,10 @@ async fn main() -> ExitCode {
         .subscription_handler(FeedHandler);
     if let Mode::Http(addr) = mode {
         tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
-        let config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
+        let mut config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
+        if let Some(n) = options.max_sessions_per_peer {
+            config.max_sessions_per_peer = n;
+        }
         return http::serve("demo_server", server, config.bind(addr)).await;
     }
     tracing::info!(redis = options.redis.is_some(), "demo_server: serving MCP on stdio");

@@ -83,6 +83,18 @@ pub struct HttpConfig {
     pub session_idle_timeout: Duration,
     /// Legacy sessions held at once; an `initialize` beyond it gets 503. Default 100,000.
     pub max_sessions: usize,
+    /// Legacy sessions (both transports) one peer IP address may hold at once; its next
+    /// `initialize` (or 2024-11-05 `GET /sse`) gets 503 with `Retry-After`, while other
+    /// peers go on. Loopback clients share 127.0.0.1, so keep it well above what one
+    /// machine's tools open. Requests with no peer address (a router mounted without
+    /// connect info) are bounded only by the global caps. Default 1,000.
+    pub max_sessions_per_peer: usize,
+    /// Memory the legacy sessions may take, in bytes, at an estimated 16 KiB each (an idle
+    /// session's endpoint, record and standalone stream, measured at about 12.8 KB of
+    /// heap, plus room for buffered events): the sessions held at once are at most
+    /// `min(max_sessions, budget / 16 KiB)`; beyond that `initialize` gets 503 with
+    /// `Retry-After`. Default 512 MiB (32,768 sessions).
+    pub session_memory_budget: usize,
     /// Events kept per legacy SSE stream for replay after `Last-Event-ID`. Default 64.
     pub event_buffer: usize,
     /// Interval of `:` keep-alive comments on SSE streams. Default 15 s.
@@ -125,6 +137,8 @@ impl Default for HttpConfig {
             shutdown_grace: Duration::from_secs(5),
             session_idle_timeout: Duration::from_secs(600),
             max_sessions: 100_000,
+            max_sessions_per_peer: 1_000,
+            session_memory_budget: 512 * 1024 * 1024,
             event_buffer: 64,
             keep_alive: Duration::from_secs(15),
             sse_retry: Duration::from_secs(1),
@@ -154,6 +168,8 @@ impl fmt::Debug for HttpConfig {
             .field("shutdown_grace", &self.shutdown_grace)
             .field("session_idle_timeout", &self.session_idle_timeout)
             .field("max_sessions", &self.max_sessions)
+            .field("max_sessions_per_peer", &self.max_sessions_per_peer)
+            .field("session_memory_budget", &self.session_memory_budget)
             .field("event_buffer", &self.event_buffer)
             .field("keep_alive", &self.keep_alive)
             .field("sse_retry", &self.sse_retry)
@@ -183,6 +199,13 @@ impl HttpConfig {
     pub fn tenant(mut self, hook: impl Fn(&Parts) -> ConnectOptions + Send + Sync + 'static) -> Self {
         self.tenant = Some(Arc::new(hook));
         self
+    }
+
+    /// The legacy sessions held at once: `max_sessions`, or fewer when the memory budget
+    /// allows fewer (at least one).
+    pub(crate) fn effective_max_sessions(&self) -> usize {
+        let by_memory = self.session_memory_budget / crate::legacy::SESSION_COST_ESTIMATE;
+        self.max_sessions.min(by_memory).max(1)
     }
 
     /// `path` without its last segment: where the 2024-11-05 `/sse` and `/messages` live.

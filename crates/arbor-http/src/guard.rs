@@ -1,6 +1,7 @@
 //! Hardening: the checks every request passes before any MCP code sees it (`Host`,
-//! `Origin`, `Accept`, `Content-Type`, body size, JSON nesting depth), and the one way an
-//! HTTP-level refusal is written (status plus a JSON-RPC error body).
+//! `Origin`, each identity header at most once, `Accept`, `Content-Type`, body size, JSON
+//! nesting depth), and the one way an HTTP-level refusal is written (status plus a
+//! JSON-RPC error body).
 //!
 //! It is not authentication (put an auth layer in front, or use the tenant hook) and not
 //! the 2026-07-28 header rules (those are `arbor_protocol::era::http`, applied by the
@@ -15,6 +16,14 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::config::HttpConfig;
+
+/// Headers a request may carry at most once. hyper passes repeated headers through and
+/// `HeaderMap::get` reads the first, so a checked `Host: localhost` followed by
+/// `Host: evil.example` would let whatever reads the last one (a proxy, a tenant hook, a
+/// log) see another request than the one checked; the same goes for the origin, the
+/// session, the revision and the 2026-07-28 routing headers. Refused 400, not merged.
+const SINGLE_HEADERS: [&str; 7] =
+    ["Host", "Origin", "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-ID"];
 
 /// Loopback names accepted by default (compared without the port, lowercased).
 const LOOPBACK_NAMES: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
@@ -57,8 +66,16 @@ impl Guard {
         Guard { hosts, origins, any_origin, max_body: config.max_body_bytes, max_depth: config.max_json_depth }
     }
 
-    /// `Host` and `Origin`: 403 with a JSON-RPC error when either is foreign.
+    /// `Host` and `Origin`: 403 with a JSON-RPC error when either is foreign; before that,
+    /// 400 when one of the headers that say whom a request is for comes twice (see
+    /// [`SINGLE_HEADERS`]).
     pub(crate) fn check_origin_and_host(&self, headers: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+        // `HeaderMap` looks names up case-insensitively, so the spelling is only for the message.
+        if let Some(name) = SINGLE_HEADERS.iter().find(|name| headers.get_all(**name).iter().nth(1).is_some()) {
+            let err =
+                McpError::InvalidRequest { message: format!("Bad Request: more than one {name} header"), data: None };
+            return Err(Box::new(reject(StatusCode::BAD_REQUEST, &err, None)));
+        }
         if let HostPolicy::List(allowed) = &self.hosts {
             let ok = match headers.get(header::HOST).map(|v| v.to_str()) {
                 Some(Ok(host)) => {

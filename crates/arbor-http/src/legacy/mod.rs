@@ -14,8 +14,11 @@
 //! Invariants: a disconnect is not a cancel (`OnClose::Continue`; a POST stream's pump
 //! keeps buffering after its client left); every message goes on exactly one stream (the
 //! POST stream of the request it belongs to, or the standalone stream); 404 means the
-//! session is unknown or gone, 400 that the request named none.
+//! session is unknown or gone, 400 that the request named none; a request whose route
+//! ends unanswered (cancelled by its client, its session deleted) gets no JSON-RPC
+//! answer, its stream just ends; `initialize` past a session cap (`admission`) is 503.
 
+pub(crate) mod admission;
 pub(crate) mod session;
 pub(crate) mod sse_transport;
 pub(crate) mod stream;
@@ -23,18 +26,20 @@ pub(crate) mod stream;
 use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
+use arbor_protocol::reflect::clamp_bytes;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use arbor_server::{BodyKind, OnClose, Outgoing, Parsed, Route};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Response, StatusCode};
 
+pub(crate) use admission::SESSION_COST_ESTIMATE;
 pub(crate) use session::Sessions;
 use session::{new_session_id, Session};
 use stream::{EventStream, ReaderStart};
 
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::server::{peer_addr, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 fn bad_request(message: &str) -> Response<Body> {
@@ -74,7 +79,7 @@ fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Bod
         Some(v) if v.era() == Era::Legacy && inner.server.config().supported_versions.contains(v) => Ok(()),
         _ => Err(bad_request(&format!(
             "Unsupported protocol version in MCP-Protocol-Version: {}",
-            String::from_utf8_lossy(raw.as_bytes())
+            clamp_bytes(raw.as_bytes())
         ))),
     }
 }
@@ -99,11 +104,12 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
 
 /// `initialize` without a session: opens one, answers with its id.
 async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
-    if inner.sessions.len() >= inner.config.max_sessions {
-        let err =
-            McpError::Other { code: -32000, message: "Service Unavailable: too many sessions".into(), data: None };
-        return unavailable(&err);
-    }
+    // The slot is taken first, so concurrent `initialize`s of one peer cannot overshoot;
+    // every early return below gives it back.
+    let slot = match inner.sessions.admission.admit(peer_addr(parts).map(|a| a.ip()), &inner.config) {
+        Ok(slot) => slot,
+        Err(refusal) => return refusal.response(&inner.config),
+    };
     let id = match new_session_id() {
         Ok(id) => id,
         Err(e) => return unavailable(&McpError::internal(format!("Internal error: no randomness: {e}"))),
@@ -136,7 +142,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
             data: None,
         });
     }
-    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, inner.sessions.epoch));
+    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch));
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 
     let request_id = parsed.request_id().cloned();
@@ -186,17 +192,19 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
     let (route, mut rx) = Route::channel();
     session.endpoint.submit(parsed, route, OnClose::Continue);
     let shutdown = inner.shutdown.subscribe();
+    // The route ending before anything came means the request will never be answered:
+    // its client cancelled it, its session was deleted, or its endpoint stopped. A
+    // cancelled request gets no response (not a -32603 in its name), so its stream just
+    // ends, as a pumped stream does when its route ends.
+    let mut ended = false;
     let first = tokio::select! {
-        out = rx.recv() => match out {
-            Some(out) => Some(out),
-            None => {
-                let err = McpError::internal("Internal error: the request ended without a response");
-                return reject(StatusCode::INTERNAL_SERVER_ERROR, &err, request_id);
-            }
-        },
+        out = rx.recv() => {
+            ended = out.is_none();
+            out
+        }
         _ = inner.json_deadline() => None,
     };
-    if first.is_none() && inner.is_shutting_down() {
+    if first.is_none() && !ended && inner.is_shutting_down() {
         let err = McpError::internal("Internal error: the server is shutting down");
         return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
     }
@@ -210,6 +218,10 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
     // The answer is an SSE stream: its events are buffered for resumption, filled by a
     // supervised pump that outlives this connection.
     let stream = session.new_stream();
+    if ended {
+        stream.finish();
+        return sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()));
+    }
     if let Some(out) = first {
         let (Outgoing::Response(json) | Outgoing::Notification(json) | Outgoing::Request(json)) = &out;
         if matches!(out, Outgoing::Response(_)) {
@@ -237,14 +249,19 @@ async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Re
         let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
         return unavailable(&err);
     }
+    sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()))
+}
+
+/// How the first reader of a new POST stream starts: from its beginning, primed (and
+/// closed for polling) when the session's revision resumes streams (2025-11-25).
+fn reader_start(inner: &Inner, session: &Session) -> ReaderStart {
     let polling = session.version().is_some_and(|v| v.supports(Feature::SsePolling));
-    let start = ReaderStart {
+    ReaderStart {
         cursor: 0,
         prime: polling.then_some(inner.config.sse_retry),
         poll_after: if polling { inner.config.sse_polling } else { None },
         keep_alive: inner.config.keep_alive,
-    };
-    sse::response(stream::body(stream, start, busy, shutdown, inner.count_stream()))
+    }
 }
 
 /// A GET with a session: the standalone stream, or a resumption with `Last-Event-ID`.

@@ -9,7 +9,8 @@
 //!
 //! Invariants: a session id is 128 random bits from the OS (`getrandom`), hex-encoded
 //! (visible ASCII); a session is in the registry exactly until it is deleted, reaped or
-//! the server shuts down, and its endpoint is closed when it leaves; a session is idle
+//! the server shuts down, and its endpoint is closed and its admission slot given back
+//! (exactly once) when it leaves; a session is idle
 //! when nothing uses it (no POST being answered, no stream read) and is reaped after
 //! `session_idle_timeout` of that.
 
@@ -23,6 +24,7 @@ use arbor_server::Endpoint;
 use parking_lot::{Mutex, RwLock};
 use tokio::time::Instant;
 
+use super::admission::{Admission, Slot};
 use super::stream::EventStream;
 use crate::server::Inner;
 
@@ -54,6 +56,9 @@ pub(crate) struct Session {
     /// Milliseconds since the registry's epoch when it was last used.
     last_used: AtomicU64,
     epoch: Instant,
+    /// The session's place in the admission counts, given back when it leaves the
+    /// registry (`close`), not when the last request holding the record ends.
+    slot: Mutex<Option<Slot>>,
 }
 
 #[derive(Debug, Default)]
@@ -75,7 +80,13 @@ impl Drop for Busy {
 }
 
 impl Session {
-    pub(crate) fn new(id: Arc<str>, endpoint: Endpoint, standalone: Arc<EventStream>, epoch: Instant) -> Session {
+    pub(crate) fn new(
+        id: Arc<str>,
+        endpoint: Endpoint,
+        standalone: Arc<EventStream>,
+        slot: Slot,
+        epoch: Instant,
+    ) -> Session {
         let session = Session {
             id,
             endpoint,
@@ -84,6 +95,7 @@ impl Session {
             busy: AtomicUsize::new(0),
             last_used: AtomicU64::new(0),
             epoch,
+            slot: Mutex::new(Some(slot)),
         };
         session.touch();
         session
@@ -148,6 +160,7 @@ impl Session {
             stream.finish();
         }
         self.endpoint.close();
+        drop(self.slot.lock().take());
     }
 }
 
@@ -158,6 +171,8 @@ pub(crate) struct Sessions {
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// A large reap's endpoints have all stopped: the next tick gives memory back.
     trim_due: Arc<AtomicBool>,
+    /// The session caps, shared with the 2024-11-05 transport's sessions.
+    pub(crate) admission: Admission,
 }
 
 impl Sessions {
@@ -167,6 +182,7 @@ impl Sessions {
             epoch: Instant::now(),
             reaper: Mutex::new(None),
             trim_due: Arc::new(AtomicBool::new(false)),
+            admission: Admission::default(),
         }
     }
 

@@ -24,15 +24,24 @@ use parking_lot::RwLock;
 use tokio::sync::watch;
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
+use super::admission::Slot;
 use super::session::new_session_id;
 use crate::guard::{empty, reject};
-use crate::server::{read_parsed, Inner, StreamCount};
+use crate::server::{peer_addr, read_parsed, Inner, StreamCount};
 use crate::sse;
 
 /// The open 2024-11-05 sessions: endpoint and the route their POSTs answer on.
 #[derive(Default)]
 pub(crate) struct SseSessions {
-    map: RwLock<HashMap<Arc<str>, (Endpoint, Route)>>,
+    map: RwLock<HashMap<Arc<str>, SseSession>>,
+}
+
+/// One 2024-11-05 session.
+struct SseSession {
+    endpoint: Endpoint,
+    route: Route,
+    /// Its place in the session caps, given back when it leaves the map.
+    _slot: Slot,
 }
 
 impl SseSessions {
@@ -41,8 +50,8 @@ impl SseSessions {
     }
 
     pub(crate) fn close_all(&self) {
-        for (_, (endpoint, _)) in self.map.write().drain() {
-            endpoint.close();
+        for (_, session) in self.map.write().drain() {
+            session.endpoint.close();
         }
     }
 }
@@ -56,9 +65,11 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
     let unavailable = |message: String| {
         reject(StatusCode::SERVICE_UNAVAILABLE, &McpError::Other { code: -32000, message, data: None }, None)
     };
-    if inner.sse_sessions.len() >= inner.config.max_sessions {
-        return unavailable("Service Unavailable: too many sessions".into());
-    }
+    // The same caps as Streamable HTTP sessions, counted together with them.
+    let slot = match inner.sessions.admission.admit(peer_addr(&parts).map(|a| a.ip()), &inner.config) {
+        Ok(slot) => slot,
+        Err(refusal) => return refusal.response(&inner.config),
+    };
     let id = match new_session_id() {
         Ok(id) => id,
         Err(e) => return unavailable(format!("Service Unavailable: no randomness: {e}")),
@@ -69,7 +80,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         Ok(ep) => ep,
         Err(e) => return unavailable(format!("Service Unavailable: cannot open a session: {e}")),
     };
-    inner.sse_sessions.map.write().insert(id.clone(), (endpoint, route));
+    inner.sse_sessions.map.write().insert(id.clone(), SseSession { endpoint, route, _slot: slot });
     let uri = format!("{}/messages?sessionId={id}", inner.config.legacy_sse_base());
     let period = inner.config.keep_alive;
     let mut keep_alive = interval_at(Instant::now() + period, period);
@@ -112,7 +123,7 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
         let err = McpError::InvalidRequest { message: "Bad Request: sessionId is required".into(), data: None };
         return reject(StatusCode::BAD_REQUEST, &err, None);
     };
-    let found = inner.sse_sessions.map.read().get(id.as_str()).cloned();
+    let found = inner.sse_sessions.map.read().get(id.as_str()).map(|s| (s.endpoint.clone(), s.route.clone()));
     let Some((endpoint, route)) = found else {
         let err = McpError::Other { code: -32001, message: "Session not found".into(), data: None };
         return reject(StatusCode::NOT_FOUND, &err, None);
@@ -133,8 +144,9 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some((endpoint, _)) = self.inner.sse_sessions.map.write().remove(&self.id) {
-            endpoint.close();
+        let removed = self.inner.sse_sessions.map.write().remove(&self.id);
+        if let Some(session) = removed {
+            session.endpoint.close();
         }
     }
 }

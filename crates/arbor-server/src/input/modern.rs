@@ -221,7 +221,7 @@ pub(crate) fn open_at(
         return Err(refuse(&format!(
             "it was issued for another request, not {} of `{}`",
             binding.method.as_str(),
-            arbor_protocol::reflect::Clamped(&binding.subject)
+            arbor_protocol::reflect::Clamped(binding.subject)
         )));
     }
     // Digested only here, once the tag verified: a call that carries no state pays nothing.

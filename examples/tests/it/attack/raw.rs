@@ -47,6 +47,22 @@ pub async fn connect(authority: &str) -> TcpStream {
         .expect("connecting to the server")
 }
 
+/// Connects to `authority` from the local address `from` (e.g. `127.0.0.2`, a second
+/// loopback peer for the per-peer bounds).
+pub async fn connect_from(authority: &str, from: std::net::IpAddr) -> TcpStream {
+    let target: std::net::SocketAddr = authority.parse().expect("an IP:PORT authority");
+    let socket = match from {
+        std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }
+    .expect("a socket");
+    socket.bind(std::net::SocketAddr::new(from, 0)).expect("binding the client end");
+    tokio::time::timeout(WAIT, socket.connect(target))
+        .await
+        .expect("connecting in time")
+        .expect("connecting to the server")
+}
+
 /// A POST of `body` to `path` with the usual MCP headers plus `extra` (`Name: value\r\n` lines).
 pub fn post_bytes(authority: &str, path: &str, extra: &str, body: &[u8]) -> Vec<u8> {
     let mut request = format!(
