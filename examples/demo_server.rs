@@ -77,7 +77,8 @@ const USAGE: &str =
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
     --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
     --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)\n\
-    --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)";
+    --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)\n\
+    --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)";
 
 // ===== tools =====
 
@@ -458,6 +459,8 @@ struct Options {
     max_connections: Option<usize>,
     /// `HttpConfig::max_sessions_per_peer` (`None`: its default).
     max_sessions_per_peer: Option<usize>,
+    /// `HttpConfig::header_read_timeout` (`None`: its default).
+    header_timeout: Option<Duration>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -470,6 +473,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         drain_timeout: None,
         max_connections: None,
         max_sessions_per_peer: None,
+        header_timeout: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -494,7 +498,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
             "--max-connections" => {
                 let n = args.next().ok_or("--max-connections needs a number")?;
                 options.max_connections = Some(
-                    n.parse().ok().filter(|&n| n > 0).ok_or(format!("--max-connections: `{n}` is not a positive number"))?,
+                    n.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or(format!("--max-connections: `{n}` is not a positive number"))?,
                 );
             }
             "--max-sessions-per-peer" => {
@@ -510,6 +517,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let n = args.next().ok_or("--page-size needs a number")?;
                 options.page_size =
                     n.parse().ok().filter(|&n| n > 0).ok_or(format!("--page-size: `{n}` is not a positive number"))?;
+            }
+            "--header-timeout-ms" => {
+                let ms = args.next().ok_or("--header-timeout-ms needs a number")?;
+                let ms: u64 = ms
+                    .parse()
+                    .ok()
+                    .filter(|&ms| ms > 0)
+                    .ok_or(format!("--header-timeout-ms: `{ms}` is not a positive number"))?;
+                options.header_timeout = Some(Duration::from_millis(ms));
             }
             "--drain-timeout-ms" => {
                 let ms = args.next().ok_or("--drain-timeout-ms needs a number")?;
@@ -576,6 +592,9 @@ async fn main() -> ExitCode {
         let mut config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
         if let Some(n) = options.max_sessions_per_peer {
             config.max_sessions_per_peer = n;
+        }
+        if let Some(timeout) = options.header_timeout {
+            config.header_read_timeout = timeout;
         }
         return http::serve("demo_server", server, config.bind(addr)).await;
     }

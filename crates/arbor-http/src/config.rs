@@ -49,6 +49,11 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Largest request body, in bytes; larger ones get 413. Default 4 MiB.
     pub max_body_bytes: usize,
+    /// A request's head (request line and headers) must arrive whole within this, from
+    /// the connection's start or the end of its previous exchange; past it the connection
+    /// is closed (hyper answers 408 when nothing of the head has arrived yet). Bounds the
+    /// header slowloris. Default 30 s.
+    pub header_read_timeout: Duration,
     /// A request body must arrive whole within this after its head; past it the request
     /// gets 408 and the connection is closed. Default 30 s (the header read timeout).
     pub body_read_timeout: Duration,
@@ -129,6 +134,7 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
+            header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             body_min_rate: 256,
             body_rate_window: Duration::from_secs(5),
@@ -160,6 +166,7 @@ impl fmt::Debug for HttpConfig {
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_json_depth", &self.max_json_depth)
+            .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("body_min_rate", &self.body_min_rate)
             .field("body_rate_window", &self.body_rate_window)

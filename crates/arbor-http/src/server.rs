@@ -295,6 +295,7 @@ impl Bound {
         use hyper_util::service::TowerToHyperService;
         let inner = self.server.inner.clone();
         let router = self.server.router();
+        let header_read_timeout = inner.config.header_read_timeout;
         let connections = inner.connections.clone();
         let refusal = listener::refusal(connections.max());
         let grace = inner.config.shutdown_grace;
@@ -348,7 +349,7 @@ impl Bound {
                 let _counted = (slot, drain);
                 let connection = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(30))
+                    .header_read_timeout(header_read_timeout)
                     .serve_connection(TokioIo::new(tcp), service);
                 tokio::pin!(connection);
                 let stopping = tokio::select! {
