@@ -427,8 +427,11 @@ impl Entry {
         let mut accepted = Vec::new();
         for (key, raw) in responses {
             let Some((handler_key, request)) = state.pending.get(&key) else { continue };
-            let response: InputResponse = serde_json::from_value(raw)
-                .map_err(|e| McpError::invalid_params(format!("inputResponses[{key}] is not a valid answer: {e}")))?;
+            let response: InputResponse = serde_json::from_value(raw).map_err(|e| {
+                // serde's message quotes the offending value: reflected, so clamped.
+                let e = arbor_protocol::reflect::Clamped(&e.to_string()).to_string();
+                McpError::invalid_params(format!("inputResponses[{key}] is not a valid answer: {e}"))
+            })?;
             let (asked, given) = (Kind::of_request(request), Kind::of_response(&response));
             if asked != given {
                 return Err(McpError::invalid_params(format!(
