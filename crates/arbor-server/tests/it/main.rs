@@ -4,6 +4,7 @@ mod schema;
 mod support;
 
 mod a_closed_connection_stops_its_requests;
+mod a_shared_endpoint_bounds_each_requester;
 mod an_endpoint_routes_what_each_submission_causes;
 mod bad_input_gets_the_spec_error;
 mod batches_are_answered_with_one_array;
