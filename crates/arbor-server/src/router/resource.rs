@@ -322,7 +322,7 @@ impl TemplateRoute {
 
     /// Whether this template serves `uri` (for subscriptions, which do not read).
     pub(crate) fn matches(&self, uri: &str) -> bool {
-        self.parsed.matches(uri).is_some()
+        self.parsed.is_match(uri)
     }
 }
 
