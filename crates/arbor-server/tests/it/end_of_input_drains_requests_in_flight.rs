@@ -151,3 +151,58 @@ async fn a_broken_output_stops_the_connection_without_waiting_for_the_deadline()
     server.shutdown().await;
     assert_eq!((gauge.alive_actors(), gauge.alive_tasks()), (0, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn requests_finishing_in_the_very_instant_of_the_deadline_are_still_answered_exactly_once() {
+    // On the paused clock, sleeps of exactly the drain deadline end in the same instant as
+    // the drain's own timer: each request must get either its result or the drain error.
+    let (server, connection, mut reader, writer, gauge) = start(Duration::from_millis(500)).await;
+    legacy_opening(&writer);
+    let ids = 1..=60;
+    for id in ids.clone() {
+        let ms = 499 + id % 3;
+        send(&writer, call(id, "sleep", json!({"ms": ms})));
+    }
+    writer.close().await;
+    let out = read_to_end(&mut reader).await;
+    let (mut results, mut drained) = (0, 0);
+    for id in ids {
+        let answers = answers_to(&out, id);
+        assert_eq!(answers.len(), 1, "request {id}, exactly once: {answers:?}");
+        if answers[0]["result"].is_object() {
+            results += 1;
+        } else {
+            assert_eq!(answers[0]["error"]["data"]["reason"], "drain", "{}", answers[0]);
+            drained += 1;
+        }
+    }
+    eprintln!("at the deadline instant: {results} answered with their result, {drained} with the drain error");
+    connection.closed().await;
+    server.shutdown().await;
+    assert_eq!((gauge.alive_actors(), gauge.alive_tasks()), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_two_workers_requests_ending_around_the_deadline_are_each_answered_exactly_once() {
+    // Real time, two workers: completions and the drain's cancels interleave for real.
+    for round in 0..5 {
+        let (server, connection, mut reader, writer, gauge) = start(Duration::from_millis(50)).await;
+        legacy_opening(&writer);
+        let ids = 1..=200;
+        for id in ids.clone() {
+            send(&writer, call(id, "sleep", json!({"ms": 45 + id % 10})));
+        }
+        writer.close().await;
+        let out = read_to_end(&mut reader).await;
+        let mut drained = 0;
+        for id in ids {
+            let answers = answers_to(&out, id);
+            assert_eq!(answers.len(), 1, "round {round}, request {id}, exactly once: {answers:?}");
+            drained += usize::from(answers[0]["error"]["data"]["reason"] == "drain");
+        }
+        eprintln!("round {round}: 200 requests, {drained} drained at the deadline, the rest answered by themselves");
+        connection.closed().await;
+        server.shutdown().await;
+        assert_eq!((gauge.alive_actors(), gauge.alive_tasks()), (0, 0));
+    }
+}
