@@ -193,10 +193,10 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         }
     }
     let options = inner.config.tenant.as_ref().map(|hook| hook(parts));
-    // Who sent it, for the endpoint's per-requester bounds and the owner of its tasks:
-    // the principal the tenant hook established, else the peer's address.
-    let auth = options.as_ref().and_then(|o| o.auth.as_deref());
-    let requester = Requester::new(auth, peer_addr(parts));
+    // Who sent it, for the endpoint's per-requester bounds and the owner of its tasks: the
+    // peer's address. A principal the tenant hook established is the endpoint's own (one
+    // endpoint per principal), and the endpoint puts it first.
+    let requester = Requester::new(None, peer_addr(parts));
     let endpoint = match inner.modern.endpoint(inner, options).await {
         Ok(ep) => ep,
         Err(err) => return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned()),

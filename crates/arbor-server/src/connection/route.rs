@@ -200,20 +200,22 @@ impl ConnState {
         let version = terms.version();
         let caps = terms.client_capabilities();
         let client_info = meta.and_then(Meta::client_info);
-        let requester = self.requester();
-        if let Some(last) = &self.last_modern {
-            if last.version == version
-                && &last.capabilities == caps
-                && last.client_info.as_ref() == client_info
-                && &last.info.requester == requester
-            {
+        let requester = self.requester().clone();
+        if let Some(last) = &mut self.last_modern {
+            if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
+                if last.info.requester != requester {
+                    // The same terms from another requester (a shared endpoint's clients
+                    // alternate): the info differs only in who sent it, so it is copied,
+                    // not parsed again.
+                    last.info = Arc::new(ConnectionInfo { requester, ..(*last.info).clone() });
+                }
                 return last.info.clone();
             }
         }
         let info = Arc::new(ConnectionInfo {
             tenant: self.tenant.name().to_owned(),
             auth: self.auth.clone(),
-            requester: requester.clone(),
+            requester,
             client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
             client_capabilities: terms.typed_client_capabilities(),
             protocol_version: version,

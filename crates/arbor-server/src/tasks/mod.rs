@@ -1,6 +1,7 @@
 //! Tasks: the `io.modelcontextprotocol/tasks` extension (SEP-2663) served for `tools/call`.
 //!
-//! A tool opts in through its [`TaskPolicy`] ([`ServerHandler::tool_task_policy`], or
+//! A tool opts in through its [`TaskPolicy`]
+//! ([`ServerHandler::tool_task_policy`](crate::ServerHandler::tool_task_policy), or
 //! `ToolRoute::task_support` on a [`Router`](crate::Router)); the runtime does the rest.
 //! When a 2026-07-28 request declares the extension in its client capabilities and the
 //! tool supports tasks, the call is answered at once with a flat `CreateTaskResult`
