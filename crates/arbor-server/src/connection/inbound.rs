@@ -325,7 +325,7 @@ impl Drain {
 /// -32603 for a request still running when the drain deadline passed after the input
 /// ended. The client cannot retry on this connection (it closed its side); the data says
 /// why, so it can retry elsewhere, knowing the work may have been partly done.
-pub(crate) fn drain_deadline_passed(timeout: Duration) -> McpError {
+fn drain_deadline_passed(timeout: Duration) -> McpError {
     let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
     McpError::Internal {
         message: format!(
