@@ -25,8 +25,9 @@ const MAX_ENDPOINTS: usize = 4;
 /// `ServerConfig`'s default per-requester bounds.
 const LISTENS_PER_REQUESTER: usize = 64;
 const CALLS_PER_REQUESTER: usize = 256;
-/// How many requests are opened at once.
-const BATCH: usize = 32;
+/// How many listens, and how many slow calls, are opened at once.
+const LISTEN_BATCH: usize = 32;
+const CALL_BATCH: usize = 64;
 /// How long one answer (or a stream's first message) may take.
 const WAIT: Duration = Duration::from_secs(15);
 
@@ -95,9 +96,10 @@ impl Requester {
         .await
     }
 
-    /// A `slow_count` that reports progress every 150 ms and runs for 15 s.
+    /// A `slow_count` that reports progress every 500 ms (its first message, which shows
+    /// it was admitted) and runs for 50 s, far longer than the test.
     async fn slow_call(&self, id: u64) -> First {
-        let params = json!({"name": "slow_count", "arguments": {"to": 100, "interval_ms": 150}});
+        let params = json!({"name": "slow_count", "arguments": {"to": 100, "interval_ms": 500}});
         self.send(id, "tools/call", params, Some("slow_count")).await
     }
 
@@ -107,9 +109,9 @@ impl Requester {
     }
 }
 
-/// Opens `open(n)` in batches until one is refused or `attempts` were made: the streams
-/// admitted (kept open) and the first refusal.
-async fn fill<'a, F, Fut>(attempts: usize, open: F) -> (Vec<First>, Option<Value>)
+/// Opens `open(n)` in batches of `batch` until one is refused or `attempts` were made:
+/// the streams admitted (kept open) and the first refusal.
+async fn fill<'a, F, Fut>(attempts: usize, batch: usize, open: F) -> (Vec<First>, Option<Value>)
 where
     F: Fn(u64) -> Fut,
     Fut: std::future::Future<Output = First> + 'a,
@@ -118,9 +120,9 @@ where
     let mut refusal = None;
     let mut next = 0;
     while refusal.is_none() && next < attempts {
-        let batch: Vec<_> = (next..(next + BATCH).min(attempts)).map(|n| open(n as u64)).collect();
-        next += batch.len();
-        for first in join_all(batch).await {
+        let opened: Vec<_> = (next..(next + batch).min(attempts)).map(|n| open(n as u64)).collect();
+        next += opened.len();
+        for first in join_all(opened).await {
             match first {
                 stream @ First::Stream(_) => held.push(stream),
                 First::Answer(answer) => {
@@ -169,8 +171,8 @@ async fn a_requester_holding_its_most_listens_leaves_the_others_their_listens_an
     let server = ServerProcess::spawn("demo_server", &[]).await;
     let (a, b) = (Requester::new(&server.url, A), Requester::new(&server.url, B));
 
-    let attempts = MAX_ENDPOINTS * LISTENS_PER_REQUESTER + BATCH;
-    let (held, refusal) = fill(attempts, |n| a.listen(n)).await;
+    let attempts = MAX_ENDPOINTS * LISTENS_PER_REQUESTER + LISTEN_BATCH;
+    let (held, refusal) = fill(attempts, LISTEN_BATCH, |n| a.listen(n)).await;
     let (echoes, listens, b_streams) = probes(&b, 5, 3).await;
     eprintln!(
         "item 3, listens: A holds {} listens (refused: {}); B's probes answered: {echoes}/5 echo, {listens}/3 listen",
@@ -192,8 +194,8 @@ async fn a_requester_holding_its_most_slow_calls_leaves_the_others_their_calls()
     let server = ServerProcess::spawn("demo_server", &[]).await;
     let (a, b) = (Requester::new(&server.url, A), Requester::new(&server.url, B));
 
-    let attempts = MAX_ENDPOINTS * CALLS_PER_REQUESTER + BATCH;
-    let (held, refusal) = fill(attempts, |n| a.slow_call(n)).await;
+    let attempts = MAX_ENDPOINTS * CALLS_PER_REQUESTER + CALL_BATCH;
+    let (held, refusal) = fill(attempts, CALL_BATCH, |n| a.slow_call(n)).await;
     let (echoes, listens, b_streams) = probes(&b, 5, 1).await;
     // A's own echo waits behind its own bound, not anyone else's.
     let own = a.echo(30_000).await;
