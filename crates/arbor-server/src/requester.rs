@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Who sent a request, for the bounds one client may not exceed and the owner of its
 /// tasks. Build one with [`Requester::new`]; compare with `==` (exact).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Requester {
     /// The authenticated principal (`ConnectOptions::auth`), compared as an exact string.
     Principal(Arc<str>),
