@@ -519,3 +519,66 @@ async fn opening_and_dropping_300_sse_streams_gives_the_fds_back_and_keeps_rss_b
     still_serves(&client, 1).await;
     assert!(server.stop().await.success());
 }
+
+#[tokio::test]
+async fn header_slowloris_connections_are_closed_by_the_header_timeout_while_the_server_runs() {
+    // The same drip as above against a 1 s header timeout: each connection is closed by the
+    // server itself, long before the drip (one byte every 200 ms, at most 50 rounds) ends,
+    // and the server's descriptors come back to their baseline while it keeps serving.
+    let server = ServerProcess::spawn("demo_server", &["--feed-interval-ms", "0", "--header-timeout-ms", "1000"]).await;
+    let authority = raw::authority(&server.url).to_owned();
+    let client = Client::new(&server.url);
+    still_serves(&client, 0).await;
+    let baseline = raw::open_fds(server.pid());
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nX-Pad: ");
+    let mut drips = Vec::new();
+    for _ in 0..50 {
+        let mut tcp = raw::connect(&authority).await;
+        let head = head.clone();
+        drips.push(tokio::spawn(async move {
+            let mut buf = [0u8; 1024];
+            for byte in head.bytes().chain(std::iter::repeat(b'a')).take(50) {
+                if tcp.write_all(&[byte]).await.is_err() {
+                    return true;
+                }
+                // Wait 200 ms for the server's end between bytes (a 408 may come first).
+                let until = tokio::time::Instant::now() + Duration::from_millis(200);
+                loop {
+                    match tokio::time::timeout_at(until, tcp.read(&mut buf)).await {
+                        Ok(Ok(0)) | Ok(Err(_)) => return true,
+                        Ok(Ok(_)) => continue,
+                        Err(_) => break,
+                    }
+                }
+            }
+            false
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = raw::open_fds(server.pid());
+    still_serves(&client, 1).await;
+    let mut closed_by_server = 0;
+    for drip in drips {
+        if tokio::time::timeout(raw::WAIT, drip).await.expect("the drip ends").expect("the drip ran") {
+            closed_by_server += 1;
+        }
+    }
+    // The server closes its side as the timeout fires; give the descriptors a moment (bounded).
+    let mut after = raw::open_fds(server.pid());
+    for _ in 0..50 {
+        if after <= baseline + 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = raw::open_fds(server.pid());
+    }
+    eprintln!(
+        "slowloris (1 s header timeout): fds {baseline} before, {held} held, {after} after; \
+         closed by the server {closed_by_server}/50"
+    );
+    assert!(held >= baseline + 50, "the slow connections were not held open: {baseline} -> {held}");
+    assert_eq!(closed_by_server, 50, "every slow head is closed by the header timeout, not by the drip ending");
+    assert!(after <= baseline + 2, "descriptors not given back: {baseline} -> {after}");
+    still_serves(&client, 2).await;
+    assert!(server.stop().await.success());
+}
