@@ -101,10 +101,8 @@ pub async fn read_answer(tcp: &mut TcpStream, within: Duration) -> Option<Answer
     let mut lines = head.split("\r\n");
     let status_line = lines.next()?;
     let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
-        .collect();
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':')).map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned())).collect();
     let mut answer = Answer { status, headers, body: Vec::new() };
     let mut rest = buf[head_end + 4..].to_vec();
     if let Some(len) = answer.header("content-length").and_then(|v| v.parse::<usize>().ok()) {
