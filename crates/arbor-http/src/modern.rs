@@ -224,9 +224,11 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
             json_response(status, body)
         }
         Some(Some(out)) => stream(inner, Some(out), rx, shutdown),
+        // The endpoint stopped (shutdown, or evicted from the pool) before answering: the
+        // request may be retried elsewhere, so 503 rather than a 500 that blames the server.
         Some(None) => {
-            let err = McpError::internal("Internal error: the request ended without a response");
-            reject(StatusCode::INTERNAL_SERVER_ERROR, &err, id)
+            let err = McpError::internal("Internal error: the endpoint closed before answering; retry");
+            reject(StatusCode::SERVICE_UNAVAILABLE, &err, id)
         }
         None => stream(inner, None, rx, shutdown),
     }
