@@ -78,7 +78,10 @@ const USAGE: &str =
     --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
     --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)\n\
     --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)\n\
-    --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)";
+    --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)\n\
+    --max-in-flight-per-requester N  requests one client (IP address) may have in flight (default 256)\n\
+    --max-listens-per-requester N  listens and subscriptions one client may hold open (default 64)\n\
+    --max-in-flight-per-tenant N  requests in flight in all (default 16384)";
 
 // ===== tools =====
 
@@ -461,6 +464,11 @@ struct Options {
     max_sessions_per_peer: Option<usize>,
     /// `HttpConfig::header_read_timeout` (`None`: its default).
     header_timeout: Option<Duration>,
+    /// `ServerConfig::max_in_flight_per_requester`, `max_subscriptions_per_requester` and
+    /// `max_in_flight_per_tenant` (`None`: their defaults).
+    per_requester: Option<usize>,
+    listens_per_requester: Option<usize>,
+    per_tenant: Option<usize>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -474,6 +482,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         max_connections: None,
         max_sessions_per_peer: None,
         header_timeout: None,
+        per_requester: None,
+        listens_per_requester: None,
+        per_tenant: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -517,6 +528,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let n = args.next().ok_or("--page-size needs a number")?;
                 options.page_size =
                     n.parse().ok().filter(|&n| n > 0).ok_or(format!("--page-size: `{n}` is not a positive number"))?;
+            }
+            flag @ ("--max-in-flight-per-requester" | "--max-listens-per-requester" | "--max-in-flight-per-tenant") => {
+                let n = args.next().ok_or(format!("{flag} needs a number"))?;
+                let n = n.parse().ok().filter(|&n| n > 0).ok_or(format!("{flag}: `{n}` is not a positive number"))?;
+                match flag {
+                    "--max-in-flight-per-requester" => options.per_requester = Some(n),
+                    "--max-listens-per-requester" => options.listens_per_requester = Some(n),
+                    _ => options.per_tenant = Some(n),
+                }
             }
             "--header-timeout-ms" => {
                 let ms = args.next().ok_or("--header-timeout-ms needs a number")?;
@@ -581,6 +601,15 @@ async fn main() -> ExitCode {
         });
     }
     let mut config = arbor_server::ServerConfig::default();
+    if let Some(n) = options.per_requester {
+        config = config.max_in_flight_per_requester(n);
+    }
+    if let Some(n) = options.listens_per_requester {
+        config = config.max_subscriptions_per_requester(n);
+    }
+    if let Some(n) = options.per_tenant {
+        config = config.max_in_flight_per_tenant(n);
+    }
     if let Some(timeout) = options.drain_timeout {
         config = config.drain_timeout(timeout);
     }

@@ -63,14 +63,18 @@ pub struct ServerConfig {
     /// Default 256.
     pub max_subscriptions_per_connection: usize,
     /// Requests one requester (principal, else peer address; see
-    /// [`Requester`](crate::Requester)) may have in flight on one shared endpoint (the
-    /// 2026-07-28 HTTP pool) across all its connections; beyond it a request is refused at
-    /// once with the overload error, scope `requester`. Default 256, a quarter of the
-    /// default connection bound, so one client cannot fill an endpoint for the others.
+    /// [`Requester`](crate::Requester)) may have in flight in its tenant, across all its
+    /// connections, sessions and 2026-07-28 POSTs; beyond it a request is refused at once
+    /// with the overload error, scope `requester`. Requests of an unknown requester (stdio,
+    /// a router mounted without peer addresses) are not counted. Default 256, a quarter of
+    /// the default connection bound, so one client can fill neither a shared 2026-07-28
+    /// endpoint nor, through many sessions, the tenant. Behind a proxy every client has the
+    /// proxy's address: name principals with the tenant hook, or raise this.
     pub max_in_flight_per_requester: usize,
-    /// Listens one requester may hold open on one shared endpoint; beyond it a listen is
-    /// refused with the overload error, scope `requester`. Default 64, a quarter of the
-    /// default subscription bound.
+    /// Subscription streams (2026-07-28 listens, legacy resource subscriptions) one
+    /// requester may hold open in its tenant, across all its connections and sessions;
+    /// beyond it a listen or subscription is refused with the overload error, scope
+    /// `requester`. Default 64, a quarter of the default subscription bound.
     pub max_subscriptions_per_requester: usize,
     /// The bus queue of each topic the runtime joins for a stream (`list_changed`,
     /// `resources/updated`): its bound and what happens when a slow client lets it fill.

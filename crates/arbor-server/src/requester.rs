@@ -9,8 +9,9 @@
 //! client's tasks are neither counted against nor visible to another.
 //!
 //! This module is not authorization: a requester is a name for bookkeeping, compared
-//! exactly (principals as exact strings), never a credential. [`RequesterSlots`] counts
-//! one endpoint's in-flight requests per requester.
+//! exactly (principals as exact strings), never a credential. [`RequesterSlots`] counts a
+//! tenant's in-flight requests (or open streams) per requester, across every connection,
+//! session and endpoint of the tenant.
 //!
 //! Invariant: a slot taken from [`RequesterSlots`] is given back exactly once, when its
 //! [`RequesterSlot`] is dropped, and a requester with nothing in flight holds no entry.
@@ -68,7 +69,7 @@ impl Requester {
     }
 }
 
-/// One endpoint's in-flight requests per requester, bounded by `max` each.
+/// A tenant's in-flight requests (or open streams) per requester, bounded by `max` each.
 #[derive(Debug)]
 pub(crate) struct RequesterSlots {
     max: usize,

@@ -27,6 +27,7 @@
 //! precomputed capabilities) lives in one read-only [`Shared`], so connections never
 //! contend on anything but the tenant's in-flight counter.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use arbor_bus::{Bus, BusMessage, LocalBus, PublishError};
@@ -43,7 +44,7 @@ use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{TaskStore, TaskStreams};
-use crate::tree::{Tree, DEFAULT_TENANT};
+use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -52,17 +53,27 @@ pub struct ConnectOptions {
     pub tenant: Option<String>,
     /// The authenticated identity, if the transport established one.
     pub auth: Option<String>,
+    /// The peer's address, if the transport knows it (an HTTP session's client). Without
+    /// `auth`, it names the connection's [`Requester`](crate::Requester): the bounds one
+    /// client may not exceed across all its connections count against it.
+    pub peer: Option<SocketAddr>,
 }
 
 impl ConnectOptions {
     /// A connection of `tenant`.
     pub fn tenant(tenant: impl Into<String>) -> Self {
-        ConnectOptions { tenant: Some(tenant.into()), auth: None }
+        ConnectOptions { tenant: Some(tenant.into()), ..Default::default() }
     }
 
     /// The same options with an authenticated identity.
     pub fn auth(mut self, auth: impl Into<String>) -> Self {
         self.auth = Some(auth.into());
+        self
+    }
+
+    /// The same options with the peer's address.
+    pub fn peer(mut self, peer: SocketAddr) -> Self {
+        self.peer = Some(peer);
         self
     }
 }
@@ -233,12 +244,13 @@ impl Server {
         self.tree
             .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
-                let tree = Tree::start(
-                    gauge,
-                    self.shared.config.max_in_flight_per_tenant,
-                    self.shared.config.tasks.max_running,
-                )
-                .await?;
+                let config = &self.shared.config;
+                let bounds = TenantBounds {
+                    in_flight: config.max_in_flight_per_tenant,
+                    in_flight_per_requester: config.max_in_flight_per_requester,
+                    streams_per_requester: config.max_subscriptions_per_requester,
+                };
+                let tree = Tree::start(gauge, bounds, config.tasks.max_running).await?;
                 self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
                 Ok(tree)
@@ -263,8 +275,15 @@ impl Server {
         let tree = self.tree().await.map_err(|e| ConnectError::Start(e.to_string()))?;
         let shared = self.shared.clone();
         let tenant = options.tenant.as_deref().unwrap_or(DEFAULT_TENANT);
-        tree.start_connection(tenant, |tenant, gauge| ConnectionArgs { shared, io, tenant, auth: options.auth, gauge })
-            .await
+        tree.start_connection(tenant, |tenant, gauge| ConnectionArgs {
+            shared,
+            io,
+            tenant,
+            auth: options.auth,
+            peer: options.peer,
+            gauge,
+        })
+        .await
     }
 
     /// The handler the server serves.

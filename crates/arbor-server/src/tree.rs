@@ -34,21 +34,42 @@ use ractor::{Actor, ActorRef};
 
 use crate::connection::{ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
 use crate::error::{ConnectError, StartError};
+use crate::requester::RequesterSlots;
 
 /// The tenant every connection belongs to when nothing identifies tenants.
 pub const DEFAULT_TENANT: &str = "default";
 
-/// A tenant's shared in-flight bound.
+/// The bounds every tenant is started with (from `ServerConfig`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TenantBounds {
+    pub(crate) in_flight: usize,
+    pub(crate) in_flight_per_requester: usize,
+    pub(crate) streams_per_requester: usize,
+}
+
+/// A tenant's shared bounds: its in-flight count, and each requester's share of it and of
+/// its subscription streams, across all the tenant's connections (so one client cannot
+/// starve the others however many connections or sessions it opens).
 #[derive(Debug)]
 pub(crate) struct TenantLimits {
     name: String,
     in_flight: AtomicUsize,
     max: usize,
+    /// In-flight requests per requester.
+    pub(crate) requests: Arc<RequesterSlots>,
+    /// Open subscription streams (listens, legacy resource subscriptions) per requester.
+    pub(crate) streams: Arc<RequesterSlots>,
 }
 
 impl TenantLimits {
-    pub(crate) fn new(name: &str, max: usize) -> TenantLimits {
-        TenantLimits { name: name.to_owned(), in_flight: AtomicUsize::new(0), max }
+    pub(crate) fn new(name: &str, bounds: TenantBounds) -> TenantLimits {
+        TenantLimits {
+            name: name.to_owned(),
+            in_flight: AtomicUsize::new(0),
+            max: bounds.in_flight,
+            requests: RequesterSlots::new(bounds.in_flight_per_requester),
+            streams: RequesterSlots::new(bounds.streams_per_requester),
+        }
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -84,7 +105,7 @@ pub(crate) struct Tree {
     root: SupervisorHandle,
     tasks: TaskSupervisor,
     tenants: tokio::sync::Mutex<HashMap<String, Tenant>>,
-    max_per_tenant: usize,
+    bounds: TenantBounds,
     gauge: Gauge,
 }
 
@@ -96,7 +117,7 @@ impl std::fmt::Debug for Tree {
 
 impl Tree {
     /// Starts the root supervisor.
-    pub(crate) async fn start(gauge: Gauge, max_per_tenant: usize, max_tasks: usize) -> Result<Tree, StartError> {
+    pub(crate) async fn start(gauge: Gauge, bounds: TenantBounds, max_tasks: usize) -> Result<Tree, StartError> {
         let tasks_spec = TaskSupervisorSpec::new("tasks").max_concurrency(max_tasks).gauge(gauge.clone());
         let spec = SupervisorSpec::new("arbor-server")
             .strategy(Strategy::OneForOne)
@@ -108,7 +129,7 @@ impl Tree {
             .child_handle::<TaskSupervisor>("tasks")
             .await
             .ok_or_else(|| StartError("the tasks supervisor did not start".to_owned()))?;
-        Ok(Tree { root, tasks, tenants: Default::default(), max_per_tenant, gauge })
+        Ok(Tree { root, tasks, tenants: Default::default(), bounds, gauge })
     }
 
     /// The task supervisor the tasks extension's runs go under.
@@ -145,7 +166,7 @@ impl Tree {
             .child_handle("connections")
             .await
             .ok_or_else(|| ConnectError::Start(format!("{id}/connections did not start")))?;
-        let limits = Arc::new(TenantLimits::new(name, self.max_per_tenant));
+        let limits = Arc::new(TenantLimits::new(name, self.bounds));
         let tenant = Tenant { connections, limits };
         tenants.insert(name.to_owned(), tenant.clone());
         Ok(tenant)

@@ -96,6 +96,13 @@ impl Client {
         Client { http: reqwest::Client::new(), url: url.to_owned() }
     }
 
+    /// A client whose every connection leaves from `from` (a loopback address such as
+    /// 127.0.0.2: another requester to the server).
+    pub fn from_address(url: &str, from: std::net::IpAddr) -> Client {
+        let http = reqwest::Client::builder().local_address(from).build().expect("a client");
+        Client { http, url: url.to_owned() }
+    }
+
     /// POSTs a 2026-07-28 request (`_meta` added) with the headers the revision requires:
     /// `MCP-Protocol-Version`, `Mcp-Method` and, where the method has one, `Mcp-Name`.
     pub async fn modern(&self, id: Value, method: &str, mut params: Value) -> reqwest::Response {

@@ -114,7 +114,10 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
         Ok(id) => id,
         Err(e) => return unavailable(&McpError::internal(format!("Internal error: no randomness: {e}"))),
     };
-    let options = inner.config.tenant.as_ref().map(|hook| hook(parts)).unwrap_or_default();
+    let mut options = inner.config.tenant.as_ref().map(|hook| hook(parts)).unwrap_or_default();
+    // The session's requests and subscriptions count against its client's share of the
+    // tenant (with the other sessions and POSTs from the same address).
+    options.peer = options.peer.or(peer_addr(parts));
     let standalone = Arc::new(EventStream::new(0));
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route).await {

@@ -74,7 +74,8 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         Ok(id) => id,
         Err(e) => return unavailable(format!("Service Unavailable: no randomness: {e}")),
     };
-    let options = inner.config.tenant.as_ref().map(|hook| hook(&parts)).unwrap_or_default();
+    let mut options = inner.config.tenant.as_ref().map(|hook| hook(&parts)).unwrap_or_default();
+    options.peer = options.peer.or(peer_addr(&parts));
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route.clone()).await {
         Ok(ep) => ep,

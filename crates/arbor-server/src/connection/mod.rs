@@ -64,7 +64,7 @@ use crate::subscription::unit::UnitRef;
 use crate::context::{ConnectionInfo, RequestSink};
 use crate::exchange::{EndpointShared, OnClose, Route};
 use crate::request::sink::ConnectionSink;
-use crate::requester::{Requester, RequesterSlots};
+use crate::requester::Requester;
 use crate::serve::Shared;
 use crate::tree::TenantLimits;
 use output::Output;
@@ -101,6 +101,7 @@ pub(crate) struct ConnectionArgs {
     pub(crate) io: Io,
     pub(crate) tenant: Arc<TenantLimits>,
     pub(crate) auth: Option<String>,
+    pub(crate) peer: Option<std::net::SocketAddr>,
     pub(crate) gauge: Gauge,
 }
 
@@ -173,12 +174,11 @@ pub(crate) struct ConnState {
     /// Listens scoped to their exchange (`OnClose::Cancel`): not keyed by id, closed with
     /// their route or the connection.
     scoped_listens: Vec<UnitRef>,
-    /// The connection's principal as a requester (from `auth`), made once.
-    principal: Option<Requester>,
-    /// In-flight requests per requester, on an endpoint shared by many (made on first use).
-    requester_slots: Option<Arc<RequesterSlots>>,
-    /// Scoped listens of counted requesters (`route.rs`'s `counted_requester`), by requester.
-    requester_listens: HashMap<Requester, Vec<UnitRef>>,
+    /// The connection's own requester, made once: its principal (`auth`), else the peer
+    /// it was opened for (a legacy HTTP session); `None` for a connection that serves
+    /// many requesters (the 2026-07-28 pool, whose submissions name theirs) or one whose
+    /// peer is unknown (stdio).
+    own: Option<Requester>,
     /// While the actor handles the members of a batch: where their responses go.
     batch: Option<Arc<BatchReply>>,
     sink: Arc<dyn RequestSink>,
@@ -199,7 +199,7 @@ impl Actor for ConnectionActor {
         myself: ActorRef<ConnMsg>,
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
-        let ConnectionArgs { shared, io, tenant, auth, gauge } = args;
+        let ConnectionArgs { shared, io, tenant, auth, peer, gauge } = args;
         let span = tracing::info_span!("connection", id = %myself.get_id(), tenant = tenant.name());
         tracing::debug!(parent: &span, "connection started");
         let spec = TaskSupervisorSpec::new("requests")
@@ -221,7 +221,7 @@ impl Actor for ConnectionActor {
             }
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
-        let principal = auth.as_deref().map(|auth| Requester::new(Some(auth), None));
+        let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         Ok(ConnState {
             sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,
@@ -242,9 +242,7 @@ impl Actor for ConnectionActor {
             resource_streams: HashMap::new(),
             list_stream: None,
             scoped_listens: Vec::new(),
-            principal,
-            requester_slots: None,
-            requester_listens: HashMap::new(),
+            own,
             batch: None,
             notifications: None,
             workers,

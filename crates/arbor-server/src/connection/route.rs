@@ -293,30 +293,28 @@ impl ConnState {
         self.respond(encode_response(id, result));
     }
 
-    /// The connection's own requester: its principal, else the unknown one.
+    /// The connection's own requester: its principal or peer, else the unknown one.
     pub(super) fn own_requester(&self) -> Requester {
-        self.principal.clone().unwrap_or_default()
+        self.own.clone().unwrap_or_default()
     }
 
-    /// Who sent the message being handled: the connection's principal, else the requester
-    /// its submission names, else the unknown one.
+    /// Who sent the message being handled: the connection's own requester (principal,
+    /// else the session's peer), else the requester its submission names, else the
+    /// unknown one.
     pub(super) fn requester(&self) -> &Requester {
         static UNKNOWN: Requester = Requester::Unknown;
         let submitted = self.current.as_ref().and_then(|c| c.requester.as_ref());
-        self.principal.as_ref().or(submitted).unwrap_or(&UNKNOWN)
+        self.own.as_ref().or(submitted).unwrap_or(&UNKNOWN)
     }
 
-    /// The requester whose share of this endpoint the message being handled counts
-    /// against, if any: only on an endpoint shared by many requesters, that is a
-    /// submission scoped to its exchange (the 2026-07-28 pool) that names its requester,
-    /// on an endpoint without a principal of its own (an authenticated endpoint serves
-    /// one principal, whose share is the whole endpoint). A byte stream or a legacy
-    /// session is one client: its own bound is its requester's.
+    /// The requester whose share of the tenant (`TenantLimits::requests`, `streams`) the
+    /// message being handled counts against: any known one, whichever connection,
+    /// session or endpoint it came through, so one client's many connections share one
+    /// bound. The unknown requester is not counted: it may be every client at once (a
+    /// router mounted without peer addresses, stdio), and the connection and tenant bounds
+    /// still hold.
     pub(super) fn counted_requester(&self) -> Option<&Requester> {
-        if self.principal.is_some() || !self.scoped() {
-            return None;
-        }
-        self.current.as_ref()?.requester.as_ref()
+        Some(self.requester()).filter(|r| **r != Requester::Unknown)
     }
 
     /// The scope this connection's own bounds are named by in a refusal: a byte stream's

@@ -10,9 +10,10 @@
 //! like a client's cancel; it never enters the in-flight table. It is not where the era or
 //! gates are decided (`route.rs`).
 //!
-//! On an endpoint shared by many requesters (the 2026-07-28 pool), a request also takes a
-//! slot of its requester's share (`ServerConfig::max_in_flight_per_requester`), so one
-//! client over any number of connections cannot take every slot of the endpoint.
+//! A request of a known requester (a principal, or a peer address: a 2026-07-28 POST's or a
+//! legacy session's) also takes a slot of that requester's share of the tenant
+//! (`ServerConfig::max_in_flight_per_requester`), so one client over any number of
+//! connections, endpoints or sessions cannot take every slot.
 //!
 //! Invariant: the tenant slot and the requester slot taken here are released exactly
 //! once: by the report, or at once when the spawn is refused.
@@ -35,15 +36,8 @@ use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
-use crate::requester::RequesterSlots;
 
 impl ConnState {
-    /// The endpoint's per-requester counts, made on the first request that needs them.
-    fn requester_slots(&mut self) -> Arc<RequesterSlots> {
-        let max = self.shared.config.max_in_flight_per_requester;
-        self.requester_slots.get_or_insert_with(|| RequesterSlots::new(max)).clone()
-    }
-
     pub(super) fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
         // A request scoped to its exchange is not in the id table: another exchange may
         // use the same id, and only closing its route cancels it.
@@ -54,13 +48,13 @@ impl ConnState {
         {
             return self.reply_error(Some(id), &duplicate_id());
         }
-        // One requester's share of an endpoint shared by many, before the endpoint's own
-        // bound: a requester past its share is told so, whoever else is waiting.
-        let requester_slot = match self.counted_requester().cloned() {
+        // The requester's share of the tenant, before the connection's own bound: a
+        // requester past its share is told so, whoever else is waiting.
+        let requester_slot = match self.counted_requester() {
             None => None,
             Some(requester) => {
-                let slots = self.requester_slots();
-                match slots.try_acquire(&requester) {
+                let slots = &self.tenant.requests;
+                match slots.try_acquire(requester) {
                     Some(slot) => Some(slot),
                     None => {
                         let retry = self.shared.config.overload_retry_after;

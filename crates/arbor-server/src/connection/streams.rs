@@ -9,9 +9,10 @@
 //! server advertises. On an endpoint a listen writes to its submission's route, and one
 //! submitted with `OnClose::Cancel` is scoped to its exchange: not keyed by id, closed
 //! (handlers' `handle_close` run) when its route's reader goes away; the legacy streams
-//! write to the endpoint's standalone route. On an endpoint shared by many requesters,
-//! one requester's scoped listens are kept by requester and bounded by
-//! `ServerConfig::max_subscriptions_per_requester`, so one client cannot take every
+//! write to the endpoint's standalone route. A listen or a legacy resource subscription of
+//! a known requester also takes a slot of its share of the tenant's streams
+//! (`ServerConfig::max_subscriptions_per_requester`), held by the stream's task and given
+//! back when it ends, so one client over many connections or sessions cannot take every
 //! stream slot. Nothing here awaits: streams report readiness to whoever waits.
 //!
 //! Invariant: a listen id is in use while its stream runs (a request reusing it is a
@@ -30,6 +31,7 @@ use super::output::Output;
 use super::ConnState;
 use crate::context::ConnectionInfo;
 use crate::error::{duplicate_id, listens_overloaded, OverloadScope};
+use crate::requester::RequesterSlot;
 use crate::subscription::unit::Unit;
 use crate::subscription::StreamShared;
 
@@ -57,7 +59,18 @@ impl ConnState {
             handlers: shared.stream_handlers.clone(),
             requested: filter,
             ready,
+            slot: None,
         }
+    }
+
+    /// A slot of the requester's share of the tenant's streams for a new listen or
+    /// subscription (`None` when the requester is not counted), or the refusal naming it.
+    fn stream_slot(&self) -> Result<Option<RequesterSlot>, McpError> {
+        let Some(requester) = self.counted_requester() else { return Ok(None) };
+        let slots = &self.tenant.streams;
+        slots.try_acquire(requester).map(Some).ok_or_else(|| {
+            listens_overloaded(OverloadScope::Requester, slots.max(), self.shared.config.overload_retry_after)
+        })
     }
 
     fn refused(&self, refused: SpawnError) -> McpError {
@@ -74,10 +87,6 @@ impl ConnState {
         self.listens.retain(|_, unit| !unit.is_finished());
         self.scoped_listens.retain(|unit| !unit.is_finished());
         self.resource_streams.retain(|_, unit| !unit.is_finished());
-        self.requester_listens.retain(|_, units| {
-            units.retain(|unit| !unit.is_finished());
-            !units.is_empty()
-        });
     }
 
     /// A 2026-07-28 `subscriptions/listen`: the stream answers the request itself
@@ -91,23 +100,14 @@ impl ConnState {
         {
             return self.reply_error(Some(id), &duplicate_id());
         }
-        // One requester's share of an endpoint shared by many: counted over its live
-        // streams, which the sweep above has just pruned.
-        let counted = self.counted_requester().cloned();
-        if let Some(requester) = &counted {
-            let max = self.shared.config.max_subscriptions_per_requester;
-            if self.requester_listens.get(requester).is_some_and(|units| units.len() >= max) {
-                let err = listens_overloaded(OverloadScope::Requester, max, self.shared.config.overload_retry_after);
-                return self.reply_error(Some(id), &err);
-            }
-        }
-        let unit = self.unit(Some(id.clone()), self.out().clone(), scoped, connection, filter, None);
+        let slot = match self.stream_slot() {
+            Ok(slot) => slot,
+            Err(err) => return self.reply_error(Some(id), &err),
+        };
+        let mut unit = self.unit(Some(id.clone()), self.out().clone(), scoped, connection, filter, None);
+        unit.slot = slot;
         match unit.spawn(&self.streams) {
-            // Only a scoped listen has a counted requester (`counted_requester`).
-            Ok(unit) if scoped => match counted {
-                Some(requester) => self.requester_listens.entry(requester).or_default().push(unit),
-                None => self.scoped_listens.push(unit),
-            },
+            Ok(unit) if scoped => self.scoped_listens.push(unit),
             Ok(unit) => {
                 self.listens.insert(id, unit);
             }
@@ -149,7 +149,16 @@ impl ConnState {
             return;
         };
         let filter = SubscriptionFilter { resource_subscriptions: Some(vec![uri.clone()]), ..Default::default() };
-        let unit = self.unit(None, self.output.clone(), false, legacy.info.clone(), filter, Some(reply));
+        let info = legacy.info.clone();
+        let slot = match self.stream_slot() {
+            Ok(slot) => slot,
+            Err(err) => {
+                let _ = reply.send(Err(err));
+                return;
+            }
+        };
+        let mut unit = self.unit(None, self.output.clone(), false, info, filter, Some(reply));
+        unit.slot = slot;
         match unit.spawn(&self.streams) {
             Ok(unit) => {
                 self.resource_streams.insert(uri, unit);
@@ -189,8 +198,7 @@ impl ConnState {
     /// `post_stop` then waits for them through the supervisor's shutdown.
     pub(super) fn close_streams(&mut self) {
         let keyed = self.listens.drain().map(|(_, u)| u).chain(self.resource_streams.drain().map(|(_, u)| u));
-        let counted = self.requester_listens.drain().flat_map(|(_, units)| units);
-        for mut unit in keyed.chain(self.scoped_listens.drain(..)).chain(counted) {
+        for mut unit in keyed.chain(self.scoped_listens.drain(..)) {
             unit.close();
         }
         if let Some(mut unit) = self.list_stream.take() {

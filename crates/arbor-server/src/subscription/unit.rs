@@ -48,6 +48,7 @@ use super::channel::StreamShared;
 use super::{intersect, Channel, ErasedHandler, ErasedState, Flow, Subscribe};
 use crate::connection::inbound::MAX_UNREAD_OUTPUT;
 use crate::connection::output::Kind;
+use crate::requester::RequesterSlot;
 
 /// Everything a stream starts with.
 pub(crate) struct Unit {
@@ -58,6 +59,9 @@ pub(crate) struct Unit {
     /// Told when the stream is open (or refused), for a legacy `resources/subscribe`
     /// that answers only once its updates can be delivered.
     pub(crate) ready: Option<oneshot::Sender<Result<(), McpError>>>,
+    /// The requester's stream slot (`TenantLimits::streams`), if it is counted: owned by
+    /// the task, so it is given back exactly when the stream ends, however it ends.
+    pub(crate) slot: Option<RequesterSlot>,
 }
 
 /// What a connection keeps of a running stream.
@@ -99,7 +103,7 @@ impl Unit {
     }
 
     async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {
-        let Unit { shared, handlers, requested, ready } = self;
+        let Unit { shared, handlers, requested, ready, slot: _slot } = self;
         let mut stream = Stream { shared, handlers, states: Vec::new() };
         let mut filter = requested.clone();
         for owner in 0..stream.handlers.len() {
@@ -359,7 +363,8 @@ mod tests {
             SubscribeOptions::coalesce(),
             Default::default(),
         );
-        let unit = Unit { shared, handlers: Arc::from(Vec::new()), requested: Default::default(), ready: None };
+        let unit =
+            Unit { shared, handlers: Arc::from(Vec::new()), requested: Default::default(), ready: None, slot: None };
         let (_close, rx) = oneshot::channel();
         let future = unit.run(rx);
         let size = std::mem::size_of_val(&future);

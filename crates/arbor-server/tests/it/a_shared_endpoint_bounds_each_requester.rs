@@ -1,9 +1,10 @@
-//! One endpoint shared by many requesters (the 2026-07-28 HTTP pool), fed in process with
-//! `Endpoint::submit_from`: each requester gets its share of the endpoint's request and
-//! listen slots and no more, a refusal names the bound that refused it (requester,
-//! endpoint, session), a slot comes back when its request or listen ends, an endpoint
-//! with a principal of its own is that principal's whole, and tasks belong to the
-//! requester that created them. Time is tokio's paused clock; bounds are small on purpose.
+//! Endpoints fed in process with `Endpoint::submit_from` (the 2026-07-28 HTTP pool) and
+//! `submit` (legacy sessions opened for a peer): each requester gets its share of the
+//! tenant's request and listen slots and no more, across every endpoint and session it
+//! uses; a refusal names the bound that refused it (requester, endpoint, session); a slot
+//! comes back when its request or listen ends; an endpoint with a principal of its own
+//! counts everything against that principal; and tasks belong to the requester that
+//! created them. Time is tokio's paused clock; bounds are small on purpose.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -193,18 +194,18 @@ async fn a_requester_past_its_listens_is_refused_while_others_listen() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_endpoint_with_its_own_principal_is_that_principals_whole() {
+async fn an_endpoint_with_its_own_principal_counts_everything_against_that_principal() {
     let s = Setup::new(ConnectOptions::default().auth("alice")).await;
-    // Whatever addresses alice's requests come from, they are alice's: no share applies
-    // below the endpoint's own bound, and her tasks are hers from any of them.
+    // Whatever addresses alice's requests come from, they are alice's: her share is
+    // reached from any mix of them, and her tasks are hers from any of them.
     let mut held = Vec::new();
-    for n in 0..PER_ENDPOINT as u64 {
-        let mut route = s.call(&peer(2), n, "hang");
+    for n in 0..PER_REQUESTER as u64 {
+        let mut route = s.call(&peer(2 + n as u8 % 2), n, "hang");
         assert_eq!(first(&mut route).await, None, "call {n} is in flight");
         held.push(route);
     }
-    let full = answer(&mut s.call(&peer(3), 10, "echo")).await;
-    assert_refused(&full, "endpoint", PER_ENDPOINT, "requests already in flight for this endpoint");
+    let full = answer(&mut s.call(&peer(4), 10, "echo")).await;
+    assert_refused(&full, "requester", PER_REQUESTER, "requests already in flight for this requester");
     drop(held);
     tokio::time::sleep(Duration::from_millis(10)).await;
     let created = answer(&mut s.call(&peer(2), 11, "job")).await;
@@ -276,5 +277,65 @@ async fn tasks_count_against_and_belong_to_their_requester() {
     let got = answer(&mut s.send(&a, 17, "tasks/get", json!({"taskId": a_tasks[0]}))).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
     drop(b_listen);
+    s.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_peers_sessions_and_posts_share_one_share_of_the_tenant() {
+    // The legacy attack: one client opens many sessions (each its own connection, with its
+    // own bound) and fills them all. Its requests count against one share of the tenant,
+    // with its 2026-07-28 POSTs, so another client is still served.
+    let s = Setup::new(ConnectOptions::default()).await;
+    let at = |last: u8, port: u16| std::net::SocketAddr::from((Ipv4Addr::new(127, 0, 0, last), port));
+    let mut sessions = Vec::new();
+    for port in [4000, 4001] {
+        let session = s.server.open_endpoint(ConnectOptions::default().peer(at(2, port)), Route::discard()).await;
+        sessions.push(session.expect("a session endpoint"));
+    }
+    let b_session = s.server.open_endpoint(ConnectOptions::default().peer(at(3, 4000)), Route::discard()).await;
+    let b_session = b_session.expect("B's session endpoint");
+    let submit = |endpoint: &Endpoint, body: Value| {
+        let (route, receiver) = Route::channel();
+        endpoint.submit(Parsed::parse(body.to_string().as_bytes()), route, OnClose::Continue);
+        receiver
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    for session in sessions.iter().chain([&b_session]) {
+        assert!(answer(&mut submit(session, init.clone())).await["result"]["protocolVersion"].is_string());
+    }
+    let call =
+        |id: u64, tool: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool}});
+    // A's share, spread over its two sessions (each far below its own bound of 5).
+    let mut held = Vec::new();
+    for n in 0..PER_REQUESTER as u64 {
+        let mut route = submit(&sessions[n as usize % 2], call(n + 1, "hang"));
+        assert_eq!(first(&mut route).await, None, "A's call {n} is in flight");
+        held.push(route);
+    }
+    for session in &sessions {
+        let refused = answer(&mut submit(session, call(90, "echo"))).await;
+        assert_refused(&refused, "requester", PER_REQUESTER, "requests already in flight for this requester");
+    }
+    // The same client over 2026-07-28 is the same requester, whatever its port.
+    let refused = answer(&mut s.call(&Requester::new(None, Some(at(2, 5000))), 91, "echo")).await;
+    assert_refused(&refused, "requester", PER_REQUESTER, "requests already in flight for this requester");
+    // B, in its session and over 2026-07-28, is served.
+    let b_answer = answer(&mut submit(&b_session, call(92, "echo"))).await;
+    assert_eq!(b_answer["result"]["content"][0]["text"], "echo", "{b_answer}");
+    assert_eq!(answer(&mut s.call(&peer(3), 93, "echo")).await["result"]["content"][0]["text"], "echo");
+    // A slot A's session gives back is A's again, in either session. A legacy request
+    // ends by the client's cancel (a dropped route is not one): A's third call, id 3, is
+    // in its first session.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}});
+    drop(submit(&sessions[0], cancel));
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let mut again = submit(&sessions[0], call(94, "hang"));
+    assert_eq!(first(&mut again).await, None, "A has room again");
+    drop((held, again));
+    for session in sessions.into_iter().chain([b_session]) {
+        session.close();
+        session.closed().await;
+    }
     s.finish().await;
 }
