@@ -14,10 +14,13 @@
 //! session and endpoint of the tenant.
 //!
 //! Invariant: a slot taken from [`RequesterSlots`] is given back exactly once, when its
-//! [`RequesterSlot`] is dropped, and a requester with nothing in flight holds no entry.
+//! [`RequesterSlot`] is dropped; the entries of requesters with nothing in flight are
+//! swept whenever the table has doubled since the last sweep, so it stays within twice the
+//! number of requesters with something in flight (plus a small floor).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Who sent a request, for the bounds one client may not exceed and the owner of its
@@ -69,44 +72,71 @@ impl Requester {
     }
 }
 
+/// The fewest entries the table keeps before it sweeps idle requesters out.
+const SWEEP_FLOOR: usize = 64;
+
 /// A tenant's in-flight requests (or open streams) per requester, bounded by `max` each.
+///
+/// Each requester's count is an atomic its slots share, so giving a slot back is one
+/// decrement, with no lock and no hashing (this is on every request's path); taking one
+/// is one locked lookup.
 #[derive(Debug)]
 pub(crate) struct RequesterSlots {
     max: usize,
-    held: Mutex<HashMap<Requester, usize>>,
+    table: Mutex<Table>,
+}
+
+#[derive(Debug)]
+struct Table {
+    counts: HashMap<Requester, Arc<AtomicUsize>>,
+    /// Sweep idle entries when the table reaches this many.
+    sweep_at: usize,
 }
 
 impl RequesterSlots {
     pub(crate) fn new(max: usize) -> Arc<RequesterSlots> {
-        Arc::new(RequesterSlots { max, held: Mutex::new(HashMap::new()) })
+        let table = Table { counts: HashMap::new(), sweep_at: SWEEP_FLOOR };
+        Arc::new(RequesterSlots { max, table: Mutex::new(table) })
     }
 
     pub(crate) fn max(&self) -> usize {
         self.max
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<Requester, usize>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Takes a slot for `requester`; `None` when it already holds `max`.
-    pub(crate) fn try_acquire(self: &Arc<Self>, requester: &Requester) -> Option<RequesterSlot> {
-        let mut held = self.held();
-        let count = held.entry(requester.clone()).or_default();
-        if *count >= self.max {
-            if *count == 0 {
-                held.remove(requester);
+    pub(crate) fn try_acquire(&self, requester: &Requester) -> Option<RequesterSlot> {
+        let mut table = self.table();
+        let count = match table.counts.get(requester) {
+            Some(count) => count.clone(),
+            None => {
+                if table.counts.len() >= table.sweep_at {
+                    // An entry no slot holds (the table's is its only reference) is idle;
+                    // no slot can be made for it meanwhile, since that takes this lock.
+                    table.counts.retain(|_, count| Arc::strong_count(count) > 1);
+                    table.sweep_at = (table.counts.len() * 2).max(SWEEP_FLOOR);
+                }
+                let count = Arc::new(AtomicUsize::new(0));
+                table.counts.insert(requester.clone(), count.clone());
+                count
             }
+        };
+        // Increments happen under the lock, so this check cannot be raced past `max`;
+        // a concurrent release only makes room.
+        if count.load(Ordering::Acquire) >= self.max {
             return None;
         }
-        *count += 1;
-        Some(RequesterSlot { slots: self.clone(), requester: requester.clone() })
+        count.fetch_add(1, Ordering::AcqRel);
+        Some(RequesterSlot { count })
     }
 
     /// How many requests `requester` has in flight.
     #[cfg(test)]
     pub(crate) fn count(&self, requester: &Requester) -> usize {
-        self.held().get(requester).copied().unwrap_or(0)
+        self.table().counts.get(requester).map_or(0, |c| c.load(Ordering::Acquire))
     }
 }
 
@@ -114,19 +144,12 @@ impl RequesterSlots {
 /// the spawn was refused and the report dropped unrun).
 #[derive(Debug)]
 pub(crate) struct RequesterSlot {
-    slots: Arc<RequesterSlots>,
-    requester: Requester,
+    count: Arc<AtomicUsize>,
 }
 
 impl Drop for RequesterSlot {
     fn drop(&mut self) {
-        let mut held = self.slots.held();
-        if let Some(count) = held.get_mut(&self.requester) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.requester);
-            }
-        }
+        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -170,6 +193,20 @@ mod tests {
         let again = slots.try_acquire(&a).expect("a has room again");
         drop((second, again, other));
         assert_eq!((slots.count(&a), slots.count(&b)), (0, 0));
-        assert!(slots.held().is_empty(), "no entry is left for requesters with nothing in flight");
+    }
+
+    #[test]
+    fn idle_requesters_are_swept_once_the_table_doubles() {
+        let slots = RequesterSlots::new(1);
+        let busy = slots.try_acquire(&Requester::peer("10.0.0.1".parse().unwrap())).expect("a slot");
+        // Many requesters come and go; the table never holds more than twice the floor.
+        for n in 0..10_000u32 {
+            let ip = std::net::Ipv4Addr::from(0x0b00_0000 + n);
+            drop(slots.try_acquire(&Requester::peer(IpAddr::V4(ip))).expect("a slot"));
+            assert!(slots.table().counts.len() <= 2 * SWEEP_FLOOR, "the table grew to {}", slots.table().counts.len());
+        }
+        // The busy requester's entry survived every sweep, and still counts.
+        assert_eq!(slots.count(&Requester::peer("10.0.0.1".parse().unwrap())), 1);
+        drop(busy);
     }
 }
