@@ -130,10 +130,11 @@ pub(crate) fn panicked(method: MethodName) -> McpError {
     McpError::internal(format!("Internal error: the {method} handler failed"))
 }
 
-/// -32600 for a request whose id is already in flight on this connection.
-pub(crate) fn duplicate_id() -> McpError {
+/// -32600 for a request whose id is already in flight in `scope` (the byte stream's
+/// connection, or the legacy session: ids are scoped to either).
+pub(crate) fn duplicate_id(scope: OverloadScope) -> McpError {
     McpError::InvalidRequest {
-        message: "Invalid Request: a request with this id is already in flight on this connection".to_owned(),
+        message: format!("Invalid Request: a request with this id is already in flight in this {}", scope.name()),
         data: None,
     }
 }

@@ -54,12 +54,16 @@ impl Requester {
     /// An anonymous peer at `ip`. An IPv6 address stands for its /64: a client given a
     /// whole prefix could otherwise be 2^64 requesters.
     pub fn peer(ip: IpAddr) -> Requester {
+        Requester::Peer(Requester::peer_address(ip))
+    }
+
+    /// The address an anonymous peer at `ip` is known by, for anything counted per peer
+    /// (this crate's bounds, and `arbor-http`'s per-peer session cap): an IPv4 address as
+    /// it is (an IPv4-mapped IPv6 address folded to it), an IPv6 address's /64 prefix.
+    pub fn peer_address(ip: IpAddr) -> IpAddr {
         match ip.to_canonical() {
-            IpAddr::V4(v4) => Requester::Peer(IpAddr::V4(v4)),
-            IpAddr::V6(v6) => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                Requester::Peer(IpAddr::V6(Ipv6Addr::from(prefix)))
-            }
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
         }
     }
 

@@ -80,8 +80,10 @@ pub(crate) enum Refusal {
 }
 
 impl Admission {
-    /// A slot for a new session of `peer`, or the limit it is at.
+    /// A slot for a new session of `peer`, or the limit it is at. An IPv6 peer counts by
+    /// its /64 (`Requester::peer_address`): one client holding a whole prefix is one peer.
     pub(crate) fn admit(&self, peer: Option<IpAddr>, config: &HttpConfig) -> Result<Slot, Refusal> {
+        let peer = peer.map(arbor_server::Requester::peer_address);
         let mut counts = self.counts.lock();
         let total = config.effective_max_sessions();
         if counts.total >= total {
@@ -148,6 +150,19 @@ mod tests {
         assert_eq!(admission.held(), 2);
         let _a3 = admission.admit(Some(a), &config).unwrap();
         assert_eq!(admission.admit(Some(a), &config).unwrap_err(), Refusal::Total(3));
+    }
+
+    #[test]
+    fn an_ipv6_peer_counts_by_its_64_and_a_mapped_ipv4_peer_as_its_ipv4() {
+        let config = HttpConfig { max_sessions_per_peer: 1, ..HttpConfig::default() };
+        let admission = Admission::default();
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let _one = admission.admit(Some(ip("2001:db8:1:2::1")), &config).unwrap();
+        // Another address of the same /64 is the same peer; another /64 is not.
+        assert_eq!(admission.admit(Some(ip("2001:db8:1:2:ffff::9")), &config).unwrap_err(), Refusal::Peer(1));
+        let _other = admission.admit(Some(ip("2001:db8:1:3::1")), &config).unwrap();
+        let _v4 = admission.admit(Some(ip("10.0.0.1")), &config).unwrap();
+        assert_eq!(admission.admit(Some(ip("::ffff:10.0.0.1")), &config).unwrap_err(), Refusal::Peer(1));
     }
 
     #[test]

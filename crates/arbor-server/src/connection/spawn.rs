@@ -46,7 +46,7 @@ impl ConnState {
             && (self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
                 || self.listens.get(&id).is_some_and(|unit| !unit.is_finished()))
         {
-            return self.reply_error(Some(id), &duplicate_id());
+            return self.reply_error(Some(id), &duplicate_id(self.own_scope()));
         }
         // The requester's share of the tenant, before the connection's own bound: a
         // requester past its share is told so, whoever else is waiting.

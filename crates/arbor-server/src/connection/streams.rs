@@ -98,7 +98,7 @@ impl ConnState {
             && (self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
                 || self.in_flight.get(&id).is_some_and(|task| !task.is_finished()))
         {
-            return self.reply_error(Some(id), &duplicate_id());
+            return self.reply_error(Some(id), &duplicate_id(self.own_scope()));
         }
         let slot = match self.stream_slot() {
             Ok(slot) => slot,
