@@ -1,0 +1,32 @@
+//! Arbor: an MCP (Model Context Protocol) runtime for Rust, built as an OTP-style
+//! supervision tree on `ractor` and `tokio`. This is the one crate to depend on: it
+//! re-exports the server (`server`, default), Streamable HTTP (`http`, default), the client
+//! (`client`) and the Redis bus (`redis`), and [`prelude`] brings what a server or client
+//! author needs.
+//!
+//! It is not where anything is implemented: each part lives in its own crate
+//! (`arbor-protocol`, `arbor-otp`, `arbor-bus`, `arbor-server`, `arbor-http`,
+//! `arbor-client`), re-exported here under a short name. Invariant: nothing here changes
+//! what those crates do; a feature only adds re-exports.
+
+#![forbid(unsafe_code)]
+
+pub use arbor_bus as bus;
+pub use arbor_otp as otp;
+pub use arbor_protocol as protocol;
+pub use arbor_transport as transport;
+
+#[cfg(feature = "client")]
+pub use arbor_client as client;
+#[cfg(feature = "http")]
+pub use arbor_http as http;
+#[cfg(feature = "server")]
+pub use arbor_server as server;
+
+/// The JSON Schema derive for tool arguments and results (re-exported `schemars`).
+pub use schemars::{self, JsonSchema};
+
+pub mod prelude;
+
+#[doc(hidden)]
+pub mod __private;
