@@ -24,6 +24,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::error::McpError;
+use crate::methods::MethodName;
 use crate::reflect::Clamped;
 
 /// The sentinel's opening marker (case-sensitive).
@@ -183,14 +184,19 @@ fn collect(schema: &Value, path: &mut Vec<String>, found: &mut Vec<ParamHeader>)
 
 /// The body field `Mcp-Name` mirrors for `method`, if it has one.
 fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+    match MethodName::parse(method)? {
+        MethodName::CallTool | MethodName::GetPrompt => Some("name"),
+        MethodName::ReadResource => Some("uri"),
         // SEP-2663: only the methods that name one task; `tasks/result` and `tasks/list`
         // are not methods of the extension and must reach the server to get -32601.
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        MethodName::GetTask | MethodName::UpdateTask | MethodName::CancelTask => Some("taskId"),
         _ => None,
     }
+}
+
+/// Whether `method` is one of the tasks extension's methods that may name no task.
+fn is_task_method(method: &str) -> bool {
+    matches!(MethodName::parse(method), Some(MethodName::GetTask | MethodName::UpdateTask | MethodName::CancelTask))
 }
 
 /// Reads a required header: missing and invalid bytes are both -32020.
@@ -298,7 +304,7 @@ pub fn check_request_headers_of(
     if name_field(method).is_some() {
         match (decoded(header, NAME_HEADER)?, target) {
             // The tasks extension's methods carry a task id only when they name one.
-            (None, None) if method.starts_with("tasks/") => {}
+            (None, None) if is_task_method(method) => {}
             (None, _) => {
                 return Err(McpError::header_mismatch(format!(
                     "Header mismatch: required header {NAME_HEADER} is missing"
@@ -315,7 +321,7 @@ pub fn check_request_headers_of(
             }
         }
     }
-    if method == "tools/call" && !param_headers.is_empty() {
+    if MethodName::parse(method) == Some(MethodName::CallTool) && !param_headers.is_empty() {
         for annotation in param_headers {
             let name = annotation.header_name();
             let value = arguments.and_then(|a| annotation.value_in_map(a)).filter(|v| encode_header_value(v).is_some());

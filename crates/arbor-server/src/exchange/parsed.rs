@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta::{self, Meta};
-use arbor_protocol::methods::ClientRequest;
+use arbor_protocol::methods::{ClientRequest, MethodName};
 use serde_json::{Map, Value};
 
 use crate::connection::inbound::decode_bytes;
@@ -174,7 +174,7 @@ impl Parsed {
 
     /// Whether the single message is `initialize`.
     pub fn is_initialize(&self) -> bool {
-        self.kind() == BodyKind::Request && self.method() == Some("initialize")
+        self.kind() == BodyKind::Request && self.method() == Some(MethodName::Initialize.as_str())
     }
 
     fn envelope(&self) -> &Envelope {

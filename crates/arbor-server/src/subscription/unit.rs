@@ -36,6 +36,7 @@ use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
 use arbor_protocol::error::McpError;
 use arbor_protocol::meta::Meta;
 use arbor_protocol::method::encode_response;
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::common::ResultType;
 use arbor_protocol::model::subscriptions::{
     SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams, SubscriptionsListenResult,
@@ -157,7 +158,7 @@ impl Unit {
             };
             let params = serde_json::to_value(params).expect("a model type serialises");
             // `encode` stamps the id again, in place: harmless and keeps one encoder.
-            stream.shared.encode("notifications/subscriptions/acknowledged", params)
+            stream.shared.encode(MethodName::SubscriptionsAcknowledged.as_str(), params)
         });
         stream.shared.open(ack);
         if let Some(ready) = ready {
@@ -294,7 +295,7 @@ impl Stream {
         // response ends the listen's own stream, and nothing may follow it there.
         if !output.is_route() {
             let params = json!({"requestId": id.to_value(), "reason": "subscription ended by the server"});
-            let _ = output.send_vec(Kind::Notification, self.shared.encode("notifications/cancelled", params));
+            let _ = output.send_vec(Kind::Notification, self.shared.encode(MethodName::Cancelled.as_str(), params));
         }
     }
 
