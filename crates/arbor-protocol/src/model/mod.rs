@@ -15,6 +15,7 @@ pub(crate) mod wire;
 pub mod capabilities;
 pub mod common;
 pub mod completion;
+mod constructors;
 pub mod content;
 pub mod elicitation;
 pub mod lifecycle;

@@ -36,7 +36,6 @@ type ErasedPrompt =
 /// ```
 /// # use arbor_server::router::{completion, PromptRoute};
 /// # use arbor_protocol::model::prompts::PromptMessage;
-/// # use arbor_protocol::model::{common::Role, content::ContentBlock};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct ReviewArgs {
 ///     /// The language of the code.
@@ -46,13 +45,21 @@ type ErasedPrompt =
 /// }
 ///
 /// async fn review(args: ReviewArgs) -> Vec<PromptMessage> {
-///     let text = format!("Review this {} code:\n{}", args.language, args.code);
-///     vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }]
+///     vec![
+///         PromptMessage::user(format!("Review this {} code:\n{}", args.language, args.code)),
+///         PromptMessage::assistant("I will look at correctness first, then style."),
+///     ]
+/// }
+///
+/// // A prompt may also return its text alone: one user message.
+/// async fn explain(args: ReviewArgs) -> String {
+///     format!("Explain this {} code line by line:\n{}", args.language, args.code)
 /// }
 ///
 /// let route = PromptRoute::new("review", review)
 ///     .description("Review code")
 ///     .complete("language", completion::starting_with(["rust", "python", "go"]));
+/// let explain = PromptRoute::new("explain", explain);
 /// ```
 pub struct PromptRoute {
     pub(crate) prompt: Prompt,
@@ -100,7 +107,7 @@ impl PromptRoute {
                 futures::future::ready(Err(error)).boxed()
             }
         });
-        let prompt = Prompt { name, arguments: (!arguments.is_empty()).then_some(arguments), ..Default::default() };
+        let prompt = Prompt { arguments: (!arguments.is_empty()).then_some(arguments), ..Prompt::new(name) };
         PromptRoute { prompt, handler, takes_string, completers: HashMap::new() }
     }
 
@@ -207,11 +214,11 @@ fn arguments_of(schema: &JsonObject) -> (Vec<PromptArgument>, HashMap<String, bo
     for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
         let text = |key: &str| property.get(key).and_then(Value::as_str).map(str::to_owned);
         arguments.push(PromptArgument {
-            name: name.clone(),
             title: text("title"),
             description: text("description"),
+            // Listed as `false` too, not left out: clients show which ones they may skip.
             required: Some(required.contains(name.as_str())),
-            extra: Default::default(),
+            ..PromptArgument::new(name.clone())
         });
         takes_string.insert(name.clone(), accepts_string(property));
     }

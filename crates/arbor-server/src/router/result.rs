@@ -18,7 +18,6 @@ use arbor_protocol::model::prompts::{GetPromptResult, PromptMessage};
 use arbor_protocol::model::resources::ReadResourceResult;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::ProtocolVersion;
-use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -41,7 +40,7 @@ pub trait IntoToolResult {
 }
 
 fn content(blocks: Vec<ContentBlock>) -> Result<Reply<CallToolResult>, ToolError> {
-    Ok(Reply::Complete(CallToolResult { content: blocks, ..Default::default() }))
+    Ok(Reply::Complete(CallToolResult::new(blocks)))
 }
 
 impl IntoToolResult for String {
@@ -116,7 +115,7 @@ pub(crate) fn structured(value: Value) -> CallToolResult {
     // Serialising a `Value` cannot fail: its map keys are strings.
     let text = serde_json::to_string(&value).unwrap_or_default();
     let structured_content = value.is_object().then_some(value);
-    CallToolResult { content: vec![ContentBlock::text(text)], structured_content, ..Default::default() }
+    CallToolResult { structured_content, ..CallToolResult::from_text(text) }
 }
 
 /// What a tool with a typed output (`tool_with_output`) returns: `Result<T, E>` or
@@ -161,13 +160,13 @@ where
 
 // ===== prompts =====
 
-/// A value a prompt handler may return: [`GetPromptResult`], `Reply<GetPromptResult>` (to
-/// answer "input required"), `Vec<PromptMessage>`, or `Result<T, E>` of one of these with
-/// `E: Into<McpError>`.
+/// A value a prompt handler may return: `String` or `&str` (one user text message),
+/// [`PromptMessage`], `Vec<PromptMessage>`, [`GetPromptResult`], `Reply<GetPromptResult>`
+/// (to answer "input required"), or `Result<T, E>` of one of these with `E: Into<McpError>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a prompt",
     label = "this is not a prompt result",
-    note = "return a `GetPromptResult`, `Reply<GetPromptResult>` or `Vec<PromptMessage>`, or a `Result<_, McpError>` of one of those"
+    note = "return a `String` (one user message), `PromptMessage`, `Vec<PromptMessage>`, `GetPromptResult` or `Reply<GetPromptResult>`, or a `Result<_, McpError>` of one of those"
 )]
 pub trait IntoPromptResult {
     /// The result, or the protocol error.
@@ -188,7 +187,26 @@ impl IntoPromptResult for Reply<GetPromptResult> {
 
 impl IntoPromptResult for Vec<PromptMessage> {
     fn into_prompt_result(self) -> Result<Reply<GetPromptResult>, McpError> {
-        Ok(Reply::Complete(GetPromptResult { messages: self, ..Default::default() }))
+        Ok(Reply::Complete(GetPromptResult::new(self)))
+    }
+}
+
+impl IntoPromptResult for PromptMessage {
+    fn into_prompt_result(self) -> Result<Reply<GetPromptResult>, McpError> {
+        vec![self].into_prompt_result()
+    }
+}
+
+/// The text of a prompt is what the user says: one user message.
+impl IntoPromptResult for String {
+    fn into_prompt_result(self) -> Result<Reply<GetPromptResult>, McpError> {
+        PromptMessage::user(self).into_prompt_result()
+    }
+}
+
+impl IntoPromptResult for &str {
+    fn into_prompt_result(self) -> Result<Reply<GetPromptResult>, McpError> {
+        PromptMessage::user(self).into_prompt_result()
     }
 }
 
@@ -231,24 +249,14 @@ impl ReadTarget<'_> {
 
     /// Text contents for this URI.
     pub fn text(&self, text: impl Into<String>) -> ResourceContents {
-        ResourceContents::Text(TextResourceContents {
-            uri: self.uri.to_owned(),
-            mime_type: self.mime_type.map(str::to_owned),
-            text: text.into(),
-            meta: None,
-            extra: Default::default(),
-        })
+        let contents = TextResourceContents::new(self.uri, text);
+        ResourceContents::Text(TextResourceContents { mime_type: self.mime_type.map(str::to_owned), ..contents })
     }
 
     /// Binary contents for this URI, base64-encoded.
     pub fn blob(&self, bytes: &[u8]) -> ResourceContents {
-        ResourceContents::Blob(BlobResourceContents {
-            uri: self.uri.to_owned(),
-            mime_type: self.mime_type.map(str::to_owned),
-            blob: base64::engine::general_purpose::STANDARD.encode(bytes),
-            meta: None,
-            extra: Default::default(),
-        })
+        let contents = BlobResourceContents::from_bytes(self.uri, bytes);
+        ResourceContents::Blob(BlobResourceContents { mime_type: self.mime_type.map(str::to_owned), ..contents })
     }
 }
 
@@ -269,7 +277,7 @@ pub trait IntoReadResult {
 }
 
 fn contents(contents: Vec<ResourceContents>) -> Result<Reply<ReadResourceResult>, McpError> {
-    Ok(Reply::Complete(ReadResourceResult { contents, ..Default::default() }))
+    Ok(Reply::Complete(ReadResourceResult::new(contents)))
 }
 
 impl IntoReadResult for String {
