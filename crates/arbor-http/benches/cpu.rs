@@ -347,12 +347,15 @@ fn endpoint_cost() {
         rt.block_on(async {
             let router = Router::new("bench", "1").tool("echo", "echo", |a: EchoArgs| async move { a.message });
             let server = Server::new(router);
-            let warm = server.open_endpoint(Default::default(), arbor_server::Route::discard()).await.unwrap();
+            let warm =
+                server.open_endpoint(Default::default(), arbor_server::exchange::Route::discard()).await.unwrap();
             tokio::time::sleep(Duration::from_millis(50)).await;
             let base = heap();
             let mut eps = Vec::new();
             for _ in 0..1000 {
-                eps.push(server.open_endpoint(Default::default(), arbor_server::Route::discard()).await.unwrap());
+                eps.push(
+                    server.open_endpoint(Default::default(), arbor_server::exchange::Route::discard()).await.unwrap(),
+                );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
             println!("bare endpoint: {:.0} bytes of heap each", (heap() - base) as f64 / 1000.0);
@@ -366,7 +369,9 @@ fn endpoint_cost() {
             println!("after closing them: {:+.0} bytes of heap per endpoint kept", (heap() - base) as f64 / 1000.0);
             // Once more: retention that grows again is a leak, not a table's capacity.
             for _ in 0..1000 {
-                eps.push(server.open_endpoint(Default::default(), arbor_server::Route::discard()).await.unwrap());
+                eps.push(
+                    server.open_endpoint(Default::default(), arbor_server::exchange::Route::discard()).await.unwrap(),
+                );
             }
             for ep in eps.drain(..) {
                 ep.close();

@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use arbor_protocol::era::http::{check_request_headers, check_request_headers_of};
 use arbor_protocol::error::McpError;
-use arbor_server::{BodyKind, ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Requester, Route, RouteReceiver};
+use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
+use arbor_server::{ConnectOptions, Requester};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Response, StatusCode};

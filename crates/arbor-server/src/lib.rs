@@ -11,13 +11,16 @@
 //! until stdin ends; [`Server::connect`] serves any [`Transport`] (an in-memory pair in
 //! tests) alongside others, and [`ServerConfig`] sets the limits and deadlines. Transports
 //! that are not one byte stream (Streamable HTTP) serve message by message through
-//! [`exchange`]: [`Server::open_endpoint`], [`Parsed`] bodies, [`Route`]s.
+//! [`exchange`], the transport seam: [`Server::open_endpoint`], [`exchange::Parsed`]
+//! bodies, [`exchange::Route`]s. It is for transport authors (`arbor-http` is one), so its
+//! types are not re-exported at this root: a server author never names them.
 //!
 //! This crate is not a transport: bytes arrive through `arbor-transport` (stdio, the
 //! in-memory pair) or `arbor-http`. Invariant: handlers never learn which protocol era a
 //! request came from; the runtime lifts both eras into the same [`RequestContext`].
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
 
 pub mod config;
 mod connection;
@@ -43,7 +46,6 @@ pub use config::ServerConfig;
 pub use connection::Connection;
 pub use context::{ConnectionInfo, RequestContext};
 pub use error::{ConnectError, ServeError, StartError};
-pub use exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 pub use handler::{ListKind, ServerHandler, ServerInfo};
 pub use input::StateKey;
 pub use reply::{InputRequired, Reply};

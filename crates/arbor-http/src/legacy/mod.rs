@@ -28,7 +28,7 @@ use std::sync::Arc;
 use arbor_protocol::error::McpError;
 use arbor_protocol::reflect::clamp_bytes;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
-use arbor_server::{BodyKind, OnClose, Outgoing, Parsed, Route};
+use arbor_server::exchange::{BodyKind, OnClose, Outgoing, Parsed, Route};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Response, StatusCode};

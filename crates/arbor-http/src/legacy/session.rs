@@ -20,7 +20,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use arbor_protocol::version::ProtocolVersion;
-use arbor_server::Endpoint;
+use arbor_server::exchange::Endpoint;
 use parking_lot::{Mutex, RwLock};
 use tokio::time::Instant;
 
@@ -278,7 +278,8 @@ impl Sessions {
                 let Some(inner) = inner.upgrade() else { return };
                 // A tick after the endpoints of a large reap stopped, so that what their
                 // actors held (dropped once their supervisor saw them exit) is free.
-                if inner.sessions.trim_due.swap(false, Ordering::AcqRel) {
+                // Only a server that keeps the switch on asks; the flag is cleared either way.
+                if inner.sessions.trim_due.swap(false, Ordering::AcqRel) && inner.config.trim_after_reap {
                     give_back();
                 }
                 let reaped = inner.sessions.reap(timeout);

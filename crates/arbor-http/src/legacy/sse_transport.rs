@@ -15,7 +15,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
-use arbor_server::{Endpoint, OnClose, Outgoing, Route, RouteReceiver};
+use arbor_server::exchange::{Endpoint, OnClose, Outgoing, Route, RouteReceiver};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, Response, StatusCode};

@@ -16,7 +16,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_server::{Outgoing, RouteReceiver};
+use arbor_server::exchange::{Outgoing, RouteReceiver};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};

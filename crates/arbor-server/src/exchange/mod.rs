@@ -1,4 +1,7 @@
-//! Message-level serving, for transports that are not one byte stream (Streamable HTTP).
+//! Message-level serving, for transports that are not one byte stream (Streamable HTTP):
+//! the transport seam. Only transport authors need it (`arbor-http` is built on it); its
+//! types are reached as `arbor_server::exchange::…` and are not re-exported at the crate's
+//! root nor in the `arbor` facade's prelude, so a server author never meets them.
 //!
 //! The transport decodes a body into a [`Parsed`], submits it to an [`Endpoint`] (a
 //! connection actor without a byte reader, under the server's supervision tree like any

@@ -10,12 +10,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use arbor_otp::Gauge;
+use arbor_server::exchange::{Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::tasks::TaskConfig;
-use arbor_server::{
-    ConnectOptions, Endpoint, OnClose, Outgoing, Parsed, Requester, Route, RouteReceiver, Router, Server, ServerConfig,
-    TaskSupport,
-};
+use arbor_server::{ConnectOptions, Requester, Router, Server, ServerConfig, TaskSupport};
 use serde_json::{json, Value};
 
 use crate::support::modern_meta;

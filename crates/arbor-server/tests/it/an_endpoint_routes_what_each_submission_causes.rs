@@ -19,10 +19,10 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult};
+use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{
-    BodyKind, Channel, ConnectOptions, Endpoint, Flow, InputRequired, ListKind, OnClose, Outgoing, Parsed, Reply,
-    RequestContext, Route, RouteReceiver, Server, ServerConfig, ServerHandler, ServerInfo, Subscribe,
-    SubscriptionHandler,
+    Channel, ConnectOptions, Flow, InputRequired, ListKind, Reply, RequestContext, Server, ServerConfig, ServerHandler,
+    ServerInfo, Subscribe, SubscriptionHandler,
 };
 use serde_json::{json, Value};
 

@@ -5,7 +5,8 @@
 //! its capacity is back to a small bound, without another connection having to open.
 
 use arbor_otp::Gauge;
-use arbor_server::{ConnectOptions, Route, Router, Server, ServerConfig};
+use arbor_server::exchange::Route;
+use arbor_server::{ConnectOptions, Router, Server, ServerConfig};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct EchoArgs {
