@@ -4,6 +4,8 @@
 //! example messages vendored under `tests/fixtures/spec/`, so every crate's tests
 //! read them from one place.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 
 /// The folder holding the vendored MCP schemas and examples (`tests/fixtures/spec`).

@@ -15,7 +15,7 @@ pub enum PublishError {
         /// The message's topic.
         topic: Arc<str>,
     },
-    /// [`crate::RedisBus`] only: the outbound queue to Redis is full (Redis slow or
+    /// `RedisBus` (feature `redis`) only: the outbound queue to Redis is full (Redis slow or
     /// unreachable). Local subscribers received the message; other nodes will not.
     #[error("publish to topic {topic:?}: the outbound queue to Redis is full ({capacity} messages); delivered on this node only")]
     Backlogged {
@@ -27,6 +27,7 @@ pub enum PublishError {
 }
 
 /// [`crate::RedisBus::connect`] failed.
+#[cfg(feature = "redis")]
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedisConnectError {

@@ -1,4 +1,4 @@
-//! The fan-out machinery shared by [`crate::LocalBus`] and [`crate::RedisBus`]: a map from
+//! The fan-out machinery shared by [`crate::LocalBus`] and `RedisBus`: a map from
 //! topic to the slots of its subscriptions.
 //!
 //! Not here: the queue policy (`queue.rs`) or anything about Redis; a distributed bus
@@ -166,6 +166,7 @@ impl Hub {
     }
 
     /// Pushes `message` into every slot of its topic; returns how many slots it reached.
+    #[cfg(feature = "redis")] // the Redis bus's delivery and reconnection paths only
     pub(crate) fn fan_out(&self, message: &Arc<BusMessage>) -> usize {
         match self.topic(&message.topic) {
             Some(entry) => entry.fan_out(message),
@@ -180,6 +181,7 @@ impl Hub {
     }
 
     /// Queues a reconnection gap in every slot of the named topics.
+    #[cfg(feature = "redis")] // the Redis bus's delivery and reconnection paths only
     pub(crate) fn reconnected(&self, topics: &[Arc<str>]) {
         for name in topics {
             let Some(entry) = self.topics.read().get(name).cloned() else { continue };
@@ -192,6 +194,7 @@ impl Hub {
     }
 
     /// Whether `topic` has local subscriptions now.
+    #[cfg(feature = "redis")] // the Redis bus's delivery and reconnection paths only
     pub(crate) fn has_topic(&self, topic: &str) -> bool {
         self.topics.read().contains_key(topic)
     }

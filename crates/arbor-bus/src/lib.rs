@@ -1,5 +1,5 @@
-//! Topic pub/sub for Arbor: a [`Bus`] trait, an in-process [`LocalBus`] and a Redis-backed
-//! [`RedisBus`] for several nodes.
+//! Topic pub/sub for Arbor: a [`Bus`] trait, an in-process [`LocalBus`] and, with the
+//! `redis` feature, a Redis-backed `RedisBus` for several nodes.
 //!
 //! What it is: the event source of subscription streams and of server code that wants to
 //! reach every connected client ("broadcast to everyone" is `bus.publish(..)`). A
@@ -36,12 +36,15 @@
 //! # }
 //! ```
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod hub;
 mod local;
 mod message;
 mod queue;
+#[cfg(feature = "redis")]
 mod redis;
 mod subscription;
 
@@ -49,9 +52,14 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use error::{PublishError, RedisConnectError};
+pub use error::PublishError;
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub use error::RedisConnectError;
 pub use local::LocalBus;
 pub use message::{BusEvent, BusMessage, EndReason, GapReason, Overflow, SubscribeOptions};
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::{RedisBus, RedisBusOptions, RedisBusStats};
 pub use subscription::{Subscription, TryRecvError};
 
@@ -76,7 +84,7 @@ pub trait Bus: Send + Sync + Debug + 'static {
 
     /// Resolves once every subscribe and unsubscribe made before the call has taken effect
     /// at the bus's source, so that a message published elsewhere afterwards will be seen.
-    /// Immediate for [`LocalBus`]; for [`RedisBus`], the Redis `SUBSCRIBE` has been
+    /// Immediate for [`LocalBus`]; for `RedisBus`, the Redis `SUBSCRIBE` has been
     /// acknowledged (or the connection is down, in which case the reconnection's
     /// [`BusEvent::Gap`] covers it).
     fn settled(&self) -> Settled {

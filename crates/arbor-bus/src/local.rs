@@ -1,6 +1,6 @@
 //! [`LocalBus`]: the in-process bus, the embedded default.
 //!
-//! Not here: anything crossing a process (see [`crate::RedisBus`]). It is the hub and
+//! Not here: anything crossing a process (see `RedisBus`, feature `redis`). It is the hub and
 //! nothing else, so its invariants are the hub's.
 
 use std::sync::Arc;

@@ -46,6 +46,8 @@ struct State {
 #[derive(Debug)]
 enum Entry {
     Message(Arc<BusMessage>),
+    // Queued by the Redis bus after a reconnection; without the `redis` feature it never is.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     Reconnected,
 }
 
@@ -121,6 +123,7 @@ impl Slot {
 
     /// Queues a reconnection gap marker (not counted against the capacity; never two in a
     /// row, since two adjacent gaps say no more than one).
+    #[cfg(feature = "redis")]
     pub(crate) fn push_reconnected(&self) -> Option<Waker> {
         let mut s = self.state.lock();
         if s.ended.is_some() || matches!(s.queue.back(), Some(Entry::Reconnected)) {

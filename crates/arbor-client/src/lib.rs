@@ -37,6 +37,7 @@
 //! always tells the server in the way its era and transport prescribe.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
 
 mod call;
 mod client;

@@ -45,6 +45,7 @@
 //! [`ExitReason`].
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
 
 mod dynamic;
 mod exit;

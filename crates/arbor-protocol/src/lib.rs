@@ -11,6 +11,7 @@
 //! asks the feature table.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
 
 pub mod era;
 pub mod error;

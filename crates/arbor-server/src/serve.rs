@@ -189,7 +189,7 @@ impl Server {
     }
 
     /// The same server publishing and subscribing through `bus` (default: an in-process
-    /// [`LocalBus`]; a [`RedisBus`](arbor_bus::RedisBus) reaches the clients of every node).
+    /// [`LocalBus`]; a `RedisBus`, arbor-bus's `redis` feature, reaches the clients of every node).
     /// Configure before connecting: a server already serving keeps its bus.
     pub fn with_bus(self, bus: Arc<dyn Bus>) -> Server {
         let s = &self.shared;

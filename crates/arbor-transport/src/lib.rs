@@ -39,6 +39,7 @@
 //! frame cap plus one read chunk, whatever the peer sends.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+#![forbid(unsafe_code)]
 
 mod error;
 mod memory;
