@@ -2,7 +2,7 @@
 //! over typed params and results, no IO, no clock reads, no handler calls.
 //!
 //! Each check either passes (possibly rewriting the value: a clamped `maxTokens`, a coerced
-//! `includeContext`, a root URI with `.`/`..` resolved) or returns a [`Refusal`], which the
+//! `includeContext`, a root URI with `.`/`..` resolved) or returns a `Refusal`, which the
 //! era layer turns into the JSON-RPC error (legacy) or the typed input-handler error
 //! (modern). They do not decide capabilities or rates' bookkeeping beyond the bucket.
 //!
