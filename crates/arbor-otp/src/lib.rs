@@ -56,13 +56,20 @@ mod snapshot;
 mod supervisor;
 mod task;
 
+/// The ractor this crate is built on, re-exported so a tree's own workers (`ChildSpec::actor`,
+/// `Started::actor`, the `ActorCell`s that `start_child` and `which_children` hand back) use
+/// exactly the version arbor-otp links, without a `ractor` line of their own to keep in step.
+/// Children are the user's ractor actors, so hiding ractor behind handles of ours would only
+/// rename its `Actor` trait; the re-export is the one supported way to name it.
+pub use ractor;
+
 pub use dynamic::handle::{DynamicSupervisorHandle, StartDynamicChildError, TerminateDynamicChildError};
 pub use dynamic::DynamicSupervisorSpec;
 pub use exit::{ExitReason, NORMAL, SHUTDOWN};
 pub use gauge::{Gauge, LiveToken};
 pub use snapshot::{NodeKind, NodeSnapshot, NodeStatus, RestartRecord, TaskStats, PROBE_TIMEOUT};
 pub use supervisor::child_spec::{
-    ChildKind, ChildSpec, ChildStartError, Restart, Shutdown, StartContext, Started, DEFAULT_WORKER_SHUTDOWN,
+    ChildKind, ChildSpec, ChildStartError, Restart, Shutdown, SpecError, StartContext, Started, DEFAULT_WORKER_SHUTDOWN,
 };
 pub use supervisor::handle::{
     ChildCounts, ChildInfo, DeleteChildError, RestartChildError, StartChildError, StartSupervisorError, SupervisorGone,

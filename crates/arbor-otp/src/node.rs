@@ -15,6 +15,7 @@ use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
 
 use crate::exit::ExitReason;
+use crate::supervisor::child_spec::ChildStartError;
 
 #[derive(Debug, Default)]
 pub(crate) struct NodeShared {
@@ -23,7 +24,8 @@ pub(crate) struct NodeShared {
     /// clamped when read.
     mailbox: AtomicIsize,
     exit: Mutex<Option<ExitReason>>,
-    start_error: Mutex<Option<String>>,
+    /// The id and error of the static child that failed this supervisor's start.
+    start_error: Mutex<Option<(String, ChildStartError)>>,
 }
 
 impl NodeShared {
@@ -65,11 +67,11 @@ impl NodeShared {
         self.exit().unwrap_or_else(|| ExitReason::Failure("killed".to_owned()))
     }
 
-    pub(crate) fn set_start_error(&self, error: String) {
-        *self.start_error.lock().expect("start error lock") = Some(error);
+    pub(crate) fn set_start_error(&self, id: String, error: ChildStartError) {
+        *self.start_error.lock().expect("start error lock") = Some((id, error));
     }
 
-    pub(crate) fn take_start_error(&self) -> Option<String> {
+    pub(crate) fn take_start_error(&self) -> Option<(String, ChildStartError)> {
         self.start_error.lock().expect("start error lock").take()
     }
 

@@ -9,28 +9,57 @@
 
 use std::time::Duration;
 
+use arbor_otp::{StartChildError, StartDynamicChildError, StartSupervisorError};
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use serde_json::json;
 
-/// Starting the server's supervision tree failed.
+/// Starting the server's supervision tree failed. The supervisor's own error is the
+/// `source()`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("starting the server runtime failed: {0}")]
-pub struct StartError(pub(crate) String);
+#[non_exhaustive]
+pub enum StartError {
+    /// The root supervisor (or one of its static children) did not start.
+    #[error("starting the server runtime failed: {0}")]
+    Supervisor(#[source] StartSupervisorError),
+    /// The root supervisor started without the child the runtime needs, named here.
+    #[error("starting the server runtime failed: the {0} supervisor did not start")]
+    Missing(&'static str),
+}
 
-/// Opening a connection failed.
+/// Opening a connection failed. Where a supervisor refused, its error is the `source()`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The runtime is shutting down or gone.
     #[error("the server runtime is shutting down")]
     ShuttingDown,
-    /// The tenant's or connection's supervisor refused to start it.
+    /// The runtime's supervision tree did not start.
     #[error("starting the connection failed: {0}")]
-    Start(String),
+    Start(#[source] StartError),
+    /// The tenant's supervisor (started with its first connection) did not start.
+    #[error("starting the supervisor of tenant {tenant:?} failed: {source}")]
+    Tenant {
+        /// The tenant's name.
+        tenant: String,
+        /// The root supervisor's refusal.
+        #[source]
+        source: StartChildError,
+    },
+    /// The tenant's supervisor started without its `connections` supervisor.
+    #[error("the supervisor of tenant {tenant:?} started without its connections supervisor")]
+    TenantIncomplete {
+        /// The tenant's name.
+        tenant: String,
+    },
+    /// The tenant's connection supervisor did not start the connection's actor.
+    #[error("starting the connection failed: {0}")]
+    Supervisor(#[source] StartDynamicChildError),
 }
 
 /// Serving a transport failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
     /// The runtime did not start.
     #[error(transparent)]

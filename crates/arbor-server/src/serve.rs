@@ -272,7 +272,7 @@ impl Server {
         io: Io,
         options: ConnectOptions,
     ) -> Result<ConnectionHandle, ConnectError> {
-        let tree = self.tree().await.map_err(|e| ConnectError::Start(e.to_string()))?;
+        let tree = self.tree().await.map_err(ConnectError::Start)?;
         let shared = self.shared.clone();
         let tenant = options.tenant.as_deref().unwrap_or(DEFAULT_TENANT);
         tree.start_connection(tenant, |tenant, gauge| ConnectionArgs {

@@ -124,11 +124,8 @@ impl Tree {
             .intensity(10, std::time::Duration::from_secs(10))
             .gauge(gauge.clone())
             .child(ChildSpec::task_supervisor("tasks", tasks_spec));
-        let root = SupervisorHandle::start(spec).await.map_err(|e| StartError(e.to_string()))?;
-        let tasks = root
-            .child_handle::<TaskSupervisor>("tasks")
-            .await
-            .ok_or_else(|| StartError("the tasks supervisor did not start".to_owned()))?;
+        let root = SupervisorHandle::start(spec).await.map_err(StartError::Supervisor)?;
+        let tasks = root.child_handle::<TaskSupervisor>("tasks").await.ok_or(StartError::Missing("tasks"))?;
         Ok(Tree { root, tasks, tenants: Default::default(), bounds, gauge })
     }
 
@@ -158,14 +155,11 @@ impl Tree {
         let _ = self.root.delete_child(&id).await;
         self.root.start_child(ChildSpec::supervisor(id.clone(), spec)).await.map_err(|e| match e {
             arbor_otp::StartChildError::Gone(_) => ConnectError::ShuttingDown,
-            other => ConnectError::Start(other.to_string()),
+            other => ConnectError::Tenant { tenant: name.to_owned(), source: other },
         })?;
-        let tenant_sup: SupervisorHandle =
-            self.root.child_handle(&id).await.ok_or_else(|| ConnectError::Start(format!("{id} did not start")))?;
-        let connections: DynamicSupervisorHandle = tenant_sup
-            .child_handle("connections")
-            .await
-            .ok_or_else(|| ConnectError::Start(format!("{id}/connections did not start")))?;
+        let missing = || ConnectError::TenantIncomplete { tenant: name.to_owned() };
+        let tenant_sup: SupervisorHandle = self.root.child_handle(&id).await.ok_or_else(missing)?;
+        let connections: DynamicSupervisorHandle = tenant_sup.child_handle("connections").await.ok_or_else(missing)?;
         let limits = Arc::new(TenantLimits::new(name, self.bounds));
         let tenant = Tenant { connections, limits };
         tenants.insert(name.to_owned(), tenant.clone());
@@ -186,14 +180,17 @@ impl Tree {
         let spec = ChildSpec::new("connection", move |ctx: StartContext| {
             let args = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
             async move {
-                let args = args.ok_or_else(|| ChildStartError("a connection is never restarted".to_owned()))?;
+                let args = args.ok_or_else(|| ChildStartError::failed("a connection is never restarted"))?;
                 let (actor, _) = Actor::spawn_linked(None, ConnectionActor, args, ctx.supervisor()).await?;
                 Ok(Started::actor(actor))
             }
         })
         .restart(Restart::Temporary)
         .shutdown(Shutdown::Timeout(std::time::Duration::from_secs(5)));
-        let cell = tenant.connections.start_child(spec).await.map_err(|e| ConnectError::Start(e.to_string()))?;
+        let cell = tenant.connections.start_child(spec).await.map_err(|e| match e {
+            arbor_otp::StartDynamicChildError::Gone(_) => ConnectError::ShuttingDown,
+            other => ConnectError::Supervisor(other),
+        })?;
         Ok(ConnectionHandle::new(ActorRef::<ConnMsg>::from(cell)))
     }
 

@@ -18,21 +18,22 @@ use crate::exit::ExitReason;
 use crate::gauge::Gauge;
 use crate::node::NodeShared;
 use crate::snapshot::{fill_probes, Introspect, NodeKind, NodeSnapshot, PROBE_TIMEOUT};
-use crate::supervisor::child_spec::{ChildSpec, ChildStartError, StartContext, Started};
+use crate::supervisor::child_spec::{ChildSpec, ChildStartError, SpecError, StartContext, Started};
 use crate::supervisor::handle::{ChildCounts, ChildInfo, StartSupervisorError, SupervisorGone};
 
 /// Why a dynamic supervisor's `start_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartDynamicChildError {
     /// The supervisor already has `max_children` children.
     #[error("max_children ({0}) reached")]
     MaxChildren(usize),
     /// The spec is not valid here.
     #[error("invalid child spec: {0}")]
-    InvalidSpec(String),
+    InvalidSpec(#[source] SpecError),
     /// The start function failed.
     #[error("child failed to start: {0}")]
-    StartFailed(String),
+    StartFailed(#[source] ChildStartError),
     /// The start function answered `ignore`; nothing was added.
     #[error("child start was ignored")]
     Ignored,
@@ -43,6 +44,7 @@ pub enum StartDynamicChildError {
 
 /// Why a dynamic supervisor's `terminate_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TerminateDynamicChildError {
     /// That actor is not a current child.
     #[error("not a child of this supervisor")]
@@ -171,9 +173,7 @@ impl ChildSpec {
         ChildSpec::new(id, move |ctx: StartContext| {
             let spec = spec.clone();
             async move {
-                let handle = DynamicSupervisorHandle::spawn(spec, Some(ctx))
-                    .await
-                    .map_err(|e| ChildStartError(e.to_string()))?;
+                let handle = DynamicSupervisorHandle::spawn(spec, Some(ctx)).await.map_err(ChildStartError::from)?;
                 Ok(Started::supervisor(handle.cell(), handle))
             }
         })

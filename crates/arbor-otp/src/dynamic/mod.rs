@@ -25,6 +25,7 @@ use crate::gauge::{Gauge, LiveToken};
 use crate::node::NodeShared;
 use crate::shutdown::terminate;
 use crate::snapshot::{NodeKind, NodeSnapshot, NodeStatus, Probe};
+use crate::supervisor::child_spec::SpecError;
 use crate::supervisor::child_spec::{ChildKind, ChildSpec, Restart, StartContext};
 use crate::supervisor::handle::{ChildCounts, ChildInfo};
 use crate::supervisor::intensity::{IntensityWindow, RestartHistory};
@@ -209,15 +210,14 @@ impl DynState {
         spec: ChildSpec,
     ) -> Result<ActorCell, StartDynamicChildError> {
         if spec.significant {
-            return Err(StartDynamicChildError::InvalidSpec("dynamic supervisors have no significant children".into()));
+            return Err(StartDynamicChildError::InvalidSpec(SpecError::SignificantInDynamic(spec.id.clone())));
         }
         if let Some(max) = self.max_children {
             if self.children.len() >= max {
                 return Err(StartDynamicChildError::MaxChildren(max));
             }
         }
-        let started =
-            spec.start_linked(self.context(myself)).await.map_err(|e| StartDynamicChildError::StartFailed(e.0))?;
+        let started = spec.start_linked(self.context(myself)).await.map_err(StartDynamicChildError::StartFailed)?;
         let child = started.ok_or(StartDynamicChildError::Ignored)?;
         let cell = child.cell.clone();
         let key = self.next_key;
@@ -253,7 +253,7 @@ impl DynState {
                 self.children.remove(&key);
             }
             Err(err) => {
-                child.slot = Slot::Restarting(err.0);
+                child.slot = Slot::Restarting(err.to_string());
                 self.shared.cast(myself, DynMsg::TryAgainRestart(key));
             }
         }

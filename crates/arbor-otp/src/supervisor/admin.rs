@@ -49,7 +49,7 @@ impl SupervisorState {
             }
             Err(err) => {
                 self.children.pop();
-                Err(StartChildError::StartFailed(err.0))
+                Err(StartChildError::StartFailed(err))
             }
         }
     }
@@ -77,7 +77,7 @@ impl SupervisorState {
             Slot::Restarting(_) => return Err(RestartChildError::Restarting(id.to_owned())),
             Slot::NotRunning => {}
         }
-        self.start_at(myself, pos).await.map_err(|err| RestartChildError::StartFailed(err.0))?;
+        self.start_at(myself, pos).await.map_err(|err| RestartChildError::StartFailed(err))?;
         Ok(match &self.children[pos].slot {
             Slot::Running(child) => Some(child.cell.clone()),
             _ => None,

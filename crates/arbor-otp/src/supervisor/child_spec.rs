@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::gauge::Gauge;
 use crate::snapshot::Probe;
+use crate::supervisor::handle::StartSupervisorError;
 
 /// Default graceful-shutdown timeout for workers, as in OTP.
 pub const DEFAULT_WORKER_SHUTDOWN: Duration = Duration::from_secs(5);
@@ -130,27 +131,82 @@ impl fmt::Debug for Started {
     }
 }
 
-/// A child's start function failed (returned an error or panicked).
+/// Why a child's start function did not start it: what a start function returns on
+/// failure, and the `source()` of every "child failed to start" error of the handles.
+///
+/// A start function says why in its own words with [`ChildStartError::failed`] (or `?` on a
+/// `String`, a `&str` or ractor's `SpawnErr`); the other variants are the supervisor's own
+/// findings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("child failed to start: {0}")]
-pub struct ChildStartError(pub String);
+#[non_exhaustive]
+pub enum ChildStartError {
+    /// The start function failed, for the reason it gave.
+    #[error("{0}")]
+    Failed(String),
+    /// ractor refused to spawn the child's actor. Its `SpawnErr` is kept as text: it is
+    /// neither `Clone` nor `Eq`, and a restart record keeps the last error.
+    #[error("spawning the child's actor failed: {0}")]
+    Spawn(String),
+    /// The start function panicked, with this message.
+    #[error("start function panicked: {0}")]
+    Panicked(String),
+    /// The child was not spawned linked to `ctx.supervisor()`, so it was killed: an
+    /// unlinked child would never report its exit.
+    #[error("child {0:?} was not linked to its supervisor; spawn it with ctx.supervisor()")]
+    NotLinked(String),
+    /// A child supervisor of ours did not start.
+    #[error("the child supervisor did not start: {0}")]
+    Supervisor(#[source] Box<StartSupervisorError>),
+}
+
+impl ChildStartError {
+    /// The start function failed for `reason`.
+    pub fn failed(reason: impl fmt::Display) -> Self {
+        ChildStartError::Failed(reason.to_string())
+    }
+}
 
 impl From<SpawnErr> for ChildStartError {
     fn from(err: SpawnErr) -> Self {
-        ChildStartError(err.to_string())
+        ChildStartError::Spawn(err.to_string())
+    }
+}
+
+impl From<StartSupervisorError> for ChildStartError {
+    fn from(err: StartSupervisorError) -> Self {
+        ChildStartError::Supervisor(Box::new(err))
     }
 }
 
 impl From<String> for ChildStartError {
     fn from(err: String) -> Self {
-        ChildStartError(err)
+        ChildStartError::Failed(err)
     }
 }
 
 impl From<&str> for ChildStartError {
     fn from(err: &str) -> Self {
-        ChildStartError(err.to_owned())
+        ChildStartError::Failed(err.to_owned())
     }
+}
+
+/// A child spec (or a supervisor spec's set of children) that breaks one of OTP's rules;
+/// the `source()` of the handles' `InvalidSpec` errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// Two children of one supervisor spec share this id.
+    #[error("duplicate child id {0:?}")]
+    DuplicateId(String),
+    /// A significant child must be transient or temporary.
+    #[error("child {0:?}: a permanent child cannot be significant")]
+    SignificantPermanent(String),
+    /// A significant child needs its supervisor's `auto_shutdown` other than `never`.
+    #[error("child {0:?}: significant children need auto_shutdown other than never")]
+    SignificantWithoutAutoShutdown(String),
+    /// Dynamic supervisors have no significant children.
+    #[error("child {0:?}: dynamic supervisors have no significant children")]
+    SignificantInDynamic(String),
 }
 
 type StartFn = Arc<dyn Fn(StartContext) -> BoxFuture<'static, Result<Started, ChildStartError>> + Send + Sync>;
@@ -265,18 +321,18 @@ impl ChildSpec {
     pub(crate) async fn run_start(&self, ctx: StartContext) -> Result<Started, ChildStartError> {
         match AssertUnwindSafe((self.start)(ctx)).catch_unwind().await {
             Ok(result) => result,
-            Err(panic) => Err(ChildStartError(format!("start function panicked: {}", crate::panic_message(&panic)))),
+            Err(panic) => Err(ChildStartError::Panicked(crate::panic_message(&panic))),
         }
     }
 
     /// Checks the rules OTP enforces on a spec: significant children must not be permanent
     /// and need an `auto_shutdown` other than `never`.
-    pub(crate) fn validate(&self, auto_shutdown_enabled: bool) -> Result<(), String> {
+    pub(crate) fn validate(&self, auto_shutdown_enabled: bool) -> Result<(), SpecError> {
         if self.significant && self.restart == Restart::Permanent {
-            return Err(format!("child {:?}: a permanent child cannot be significant", self.id));
+            return Err(SpecError::SignificantPermanent(self.id.clone()));
         }
         if self.significant && !auto_shutdown_enabled {
-            return Err(format!("child {:?}: significant children need auto_shutdown other than never", self.id));
+            return Err(SpecError::SignificantWithoutAutoShutdown(self.id.clone()));
         }
         Ok(())
     }
@@ -297,10 +353,7 @@ impl ChildSpec {
             Ok(Some(child))
         } else {
             child.cell.kill();
-            Err(ChildStartError(format!(
-                "child {:?} was not linked to its supervisor; spawn it with ctx.supervisor()",
-                self.id
-            )))
+            Err(ChildStartError::NotLinked(self.id.clone()))
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::exit::ExitReason;
 use crate::gauge::Gauge;
 use crate::node::NodeShared;
 use crate::snapshot::{fill_probes, Introspect, NodeKind, NodeSnapshot, NodeStatus, PROBE_TIMEOUT};
-use crate::supervisor::child_spec::{ChildKind, ChildSpec, ChildStartError, Restart, StartContext, Started};
+use crate::supervisor::child_spec::{ChildKind, ChildSpec, ChildStartError, Restart, SpecError, StartContext, Started};
 use crate::supervisor::strategy::SupervisorSpec;
 use crate::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 
@@ -30,20 +30,28 @@ pub struct SupervisorGone;
 
 /// Why a supervisor could not start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartSupervisorError {
     /// The spec breaks a rule (duplicate ids, significant permanent child, ...).
     #[error("invalid supervisor spec: {0}")]
-    InvalidSpec(String),
+    InvalidSpec(#[from] SpecError),
     /// A static child failed to start; those already started were shut down again.
-    #[error("{0}")]
-    ChildFailed(String),
-    /// ractor refused the spawn.
+    #[error("child {id:?} failed to start: {source}")]
+    ChildFailed {
+        /// The child's id.
+        id: String,
+        /// Why it did not start.
+        #[source]
+        source: ChildStartError,
+    },
+    /// ractor refused the spawn (its `SpawnErr` as text: it is neither `Clone` nor `Eq`).
     #[error("supervisor failed to spawn: {0}")]
     Spawn(String),
 }
 
 /// Why `start_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartChildError {
     /// A child with this id is running.
     #[error("child {0:?} is already started")]
@@ -53,10 +61,10 @@ pub enum StartChildError {
     AlreadyPresent(String),
     /// The spec is not valid for this supervisor.
     #[error("invalid child spec: {0}")]
-    InvalidSpec(String),
+    InvalidSpec(#[source] SpecError),
     /// The start function failed; the spec was not added.
     #[error("child failed to start: {0}")]
-    StartFailed(String),
+    StartFailed(#[source] ChildStartError),
     /// See [`SupervisorGone`].
     #[error(transparent)]
     Gone(#[from] SupervisorGone),
@@ -64,6 +72,7 @@ pub enum StartChildError {
 
 /// Why `terminate_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TerminateChildError {
     /// No child with this id.
     #[error("no child {0:?}")]
@@ -75,6 +84,7 @@ pub enum TerminateChildError {
 
 /// Why `restart_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RestartChildError {
     /// No child with this id.
     #[error("no child {0:?}")]
@@ -87,7 +97,7 @@ pub enum RestartChildError {
     Restarting(String),
     /// The start function failed.
     #[error("child failed to start: {0}")]
-    StartFailed(String),
+    StartFailed(#[source] ChildStartError),
     /// See [`SupervisorGone`].
     #[error(transparent)]
     Gone(#[from] SupervisorGone),
@@ -95,6 +105,7 @@ pub enum RestartChildError {
 
 /// Why `delete_child` failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeleteChildError {
     /// No child with this id.
     #[error("no child {0:?}")]
@@ -188,7 +199,7 @@ impl SupervisorHandle {
         spec: SupervisorSpec,
         parent: Option<StartContext>,
     ) -> Result<Self, StartSupervisorError> {
-        spec.validate().map_err(StartSupervisorError::InvalidSpec)?;
+        spec.validate()?;
         let gauge =
             spec.gauge.clone().or_else(|| parent.as_ref().map(|p| p.gauge.clone())).unwrap_or_else(Gauge::global);
         let shared = Arc::new(NodeShared::default());
@@ -201,7 +212,7 @@ impl SupervisorHandle {
         match spawned {
             Ok((actor, _)) => Ok(SupervisorHandle { actor, shared, gauge, name }),
             Err(err) => Err(match shared.take_start_error() {
-                Some(msg) => StartSupervisorError::ChildFailed(msg),
+                Some((id, source)) => StartSupervisorError::ChildFailed { id, source },
                 None => StartSupervisorError::Spawn(err.to_string()),
             }),
         }
@@ -304,8 +315,7 @@ impl ChildSpec {
         ChildSpec::new(id, move |ctx: StartContext| {
             let spec = spec.clone();
             async move {
-                let handle =
-                    SupervisorHandle::spawn(spec, Some(ctx)).await.map_err(|e| ChildStartError(e.to_string()))?;
+                let handle = SupervisorHandle::spawn(spec, Some(ctx)).await?;
                 Ok(Started::supervisor(handle.cell(), handle))
             }
         })

@@ -122,9 +122,10 @@ impl Actor for SupervisorActor {
             state.children.push(ChildRecord { spec: child, slot: Slot::NotRunning });
             let pos = state.children.len() - 1;
             if let Err(err) = state.start_at(&myself, pos).await {
-                let msg = format!("child {:?} failed to start: {}", state.children[pos].spec.id, err.0);
+                let id = state.children[pos].spec.id.clone();
+                let msg = format!("child {id:?} failed to start: {err}");
                 state.terminate_all().await;
-                state.shared.set_start_error(msg.clone());
+                state.shared.set_start_error(id, err);
                 return Err(msg.into());
             }
             // A temporary child that answered `ignore` leaves no spec behind.

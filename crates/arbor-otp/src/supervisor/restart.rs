@@ -148,7 +148,7 @@ impl SupervisorState {
     /// Marks the child restarting and casts ourselves a retry, so requests and exit
     /// events queued meanwhile are seen before the next attempt.
     fn retry_later(&mut self, myself: &ActorRef<SupervisorMsg>, pos: usize, err: ChildStartError) {
-        self.children[pos].slot = Slot::Restarting(err.0);
+        self.children[pos].slot = Slot::Restarting(err.to_string());
         let id = self.children[pos].spec.id.clone();
         self.shared.cast(myself, SupervisorMsg::TryAgainRestart(id));
     }

@@ -120,10 +120,10 @@ impl SupervisorSpec {
     }
 
     /// Checks ids are unique and every child is valid under these flags.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), crate::supervisor::child_spec::SpecError> {
         for (i, child) in self.children.iter().enumerate() {
             if self.children[..i].iter().any(|c| c.id == child.id) {
-                return Err(format!("duplicate child id {:?}", child.id));
+                return Err(crate::supervisor::child_spec::SpecError::DuplicateId(child.id.clone()));
             }
             child.validate(self.auto_shutdown != AutoShutdown::Never)?;
         }

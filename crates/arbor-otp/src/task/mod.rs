@@ -336,8 +336,7 @@ impl ChildSpec {
         ChildSpec::new(id, move |ctx: StartContext| {
             let spec = spec.clone();
             async move {
-                let handle =
-                    TaskSupervisor::spawn_actor(spec, Some(ctx)).await.map_err(|e| ChildStartError(e.to_string()))?;
+                let handle = TaskSupervisor::spawn_actor(spec, Some(ctx)).await.map_err(ChildStartError::from)?;
                 Ok(Started::supervisor(handle.cell(), handle))
             }
         })

@@ -2,8 +2,8 @@
 //! start functions that misbehave.
 
 use arbor_otp::{
-    ChildCounts, ChildSpec, DeleteChildError, Gauge, NodeStatus, Restart, RestartChildError, StartChildError, Started,
-    SupervisorHandle, SupervisorSpec, TerminateChildError,
+    ChildCounts, ChildSpec, ChildStartError, DeleteChildError, Gauge, NodeStatus, Restart, RestartChildError,
+    StartChildError, Started, SupervisorHandle, SupervisorSpec, TerminateChildError,
 };
 
 use crate::support::*;
@@ -71,18 +71,21 @@ async fn a_start_function_that_does_not_link_or_panics_is_a_failed_start() {
         let (actor, _) = ractor::Actor::spawn(None, worker, ctx.gauge().clone()).await?;
         Ok(Started::actor(actor))
     });
-    assert!(
-        matches!(sup.start_child(unlinked).await, Err(StartChildError::StartFailed(m)) if m.contains("not linked"))
-    );
+    let err = sup.start_child(unlinked).await.unwrap_err();
+    assert_eq!(err, StartChildError::StartFailed(ChildStartError::NotLinked("u".into())));
+    assert!(err.to_string().contains("not linked"), "{err}");
+    let source = std::error::Error::source(&err).expect("the start error is the source");
+    assert!(source.downcast_ref::<ChildStartError>().is_some());
     let panicking = ChildSpec::new("p", |_ctx| async {
         if true {
             panic!("bad start fn");
         }
         Ok(Started::ignore())
     });
-    assert!(
-        matches!(sup.start_child(panicking).await, Err(StartChildError::StartFailed(m)) if m.contains("bad start fn"))
-    );
+    assert!(matches!(
+        sup.start_child(panicking).await,
+        Err(StartChildError::StartFailed(ChildStartError::Panicked(m))) if m.contains("bad start fn")
+    ));
     let _ = log;
     sup.shutdown().await;
     assert_no_leaks(&gauge).await;

@@ -83,7 +83,11 @@ async fn a_static_child_failing_to_start_fails_the_supervisor_and_undoes_earlier
         .child(flaky_worker("b", &log, Arc::new(AtomicUsize::new(1))))
         .child(worker("c", &log));
     let err = SupervisorHandle::start(spec).await.unwrap_err();
-    assert!(matches!(&err, StartSupervisorError::ChildFailed(m) if m.contains("\"b\"")), "{err}");
+    assert!(matches!(&err, StartSupervisorError::ChildFailed { id, .. } if id == "b"), "{err:?}");
+    assert!(err.to_string().contains("\"b\""), "{err}");
+    // The child's own error is the source, reachable without parsing the text.
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<arbor_otp::ChildStartError>());
+    assert!(source.is_some(), "{err:?}");
     assert_eq!(log.take(), ["start a", "stop a"]);
     assert_no_leaks(&gauge).await;
 }

@@ -1,8 +1,8 @@
 //! Significant children and `auto_shutdown` (OTP 24+ semantics).
 
 use arbor_otp::{
-    AutoShutdown, ChildSpec, ExitReason, Gauge, Restart, StartChildError, StartSupervisorError, SupervisorHandle,
-    SupervisorSpec,
+    AutoShutdown, ChildSpec, ExitReason, Gauge, Restart, SpecError, StartChildError, StartSupervisorError,
+    SupervisorHandle, SupervisorSpec,
 };
 
 use crate::support::*;
@@ -72,9 +72,15 @@ async fn significant_children_must_not_be_permanent_and_need_auto_shutdown() {
     let log = Log::default();
     let permanent =
         SupervisorSpec::new("s").auto_shutdown(AutoShutdown::AnySignificant).child(worker("p", &log).significant(true));
-    assert!(matches!(SupervisorHandle::start(permanent).await, Err(StartSupervisorError::InvalidSpec(_))));
+    assert!(matches!(
+        SupervisorHandle::start(permanent).await,
+        Err(StartSupervisorError::InvalidSpec(SpecError::SignificantPermanent(_)))
+    ));
     let never = SupervisorSpec::new("s").child(worker("t", &log).restart(Restart::Transient).significant(true));
-    assert!(matches!(SupervisorHandle::start(never).await, Err(StartSupervisorError::InvalidSpec(_))));
+    assert!(matches!(
+        SupervisorHandle::start(never).await,
+        Err(StartSupervisorError::InvalidSpec(SpecError::SignificantWithoutAutoShutdown(_)))
+    ));
 
     let gauge = Gauge::new();
     let sup = SupervisorHandle::start(SupervisorSpec::new("s").gauge(gauge.clone())).await.unwrap();

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbor_otp::{ChildSpec, ExitReason, Gauge, LiveToken, Started, SupervisorHandle};
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+// Through arbor-otp's re-export: a tree's workers need no ractor dependency of their own.
+use arbor_otp::ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 
 /// An ordered log of lifecycle events ("start a", "stop a"), shared by all workers of a test.
 #[derive(Clone, Default)]

@@ -102,3 +102,101 @@ impl From<std::convert::Infallible> for ToolError {
         match e {}
     }
 }
+
+/// What kind of entry a [`RouterError`] is about, named in its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RouteKind {
+    /// A tool (`tools/list`).
+    Tool,
+    /// A prompt (`prompts/list`).
+    Prompt,
+    /// A static resource, keyed by its URI (`resources/list`).
+    Resource,
+    /// A resource template, keyed by its URI template (`resources/templates/list`).
+    Template,
+}
+
+impl std::fmt::Display for RouteKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RouteKind::Tool => "tool",
+            RouteKind::Prompt => "prompt",
+            RouteKind::Resource => "resource",
+            RouteKind::Template => "resource template",
+        })
+    }
+}
+
+/// Which of a route's schemas a [`RouterError::Schema`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SchemaPart {
+    /// The argument type's schema (`inputSchema`, a prompt's `arguments`).
+    Arguments,
+    /// The output type's schema (`outputSchema`).
+    Output,
+}
+
+impl std::fmt::Display for SchemaPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SchemaPart::Arguments => "arguments",
+            SchemaPart::Output => "output",
+        })
+    }
+}
+
+/// Why a route could not be built or registered: what the `try_` builders of
+/// [`Router`](super::Router), [`ToolRoute`](super::ToolRoute) and
+/// [`TemplateRoute`](super::TemplateRoute) return, and what their panicking forms panic with.
+///
+/// These are mistakes in the server's own code or configuration (a type whose schema is not
+/// an object, a name used twice), found when the route is built, never while serving; each
+/// names the entry it is about. The reasons come from the router's own checks, so they are
+/// the end of the `source()` chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouterError {
+    /// Something of this kind is already registered under this name (or URI); the one
+    /// registered first is kept.
+    #[error("{kind} `{name}` is registered twice")]
+    Duplicate {
+        /// What was registered twice.
+        kind: RouteKind,
+        /// Its name, URI or URI template.
+        name: String,
+    },
+    /// A schema derived from the route's argument or output type cannot be used (not an
+    /// object schema, a broken `x-mcp-header`, a validator that does not compile).
+    #[error("{kind} `{name}`: {part}: {reason}")]
+    Schema {
+        /// A tool or a prompt.
+        kind: RouteKind,
+        /// The route's name.
+        name: String,
+        /// Which schema.
+        part: SchemaPart,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A URI template the router cannot serve (see the `resource` module's documentation:
+    /// only `{var}` and `{+var}` expressions).
+    #[error("resource template {template}: {reason}")]
+    Template {
+        /// The URI template as given.
+        template: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A completion names a variable (or argument) the route does not have.
+    #[error("{kind} `{name}` has no variable `{variable}` to complete")]
+    UnknownVariable {
+        /// The kind of route.
+        kind: RouteKind,
+        /// The route's name or URI template.
+        name: String,
+        /// The variable that was named.
+        variable: String,
+    },
+}

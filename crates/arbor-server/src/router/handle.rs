@@ -10,6 +10,7 @@
 //! This module does not talk to clients. Invariant: a change is visible to every request
 //! that starts after the change's `ListKind` was sent.
 
+use super::error::{RouteKind, RouterError};
 use super::prompt::PromptRoute;
 use super::registry::Registry;
 use super::resource::{ResourceRoute, TemplateRoute};
@@ -102,50 +103,64 @@ impl Shared {
         changed
     }
 
-    /// Registers a tool; returns whether one of that name was replaced.
-    pub(crate) fn add_tool(&self, route: ToolRoute) -> bool {
-        self.mark_served(TOOLS | if route.task_policy.allows_tasks() { TASKS } else { 0 });
+    /// Registers `route` under `key` in `list` unless something is registered there
+    /// already, checked and inserted under the writer lock so that two racing
+    /// registrations of one key cannot both succeed. Nothing changes (and nothing is
+    /// announced or marked served) on a duplicate; on success the capability `bits` are
+    /// marked before the new list is published, so no request that sees the entry finds
+    /// its capability unserved.
+    fn add<T>(
+        &self,
+        list: &ArcSwap<Registry<T>>,
+        kind: ListKind,
+        bits: u8,
+        (key, route): (String, T),
+        replace: bool,
+    ) -> Result<bool, String> {
+        let mut outcome = Ok(false);
+        self.update(list, kind, |r| {
+            if !replace && r.contains(&key) {
+                outcome = Err(key);
+                return false;
+            }
+            self.mark_served(bits);
+            outcome = Ok(r.insert(key, route));
+            true
+        });
+        outcome
+    }
+
+    /// Registers a tool; returns whether one of that name was replaced, or, when
+    /// `replace` is false, refuses a duplicate with the [`RouterError`] naming it.
+    pub(crate) fn add_tool(&self, route: ToolRoute, replace: bool) -> Result<bool, RouterError> {
+        let bits = TOOLS | if route.task_policy.allows_tasks() { TASKS } else { 0 };
         let name = route.tool.name.clone();
-        let mut replaced = false;
-        self.update(&self.tools, ListKind::Tools, |r| {
-            replaced = r.insert(name, route);
-            true
-        });
-        replaced
+        // A refused duplicate marks nothing: it must not advertise tasks it brought.
+        self.add(&self.tools, ListKind::Tools, bits, (name, route), replace).map_err(duplicate(RouteKind::Tool))
     }
 
-    pub(crate) fn add_prompt(&self, route: PromptRoute) -> bool {
-        self.mark_served(PROMPTS | if route.completers.is_empty() { 0 } else { COMPLETIONS });
+    pub(crate) fn add_prompt(&self, route: PromptRoute, replace: bool) -> Result<bool, RouterError> {
+        let bits = PROMPTS | if route.completers.is_empty() { 0 } else { COMPLETIONS };
         let name = route.prompt.name.clone();
-        let mut replaced = false;
-        self.update(&self.prompts, ListKind::Prompts, |r| {
-            replaced = r.insert(name, route);
-            true
-        });
-        replaced
+        self.add(&self.prompts, ListKind::Prompts, bits, (name, route), replace).map_err(duplicate(RouteKind::Prompt))
     }
 
-    pub(crate) fn add_resource(&self, route: ResourceRoute) -> bool {
-        self.mark_served(RESOURCES);
+    pub(crate) fn add_resource(&self, route: ResourceRoute, replace: bool) -> Result<bool, RouterError> {
         let uri = route.resource.uri.clone();
-        let mut replaced = false;
-        self.update(&self.resources, ListKind::Resources, |r| {
-            replaced = r.insert(uri, route);
-            true
-        });
-        replaced
+        self.add(&self.resources, ListKind::Resources, RESOURCES, (uri, route), replace)
+            .map_err(duplicate(RouteKind::Resource))
     }
 
-    pub(crate) fn add_template(&self, route: TemplateRoute) -> bool {
-        self.mark_served(RESOURCES | if route.completers.is_empty() { 0 } else { COMPLETIONS });
+    pub(crate) fn add_template(&self, route: TemplateRoute, replace: bool) -> Result<bool, RouterError> {
+        let bits = RESOURCES | if route.completers.is_empty() { 0 } else { COMPLETIONS };
         let key = route.template.uri_template.clone();
-        let mut replaced = false;
-        self.update(&self.templates, ListKind::Resources, |r| {
-            replaced = r.insert(key, route);
-            true
-        });
-        replaced
+        self.add(&self.templates, ListKind::Resources, bits, (key, route), replace)
+            .map_err(duplicate(RouteKind::Template))
     }
+}
+
+fn duplicate(kind: RouteKind) -> impl FnOnce(String) -> RouterError {
+    move |name| RouterError::Duplicate { kind, name }
 }
 
 /// A cloneable handle for changing a [`Router`](super::Router)'s lists while it serves.
@@ -155,6 +170,11 @@ impl Shared {
 /// *dynamic*: it then advertises `listChanged: true`. Take it before the router starts
 /// serving, so the capabilities say so from the first connection on.
 ///
+/// Nothing here panics: the `add_*` methods replace an entry of the same name, the
+/// `try_add_*` methods refuse it with a [`RouterError`], and routes built with their `try_`
+/// constructors ([`ToolRoute::try_new`], [`TemplateRoute::try_new`]) report a bad schema or
+/// template as an error too.
+///
 /// ```
 /// # use arbor_server::router::{Router, ToolRoute, NoArgs};
 /// async fn ping(_: NoArgs) -> &'static str { "pong" }
@@ -163,6 +183,9 @@ impl Shared {
 /// let handle = router.handle();
 /// // Later, while serving:
 /// handle.add_tool(ToolRoute::new("ping", ping).description("Answers pong"));
+/// // Or, refusing a duplicate instead of replacing it:
+/// let again = ToolRoute::try_new("ping", ping).expect("an object schema");
+/// assert!(handle.try_add_tool(again).is_err());
 /// assert!(handle.remove_tool("ping"));
 /// ```
 #[derive(Clone, Debug)]
@@ -174,7 +197,15 @@ impl RouterHandle {
     /// Adds a tool, or replaces the tool of the same name in place. Returns whether one
     /// was replaced.
     pub fn add_tool(&self, route: ToolRoute) -> bool {
-        self.shared.add_tool(route)
+        // Replacing cannot be refused: the only error `add_tool` has is a duplicate.
+        matches!(self.shared.add_tool(route, true), Ok(true))
+    }
+
+    /// Adds a tool unless the tool of the same name is registered already, which is
+    /// refused with [`RouterError::Duplicate`] and changes nothing. Build the route with its
+    /// `try_` constructor too, and nothing registered at run time can panic.
+    pub fn try_add_tool(&self, route: ToolRoute) -> Result<(), RouterError> {
+        self.shared.add_tool(route, false).map(|_| ())
     }
 
     /// Removes the tool called `name`; returns whether there was one.
@@ -184,7 +215,15 @@ impl RouterHandle {
 
     /// Adds a prompt, or replaces the prompt of the same name in place.
     pub fn add_prompt(&self, route: PromptRoute) -> bool {
-        self.shared.add_prompt(route)
+        // Replacing cannot be refused: the only error `add_prompt` has is a duplicate.
+        matches!(self.shared.add_prompt(route, true), Ok(true))
+    }
+
+    /// Adds a prompt unless the prompt of the same name is registered already, which is
+    /// refused with [`RouterError::Duplicate`] and changes nothing. Build the route with its
+    /// `try_` constructor too, and nothing registered at run time can panic.
+    pub fn try_add_prompt(&self, route: PromptRoute) -> Result<(), RouterError> {
+        self.shared.add_prompt(route, false).map(|_| ())
     }
 
     /// Removes the prompt called `name`; returns whether there was one.
@@ -194,7 +233,15 @@ impl RouterHandle {
 
     /// Adds a static resource, or replaces the one with the same URI in place.
     pub fn add_resource(&self, route: ResourceRoute) -> bool {
-        self.shared.add_resource(route)
+        // Replacing cannot be refused: the only error `add_resource` has is a duplicate.
+        matches!(self.shared.add_resource(route, true), Ok(true))
+    }
+
+    /// Adds a resource unless the one with the same URI is registered already, which is
+    /// refused with [`RouterError::Duplicate`] and changes nothing. Build the route with its
+    /// `try_` constructor too, and nothing registered at run time can panic.
+    pub fn try_add_resource(&self, route: ResourceRoute) -> Result<(), RouterError> {
+        self.shared.add_resource(route, false).map(|_| ())
     }
 
     /// Removes the static resource at `uri`; returns whether there was one.
@@ -204,7 +251,15 @@ impl RouterHandle {
 
     /// Adds a resource template, or replaces the one with the same URI template in place.
     pub fn add_template(&self, route: TemplateRoute) -> bool {
-        self.shared.add_template(route)
+        // Replacing cannot be refused: the only error `add_template` has is a duplicate.
+        matches!(self.shared.add_template(route, true), Ok(true))
+    }
+
+    /// Adds a resource template unless the one with the same URI template is registered already, which is
+    /// refused with [`RouterError::Duplicate`] and changes nothing. Build the route with its
+    /// `try_` constructor too, and nothing registered at run time can panic.
+    pub fn try_add_template(&self, route: TemplateRoute) -> Result<(), RouterError> {
+        self.shared.add_template(route, false).map(|_| ())
     }
 
     /// Removes the resource template `uri_template`; returns whether there was one.

@@ -36,7 +36,7 @@ mod uri_template;
 #[cfg(test)]
 mod tests;
 
-pub use error::ToolError;
+pub use error::{RouteKind, RouterError, SchemaPart, ToolError};
 pub use handle::RouterHandle;
 pub use handler_fn::{HandlerFn, ReadFn, WithContext, WithoutContext};
 pub use prompt::PromptRoute;
@@ -210,7 +210,23 @@ impl Router {
         H: HandlerFn<A, M>,
         H::Output: IntoToolResult,
     {
-        self.tool_route(ToolRoute::new(name, handler).description(description))
+        self.try_tool(name, description, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::tool`], returning the [`RouterError`] instead of panicking: a duplicate
+    /// name, or an argument type whose schema cannot be used ([`ToolRoute::try_new`]).
+    pub fn try_tool<A, H, M>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoToolResult,
+    {
+        self.try_tool_route(ToolRoute::try_new(name, handler)?.description(description))
     }
 
     /// Registers a tool with a typed output (`outputSchema` and `structuredContent`). See
@@ -225,7 +241,22 @@ impl Router {
         H: HandlerFn<A, M>,
         H::Output: IntoStructuredResult,
     {
-        self.tool_route(ToolRoute::with_output(name, handler).description(description))
+        self.try_tool_with_output(name, description, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::tool_with_output`], returning the [`RouterError`] instead of panicking.
+    pub fn try_tool_with_output<A, H, M>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoStructuredResult,
+    {
+        self.try_tool_route(ToolRoute::try_with_output(name, handler)?.description(description))
     }
 
     /// Registers a tool built with [`ToolRoute`].
@@ -234,9 +265,14 @@ impl Router {
     ///
     /// If a tool of that name is already registered.
     pub fn tool_route(self, route: ToolRoute) -> Self {
-        let name = route.tool.name.clone();
-        assert!(!self.shared.add_tool(route), "tool `{name}` is registered twice");
-        self
+        self.try_tool_route(route).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::tool_route`], returning [`RouterError::Duplicate`] (and registering
+    /// nothing) instead of panicking when a tool of that name is already registered.
+    pub fn try_tool_route(self, route: ToolRoute) -> Result<Self, RouterError> {
+        self.shared.add_tool(route, false)?;
+        Ok(self)
     }
 
     /// Registers the prompt `name`, calling `handler` with its arguments parsed as `A`.
@@ -259,9 +295,14 @@ impl Router {
     ///
     /// If a prompt of that name is already registered.
     pub fn prompt_route(self, route: PromptRoute) -> Self {
-        let name = route.prompt.name.clone();
-        assert!(!self.shared.add_prompt(route), "prompt `{name}` is registered twice");
-        self
+        self.try_prompt_route(route).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::prompt_route`], returning [`RouterError::Duplicate`] (and registering
+    /// nothing) instead of panicking when a prompt of that name is already registered.
+    pub fn try_prompt_route(self, route: PromptRoute) -> Result<Self, RouterError> {
+        self.shared.add_prompt(route, false)?;
+        Ok(self)
     }
 
     /// Registers the static resource at `uri`, read by `reader`.
@@ -281,7 +322,23 @@ impl Router {
         H: ReadFn<M>,
         H::Output: IntoReadResult,
     {
-        self.resource_route(ResourceRoute::new(uri, name, reader).description(description).mime_type(mime_type))
+        self.try_resource(uri, name, description, mime_type, reader).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::resource`], returning [`RouterError::Duplicate`] instead of panicking.
+    pub fn try_resource<H, M>(
+        self,
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        mime_type: impl Into<String>,
+        reader: H,
+    ) -> Result<Self, RouterError>
+    where
+        H: ReadFn<M>,
+        H::Output: IntoReadResult,
+    {
+        self.try_resource_route(ResourceRoute::new(uri, name, reader).description(description).mime_type(mime_type))
     }
 
     /// Registers a static resource built with [`ResourceRoute`].
@@ -290,9 +347,14 @@ impl Router {
     ///
     /// If a resource with that URI is already registered.
     pub fn resource_route(self, route: ResourceRoute) -> Self {
-        let uri = route.resource.uri.clone();
-        assert!(!self.shared.add_resource(route), "resource {uri} is registered twice");
-        self
+        self.try_resource_route(route).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::resource_route`], returning [`RouterError::Duplicate`] (and registering
+    /// nothing) instead of panicking when a resource with that URI is already registered.
+    pub fn try_resource_route(self, route: ResourceRoute) -> Result<Self, RouterError> {
+        self.shared.add_resource(route, false)?;
+        Ok(self)
     }
 
     /// Registers the resource template `uri_template`, read by `reader` with the matched
@@ -314,8 +376,26 @@ impl Router {
         H: HandlerFn<A, M>,
         H::Output: IntoReadResult,
     {
-        self.template_route(
-            TemplateRoute::new(uri_template, name, reader).description(description).mime_type(mime_type),
+        self.try_resource_template(uri_template, name, description, mime_type, reader).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::resource_template`], returning the [`RouterError`] instead of panicking:
+    /// a duplicate, or a template the router cannot match ([`TemplateRoute::try_new`]).
+    pub fn try_resource_template<A, H, M>(
+        self,
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        mime_type: impl Into<String>,
+        reader: H,
+    ) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoReadResult,
+    {
+        self.try_template_route(
+            TemplateRoute::try_new(uri_template, name, reader)?.description(description).mime_type(mime_type),
         )
     }
 
@@ -325,9 +405,14 @@ impl Router {
     ///
     /// If the template is already registered.
     pub fn template_route(self, route: TemplateRoute) -> Self {
-        let key = route.template.uri_template.clone();
-        assert!(!self.shared.add_template(route), "resource template {key} is registered twice");
-        self
+        self.try_template_route(route).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::template_route`], returning [`RouterError::Duplicate`] (and registering
+    /// nothing) instead of panicking when the template is already registered.
+    pub fn try_template_route(self, route: TemplateRoute) -> Result<Self, RouterError> {
+        self.shared.add_template(route, false)?;
+        Ok(self)
     }
 
     fn not_offered(&self, bit: u8, method: MethodName) -> Result<(), McpError> {

@@ -43,6 +43,11 @@ impl<T> Registry<T> {
         self.index.get(key).map(|&i| &self.entries[i].1)
     }
 
+    /// Whether an entry is registered under `key`.
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        self.index.contains_key(key)
+    }
+
     /// Registers `entry` under `key`. A new key goes last; an existing key is replaced in
     /// place. Returns whether a previous entry was replaced.
     pub(crate) fn insert(&mut self, key: String, entry: T) -> bool {

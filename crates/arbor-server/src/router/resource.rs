@@ -15,6 +15,7 @@
 //! path itself. Invariant: a template's completions name variables the template has.
 
 use super::completion::{self, Completer, CompletionRequest, IntoCompletion};
+use super::error::{RouteKind, RouterError};
 use super::handler_fn::{HandlerFn, ReadFn};
 use super::result::{IntoReadResult, ReadTarget};
 use super::uri_template::UriTemplate;
@@ -218,11 +219,12 @@ impl fmt::Debug for TemplateRoute {
 
 impl TemplateRoute {
     /// The resources matching `uri_template`, called `name`, read by `reader` with the
-    /// matched variables as `A`.
+    /// matched variables as `A`. The convenient form of [`TemplateRoute::try_new`].
     ///
     /// # Panics
     ///
-    /// If `uri_template` uses more than `{var}` and `{+var}` expressions (see the module
+    /// With the [`RouterError::Template`] [`TemplateRoute::try_new`] returns: if
+    /// `uri_template` uses more than `{var}` and `{+var}` expressions (see the module
     /// documentation).
     pub fn new<A, H, M>(uri_template: impl Into<String>, name: impl Into<String>, reader: H) -> Self
     where
@@ -230,15 +232,31 @@ impl TemplateRoute {
         H: HandlerFn<A, M>,
         H::Output: IntoReadResult,
     {
+        TemplateRoute::try_new(uri_template, name, reader).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`TemplateRoute::new`], returning [`RouterError::Template`] instead of panicking
+    /// when `uri_template` is not one the router can match.
+    pub fn try_new<A, H, M>(
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        reader: H,
+    ) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoReadResult,
+    {
         let uri_template = uri_template.into();
-        let parsed = UriTemplate::parse(&uri_template).unwrap_or_else(|e| panic!("resource template: {e}"));
+        let parsed = UriTemplate::parse(&uri_template)
+            .map_err(|reason| RouterError::Template { template: uri_template.clone(), reason })?;
         let reader: ErasedTemplateRead = Arc::new(move |call, vars, cx| {
             let vars = parse_vars::<A>(vars)?;
             let version = cx.connection().protocol_version;
             Some(reader.call(vars, cx).map(move |out| finish(&call, version, out)).boxed())
         });
         let template = ResourceTemplate { uri_template, name: name.into(), ..Default::default() };
-        TemplateRoute { template, parsed, cache: None, reader, completers: HashMap::new() }
+        Ok(TemplateRoute { template, parsed, cache: None, reader, completers: HashMap::new() })
     }
 
     /// What the resources are.
@@ -291,20 +309,33 @@ impl TemplateRoute {
     ///
     /// # Panics
     ///
-    /// If the template has no variable called `variable`.
-    pub fn complete<H, M>(mut self, variable: impl Into<String>, completer: H) -> Self
+    /// If the template has no variable called `variable`; [`TemplateRoute::try_complete`]
+    /// returns the error instead.
+    pub fn complete<H, M>(self, variable: impl Into<String>, completer: H) -> Self
+    where
+        H: HandlerFn<CompletionRequest, M>,
+        H::Output: IntoCompletion,
+    {
+        self.try_complete(variable, completer).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`TemplateRoute::complete`], returning [`RouterError::UnknownVariable`] instead of
+    /// panicking when the template has no variable called `variable`.
+    pub fn try_complete<H, M>(mut self, variable: impl Into<String>, completer: H) -> Result<Self, RouterError>
     where
         H: HandlerFn<CompletionRequest, M>,
         H::Output: IntoCompletion,
     {
         let variable = variable.into();
-        assert!(
-            self.parsed.variables().any(|v| v == variable),
-            "resource template {} has no variable `{variable}` to complete",
-            self.template.uri_template
-        );
+        if !self.parsed.variables().any(|v| v == variable) {
+            return Err(RouterError::UnknownVariable {
+                kind: RouteKind::Template,
+                name: self.template.uri_template.clone(),
+                variable,
+            });
+        }
         self.completers.insert(variable, completion::erase(completer));
-        self
+        Ok(self)
     }
 
     /// The definition clients list.

@@ -10,7 +10,7 @@
 //! `ToolRoute` that exists has an object `inputSchema` (and `outputSchema`, if any) whose
 //! validator compiled, so a registered tool can always be listed and called.
 
-use super::error::{error_result, ToolError};
+use super::error::{error_result, RouteKind, RouterError, SchemaPart, ToolError};
 use super::handler_fn::HandlerFn;
 use super::result::{structured, IntoStructuredResult, IntoToolResult};
 use super::schema::{self, Contract};
@@ -78,13 +78,25 @@ impl fmt::Debug for ToolRoute {
 
 impl ToolRoute {
     /// A tool named `name` that calls `handler` with its arguments parsed as `A`, and
-    /// answers whatever the handler returns (see [`IntoToolResult`]).
+    /// answers whatever the handler returns (see [`IntoToolResult`]). The convenient form of
+    /// [`ToolRoute::try_new`], for argument types known to be fine.
     ///
     /// # Panics
     ///
-    /// If `A`'s schema is not an object schema (arguments are always a JSON object), or
-    /// does not compile.
+    /// With the [`RouterError`] [`ToolRoute::try_new`] returns: if `A`'s schema is not an
+    /// object schema (arguments are always a JSON object), or does not compile.
     pub fn new<A, H, M>(name: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoToolResult,
+    {
+        ToolRoute::try_new(name, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ToolRoute::new`], returning [`RouterError::Schema`] instead of panicking when
+    /// `A`'s schema is not an object schema or does not compile.
+    pub fn try_new<A, H, M>(name: impl Into<String>, handler: H) -> Result<Self, RouterError>
     where
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         H: HandlerFn<A, M>,
@@ -102,7 +114,8 @@ impl ToolRoute {
     /// A tool with a typed output: `outputSchema` comes from the handler's output type, and
     /// each result carries the value in `structuredContent` and its JSON text in `content`
     /// (for clients older than 2025-06-18). Output that does not match the schema is a
-    /// server bug: it is logged and the client gets -32603.
+    /// server bug: it is logged and the client gets -32603. The convenient form of
+    /// [`ToolRoute::try_with_output`].
     ///
     /// # Panics
     ///
@@ -114,11 +127,28 @@ impl ToolRoute {
         H: HandlerFn<A, M>,
         H::Output: IntoStructuredResult,
     {
+        ToolRoute::try_with_output(name, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ToolRoute::with_output`], returning [`RouterError::Schema`] instead of panicking
+    /// when the argument or output type's schema cannot be used.
+    pub fn try_with_output<A, H, M>(name: impl Into<String>, handler: H) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoStructuredResult,
+    {
         let name = name.into();
+        let schema_error = |reason| RouterError::Schema {
+            kind: RouteKind::Tool,
+            name: name.clone(),
+            part: SchemaPart::Output,
+            reason,
+        };
         let output_schema =
             schema::object_schema_for::<<H::Output as IntoStructuredResult>::Output>(Contract::Serialize)
-                .unwrap_or_else(|e| panic!("tool `{name}`: output: {e}"));
-        let output = Arc::new(schema::compile(&output_schema).unwrap_or_else(|e| panic!("tool `{name}`: output: {e}")));
+                .map_err(schema_error)?;
+        let output = Arc::new(schema::compile(&output_schema).map_err(schema_error)?);
         let label: Arc<str> = name.as_str().into();
         let call: ErasedTool = Arc::new(move |args, cx| match parse_args::<A>(&label, args) {
             Ok(args) => {
@@ -134,14 +164,23 @@ impl ToolRoute {
     ///
     /// # Panics
     ///
-    /// As [`ToolRoute::new`].
+    /// As [`ToolRoute::new`]; [`ToolRoute::try_from_tool`] returns the error instead.
     pub fn from_tool<T>(name: impl Into<String>, tool: T) -> Self
     where
         T: Tool,
         T::Output: IntoToolResult,
     {
+        ToolRoute::try_from_tool(name, tool).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ToolRoute::from_tool`], returning the error [`ToolRoute::try_new`] would.
+    pub fn try_from_tool<T>(name: impl Into<String>, tool: T) -> Result<Self, RouterError>
+    where
+        T: Tool,
+        T::Output: IntoToolResult,
+    {
         let tool = Arc::new(tool);
-        ToolRoute::new(name, move |input: T::Input, cx: RequestContext| {
+        ToolRoute::try_new(name, move |input: T::Input, cx: RequestContext| {
             let tool = Arc::clone(&tool);
             async move { tool.call(input, cx).await }
         })
@@ -152,31 +191,50 @@ impl ToolRoute {
     ///
     /// # Panics
     ///
-    /// As [`ToolRoute::with_output`].
+    /// As [`ToolRoute::with_output`]; [`ToolRoute::try_from_tool_with_output`] returns the
+    /// error instead.
     pub fn from_tool_with_output<T>(name: impl Into<String>, tool: T) -> Self
     where
         T: Tool,
         T::Output: IntoStructuredResult,
     {
+        ToolRoute::try_from_tool_with_output(name, tool).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`ToolRoute::from_tool_with_output`], returning the error
+    /// [`ToolRoute::try_with_output`] would.
+    pub fn try_from_tool_with_output<T>(name: impl Into<String>, tool: T) -> Result<Self, RouterError>
+    where
+        T: Tool,
+        T::Output: IntoStructuredResult,
+    {
         let tool = Arc::new(tool);
-        ToolRoute::with_output(name, move |input: T::Input, cx: RequestContext| {
+        ToolRoute::try_with_output(name, move |input: T::Input, cx: RequestContext| {
             let tool = Arc::clone(&tool);
             async move { tool.call(input, cx).await }
         })
     }
 
-    fn build<A: schemars::JsonSchema>(name: String, output_schema: Option<JsonObject>, call: ErasedTool) -> Self {
-        let input_schema = schema::object_schema_for::<A>(Contract::Deserialize)
-            .unwrap_or_else(|e| panic!("tool `{name}`: arguments: {e}"));
-        let input =
-            Arc::new(schema::compile(&input_schema).unwrap_or_else(|e| panic!("tool `{name}`: arguments: {e}")));
+    fn build<A: schemars::JsonSchema>(
+        name: String,
+        output_schema: Option<JsonObject>,
+        call: ErasedTool,
+    ) -> Result<Self, RouterError> {
+        let schema_error = |reason| RouterError::Schema {
+            kind: RouteKind::Tool,
+            name: name.clone(),
+            part: SchemaPart::Arguments,
+            reason,
+        };
+        let input_schema = schema::object_schema_for::<A>(Contract::Deserialize).map_err(schema_error)?;
+        let input = Arc::new(schema::compile(&input_schema).map_err(schema_error)?);
         if !is_conventional_name(&name) {
             tracing::warn!(tool = %name, "tool names should be 1-128 characters of A-Z, a-z, 0-9, '_', '-' and '.'");
         }
         let tool = ToolDefinition { name, input_schema, output_schema, ..Default::default() };
         let param_headers =
             Arc::from(arbor_protocol::era::http::param_headers(&Value::Object(tool.input_schema.clone())));
-        ToolRoute { tool, deadline: None, task_policy: TaskPolicy::FORBIDDEN, input, param_headers, handler: call }
+        Ok(ToolRoute { tool, deadline: None, task_policy: TaskPolicy::FORBIDDEN, input, param_headers, handler: call })
     }
 
     /// What the tool does, for the model.

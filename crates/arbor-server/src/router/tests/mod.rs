@@ -5,6 +5,7 @@
 //! router produces is checked against the vendored 2025-11-25 and 2026-07-28 schemas in
 //! `spec`.
 
+mod errors;
 mod lists;
 mod prompts;
 mod resources;
