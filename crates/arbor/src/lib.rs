@@ -24,7 +24,17 @@ pub use arbor_http as http;
 pub use arbor_server as server;
 
 /// The JSON Schema derive for tool arguments and results (re-exported `schemars`).
-pub use schemars::{self, JsonSchema};
+pub use schemars;
+// `JsonSchema` is schemars' trait (through the glob, which yields to the explicit import
+// below in the macro namespace) and arbor-macros' derive, which works without a schemars
+// dependency in the user's crate (schemars' own derive writes bare `schemars::` paths).
+#[doc(inline)]
+pub use arbor_macros::{tool, JsonSchema};
+#[doc(hidden)]
+pub use schemars_trait::*;
+mod schemars_trait {
+    pub use schemars::JsonSchema;
+}
 
 pub mod prelude;
 

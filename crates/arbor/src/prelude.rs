@@ -5,6 +5,7 @@
 //! `arbor::otp`, `arbor::protocol`). Invariant: only names a typical program uses.
 
 pub use crate::JsonSchema;
+pub use crate::tool;
 pub use arbor_protocol::error::McpError;
 pub use serde::{Deserialize, Serialize};
 
