@@ -46,11 +46,7 @@ mod tasks;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use arbor_protocol::model::common::Role;
-use arbor_protocol::model::content::{
-    AudioContent, ContentBlock, EmbeddedResource, ImageContent, ResourceContents, SamplingContent, TextContent,
-    TextResourceContents,
-};
+use arbor_protocol::model::content::{BlobResourceContents, ContentBlock, ResourceContents, SamplingContent};
 use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
@@ -86,36 +82,19 @@ fn text(text: impl Into<String>) -> ContentBlock {
 }
 
 fn image() -> ContentBlock {
-    ContentBlock::Image(ImageContent {
-        data: TEST_IMAGE_BASE64.into(),
-        mime_type: "image/png".into(),
-        annotations: None,
-        meta: None,
-        extra: Default::default(),
-    })
+    ContentBlock::image(TEST_IMAGE_BASE64, "image/png")
 }
 
 fn embedded_text(uri: &str, mime_type: &str, body: impl Into<String>) -> ContentBlock {
-    ContentBlock::Resource(EmbeddedResource {
-        resource: ResourceContents::Text(TextResourceContents {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            text: body.into(),
-            meta: None,
-            extra: Default::default(),
-        }),
-        annotations: None,
-        meta: None,
-        extra: Default::default(),
-    })
+    ContentBlock::resource(ResourceContents::text(uri, body).with_mime_type(mime_type))
 }
 
 fn result(content: Vec<ContentBlock>) -> CallToolResult {
-    CallToolResult { content, ..Default::default() }
+    CallToolResult::new(content)
 }
 
 fn user(content: ContentBlock) -> PromptMessage {
-    PromptMessage { role: Role::User, content, extra: Default::default() }
+    PromptMessage::user(content)
 }
 
 /// A form-mode elicitation. The forms are the suite's own JSON, so they are written as
@@ -127,13 +106,7 @@ fn form(message: &str, requested_schema: Value) -> ElicitRequestParams {
 
 /// A sampling request of one user message.
 fn ask_model(prompt: impl Into<String>, max_tokens: i64) -> CreateMessageRequestParams {
-    let message = SamplingMessage {
-        role: Role::User,
-        content: SamplingMessageContent::One(SamplingContent::Text(TextContent::new(prompt))),
-        meta: None,
-        extra: Default::default(),
-    };
-    CreateMessageRequestParams { messages: vec![message], max_tokens, ..Default::default() }
+    CreateMessageRequestParams::new(vec![SamplingMessage::user(prompt)], max_tokens)
 }
 
 // ===== reading the client's answers =====
@@ -208,13 +181,7 @@ async fn audio_content(_: NoArgs, cx: RequestContext) -> Result<ContentBlock, To
             version.as_str()
         )));
     }
-    Ok(ContentBlock::Audio(AudioContent {
-        data: TEST_AUDIO_BASE64.into(),
-        mime_type: "audio/wav".into(),
-        annotations: None,
-        meta: None,
-        extra: Default::default(),
-    }))
+    Ok(ContentBlock::audio(TEST_AUDIO_BASE64, "audio/wav"))
 }
 
 async fn embedded_resource(_: NoArgs) -> ContentBlock {
@@ -645,10 +612,7 @@ async fn input_required_prompt(_: NoArgs, cx: RequestContext) -> Reply<GetPrompt
         );
     }
     let context = elicited_text(&cx, "user_context", "context");
-    Reply::Complete(GetPromptResult {
-        messages: vec![user(text(format!("Prompt with context: {context}")))],
-        ..Default::default()
-    })
+    Reply::Complete(GetPromptResult::new(vec![user(text(format!("Prompt with context: {context}")))]))
 }
 
 // ===== list changes =====
@@ -839,13 +803,9 @@ fn router() -> (Router, RouterHandle) {
             ResourceRoute::new("test://static-binary", "static-binary", || async {
                 // The fixture's bytes are kept as the suite's base64 text, so the contents
                 // are answered as they are rather than as bytes for the router to encode.
-                ResourceContents::Blob(arbor_protocol::model::content::BlobResourceContents {
-                    uri: "test://static-binary".into(),
-                    mime_type: Some("image/png".into()),
-                    blob: TEST_IMAGE_BASE64.into(),
-                    meta: None,
-                    extra: Default::default(),
-                })
+                ResourceContents::Blob(
+                    BlobResourceContents::new("test://static-binary", TEST_IMAGE_BASE64).with_mime_type("image/png"),
+                )
             })
             .title("Static Binary Resource")
             .description("A static binary resource (image) for testing")

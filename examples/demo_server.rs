@@ -41,14 +41,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use arbor_protocol::methods::ServerNotification;
-use arbor_protocol::model::common::Role;
-use arbor_protocol::model::content::{ContentBlock, SamplingContent, TextContent};
+use arbor_protocol::model::content::SamplingContent;
 use arbor_protocol::model::elicitation::{
     BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, PrimitiveSchema, RequestedSchema,
 };
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
-use arbor_protocol::model::prompts::PromptMessage;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
 use arbor_protocol::model::subscriptions::{ResourceUpdatedNotificationParams, SubscriptionFilter};
 use arbor_protocol::model::tools::CallToolResult;
@@ -151,7 +149,7 @@ async fn confirm_delete(args: DeleteArgs, cx: RequestContext) -> Reply<CallToolR
     };
     // Declining is an answer, not a failure: the model learns the file was kept.
     let text = if confirmed { format!("Deleted {}", args.path) } else { format!("Kept {}", args.path) };
-    Reply::Complete(CallToolResult { content: vec![ContentBlock::text(text)], ..Default::default() })
+    Reply::Complete(CallToolResult::from_text(text))
 }
 
 /// The form `confirm_delete` shows: one required yes/no field.
@@ -182,21 +180,10 @@ struct SummarizeArgs {
 async fn summarize(args: SummarizeArgs, cx: RequestContext) -> Result<Reply<CallToolResult>, ToolError> {
     const SUMMARY: &str = "summary";
     let Some(answer) = cx.input_responses().and_then(|answers| answers.get(SUMMARY)) else {
-        let message = SamplingMessage {
-            role: Role::User,
-            content: SamplingMessageContent::One(SamplingContent::Text(TextContent::new(format!(
-                "Summarise the following text in at most three sentences:\n\n{}",
-                args.text
-            )))),
-            meta: None,
-            extra: Default::default(),
-        };
-        let params = CreateMessageRequestParams {
-            messages: vec![message],
-            max_tokens: 300,
-            system_prompt: Some("You write short, faithful summaries.".into()),
-            ..Default::default()
-        };
+        let message =
+            SamplingMessage::user(format!("Summarise the following text in at most three sentences:\n\n{}", args.text));
+        let params = CreateMessageRequestParams::new(vec![message], 300)
+            .with_system_prompt("You write short, faithful summaries.");
         return Ok(Reply::InputRequired(InputRequired::new().sample(SUMMARY, params)));
     };
     let InputResponse::CreateMessage(result) = answer else {
@@ -216,7 +203,7 @@ async fn summarize(args: SummarizeArgs, cx: RequestContext) -> Result<Reply<Call
     if text.is_empty() {
         return Err(ToolError::failed("the model's reply had no text"));
     }
-    Ok(Reply::Complete(CallToolResult { content: vec![ContentBlock::text(text.join("\n"))], ..Default::default() }))
+    Ok(Reply::Complete(CallToolResult::from_text(text.join("\n"))))
 }
 
 fn default_count() -> u32 {
@@ -290,7 +277,7 @@ impl SubscriptionHandler for FeedHandler {
     }
 
     async fn handle_message(&self, _message: Arc<BusMessage>, channel: &Channel, sent: &mut u64) -> Flow {
-        let params = ResourceUpdatedNotificationParams { meta: None, uri: FEED_URI.into(), extra: Default::default() };
+        let params = ResourceUpdatedNotificationParams::new(FEED_URI);
         if channel.send(ServerNotification::ResourceUpdated(params)).is_ok() {
             *sent += 1;
         }
@@ -344,13 +331,13 @@ struct GreetArgs {
     style: Option<String>,
 }
 
-async fn greet(args: GreetArgs) -> Vec<PromptMessage> {
+/// The prompt's text alone becomes one user message.
+async fn greet(args: GreetArgs) -> String {
     let tone = match args.style.as_deref() {
         Some("formal") => "a formal",
         _ => "a warm, casual",
     };
-    let text = format!("Write {tone} greeting for {}, in one or two sentences.", args.name);
-    vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }]
+    format!("Write {tone} greeting for {}, in one or two sentences.", args.name)
 }
 
 fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {

@@ -2,6 +2,7 @@
 
 mod arbitrary_bytes_never_panic_the_decoder;
 mod arbitrary_messages_round_trip;
+mod constructors_build_schema_valid_values;
 mod encoded_messages_match_schema;
 mod eras_negotiate_as_the_spec_says;
 mod errors_map_to_their_codes;

@@ -4,8 +4,6 @@
 
 use crate::support::{modern_meta, ScriptedPeer};
 use arbor_otp::Gauge;
-use arbor_protocol::model::common::Role;
-use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::prompts::PromptMessage;
 use arbor_server::router::{completion, NoArgs, PromptRoute, Router, RouterHandle, ToolError, ToolRoute};
 use arbor_server::{ConnectOptions, Connection, McpError, RequestContext, Server, ServerConfig, Transport};
@@ -43,8 +41,12 @@ struct GreetArgs {
 }
 
 async fn greet(args: GreetArgs) -> Vec<PromptMessage> {
-    let text = format!("Hello, {}", args.name);
-    vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }]
+    vec![PromptMessage::user(format!("Hello, {}", args.name))]
+}
+
+/// A prompt that returns its text alone: one user message.
+async fn explain(args: GreetArgs) -> String {
+    format!("Explain {} to me", args.name)
 }
 
 #[derive(Deserialize)]
@@ -69,6 +71,7 @@ async fn serve() -> Served {
         .tool("echo", "Says it back", echo)
         .tool_with_output("add", "Adds", add)
         .prompt_route(PromptRoute::new("greet", greet).complete("name", completion::starting_with(["Ada", "Alan"])))
+        .prompt("explain", "Asks for an explanation", explain)
         .resource("test://readme", "readme", "A text", "text/plain", || async { "read me" })
         .resource_template("test://items/{id}", "item", "Items", "text/plain", item);
     let handle = router.handle();
@@ -155,4 +158,26 @@ async fn modern_requests_get_the_same_answers_with_the_eras_bookkeeping() {
     assert_eq!(read["result"]["contents"][0]["mimeType"], "text/plain", "{read}");
     assert!(read["result"]["ttlMs"].is_u64());
     s.finish().await;
+}
+
+#[tokio::test]
+async fn a_prompt_that_returns_text_answers_one_user_message_in_both_eras() {
+    let expected = json!([{"role": "user", "content": {"type": "text", "text": "Explain monads to me"}}]);
+    let mut legacy = serve().await;
+    legacy.peer.initialize("2025-11-25", json!({})).await;
+    let got = legacy.peer.call(1, "prompts/get", json!({"name": "explain", "arguments": {"name": "monads"}})).await;
+    assert_eq!(got["result"]["messages"], expected, "{got}");
+    assert_eq!(got["result"]["description"], "Asks for an explanation", "{got}");
+    assert!(got["result"].get("resultType").is_none(), "a legacy result has no resultType: {got}");
+    legacy.finish().await;
+
+    let mut modern = serve().await;
+    let meta = modern_meta(json!({}));
+    let got = modern
+        .peer
+        .call(1, "prompts/get", json!({"_meta": meta, "name": "explain", "arguments": {"name": "monads"}}))
+        .await;
+    assert_eq!(got["result"]["messages"], expected, "{got}");
+    assert_eq!(got["result"]["resultType"], "complete", "{got}");
+    modern.finish().await;
 }

@@ -75,7 +75,7 @@ impl SubscriptionHandler for Feed {
             }
             return Flow::Stream;
         }
-        let params = ResourceUpdatedNotificationParams { meta: None, uri: FEED.into(), extra: Default::default() };
+        let params = ResourceUpdatedNotificationParams::new(FEED);
         let _ = channel.send(ServerNotification::ResourceUpdated(params));
         Flow::Stream
     }

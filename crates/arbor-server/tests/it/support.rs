@@ -8,8 +8,7 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::{
     PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use arbor_protocol::model::common::{PaginatedRequestParams, Role};
-use arbor_protocol::model::content::ContentBlock;
+use arbor_protocol::model::common::PaginatedRequestParams;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, PromptMessage};
@@ -35,7 +34,7 @@ impl TestHandler {
 }
 
 fn text(result: impl Into<String>) -> CallToolResult {
-    CallToolResult { content: vec![ContentBlock::text(result)], ..Default::default() }
+    CallToolResult::from_text(result)
 }
 
 #[async_trait::async_trait]
@@ -140,9 +139,7 @@ impl ServerHandler for TestHandler {
         match cx.input_responses().and_then(|r| r.get("confirm")) {
             Some(InputResponse::Elicit(_)) => {
                 let target = params.arguments.and_then(|a| a.get("target").cloned()).unwrap_or_default();
-                let content = ContentBlock::text(format!("delete {target}"));
-                let message = PromptMessage { role: Role::User, content, extra: Default::default() };
-                Ok(GetPromptResult { messages: vec![message], ..Default::default() }.into())
+                Ok(GetPromptResult::new(vec![PromptMessage::user(format!("delete {target}"))]).into())
             }
             _ => {
                 let params = serde_json::from_value(json!({
