@@ -40,10 +40,21 @@ pub struct HttpConfig {
     /// The MCP endpoint's path. Default `/mcp`.
     pub path: String,
     /// `Host` header values accepted (exact, case-insensitive; an entry without a port
-    /// accepts that name with any port). `None`: the loopback names (`localhost`,
-    /// `127.0.0.1`, `[::1]`, any port) when bound to a loopback address, no check
-    /// otherwise. Guards against DNS rebinding.
+    /// accepts that name with any port). Guards against DNS rebinding. `None`: derived
+    /// from the address the endpoint is reached at, which is, first found: `mounted_at`;
+    /// the listener [`serve`](crate::serve) took the request from; `bind`, once
+    /// [`HttpServer::bind`](crate::HttpServer::bind) listens on it. A loopback address
+    /// admits the loopback names (`localhost`, `127.0.0.1`, `[::1]`, any port), any other
+    /// address (`0.0.0.0` included) no check. A router mounted in a server that tells none
+    /// of these (plain `axum::serve`) admits the loopback names only: the safe choice, and
+    /// a refused `Host` is then logged once with a hint.
     pub allowed_hosts: Option<Vec<String>>,
+    /// For a router mounted in an application of your own ([`HttpServer::router`](crate::HttpServer::router)):
+    /// the address the application is reached at (its listener's address), from which the
+    /// `Host` policy is derived as from `bind` (see `allowed_hosts`, which wins). `bind` is
+    /// only where `HttpServer::bind` listens; a mounted router never reads it. Not needed
+    /// when the application is served with [`serve`](crate::serve). Default `None`.
+    pub mounted_at: Option<SocketAddr>,
     /// Exact `Origin` values allowed besides loopback origins whose host is allowed.
     /// A request without `Origin` (not from a browser) is not checked.
     pub allowed_origins: Vec<String>,
@@ -138,6 +149,7 @@ impl Default for HttpConfig {
             bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 3000)),
             path: "/mcp".to_owned(),
             allowed_hosts: None,
+            mounted_at: None,
             allowed_origins: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
@@ -171,6 +183,7 @@ impl fmt::Debug for HttpConfig {
             .field("bind", &self.bind)
             .field("path", &self.path)
             .field("allowed_hosts", &self.allowed_hosts)
+            .field("mounted_at", &self.mounted_at)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_json_depth", &self.max_json_depth)
@@ -202,6 +215,24 @@ impl HttpConfig {
     /// The same configuration listening on `bind`.
     pub fn bind(mut self, bind: SocketAddr) -> Self {
         self.bind = bind;
+        self
+    }
+
+    /// The same configuration for a router mounted in an application reached at `addr`
+    /// (see [`HttpConfig::mounted_at`](HttpConfig#structfield.mounted_at)).
+    pub fn mounted_at(mut self, addr: SocketAddr) -> Self {
+        self.mounted_at = Some(addr);
+        self
+    }
+
+    /// The same configuration accepting exactly these `Host` values (see
+    /// [`HttpConfig::allowed_hosts`](HttpConfig#structfield.allowed_hosts)).
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
         self
     }
 

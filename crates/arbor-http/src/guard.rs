@@ -10,10 +10,15 @@
 //! Invariant: a refused request costs only itself: the checks read the request head and
 //! the body bytes, touch no shared state, and answer with the status the spec names.
 
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use axum::http::request::Parts;
+use axum::http::{header, Extensions, HeaderMap, HeaderValue, Response, StatusCode};
 
 use crate::config::HttpConfig;
 
@@ -28,19 +33,44 @@ const SINGLE_HEADERS: [&str; 7] =
 /// Loopback names accepted by default (compared without the port, lowercased).
 const LOOPBACK_NAMES: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
 
-/// Which `Host` values are accepted, read once from the configuration.
+/// Which `Host` values are accepted.
 #[derive(Clone, Debug)]
 pub(crate) enum HostPolicy {
-    /// No check (bound to a non-loopback address and no list given).
+    /// No check (reached at a non-loopback address and no list given).
     Any,
+    /// The loopback names, any port (reached at a loopback address, or nothing known).
+    Loopback,
     /// Lowercased names, each with an optional required port.
     List(Vec<(String, Option<u16>)>),
 }
 
+impl HostPolicy {
+    /// The policy for an endpoint reached at `addr` when no names are listed: loopback
+    /// names for a loopback address (what DNS rebinding aims at), no check otherwise.
+    pub(crate) fn reached_at(addr: SocketAddr) -> HostPolicy {
+        if addr.ip().is_loopback() {
+            HostPolicy::Loopback
+        } else {
+            HostPolicy::Any
+        }
+    }
+}
+
+/// The address of the listener a request came in on, stamped on each request by
+/// [`crate::serve`]; a mounted router without `allowed_hosts` or `mounted_at` derives its
+/// `Host` policy from it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ListenerAddr(pub(crate) SocketAddr);
+
 /// The request checks, prepared once.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Guard {
-    hosts: HostPolicy,
+    /// From `allowed_hosts` or `mounted_at`: wins over everything else.
+    configured: Option<HostPolicy>,
+    /// From the address `HttpServer::bind` listens on, once bound.
+    bound: OnceLock<HostPolicy>,
+    /// A mounted router with nothing to go on refused a `Host`: said once in the log.
+    hinted: AtomicBool,
     origins: Vec<String>,
     /// CORS with an empty origin list: any origin is welcome.
     any_origin: bool,
@@ -50,12 +80,12 @@ pub(crate) struct Guard {
 
 impl Guard {
     pub(crate) fn new(config: &HttpConfig) -> Guard {
-        let hosts = match &config.allowed_hosts {
-            Some(list) => HostPolicy::List(list.iter().map(|h| split_host(&h.to_ascii_lowercase())).collect()),
-            None if config.bind.ip().is_loopback() => {
-                HostPolicy::List(LOOPBACK_NAMES.iter().map(|n| ((*n).to_owned(), None)).collect())
+        let configured = match (&config.allowed_hosts, config.mounted_at) {
+            (Some(list), _) => {
+                Some(HostPolicy::List(list.iter().map(|h| split_host(&h.to_ascii_lowercase())).collect()))
             }
-            None => HostPolicy::Any,
+            (None, Some(addr)) => Some(HostPolicy::reached_at(addr)),
+            (None, None) => None,
         };
         let mut origins = config.allowed_origins.clone();
         let mut any_origin = false;
@@ -63,13 +93,46 @@ impl Guard {
             any_origin = cors.allow_origins.is_empty();
             origins.extend(cors.allow_origins.iter().cloned());
         }
-        Guard { hosts, origins, any_origin, max_body: config.max_body_bytes, max_depth: config.max_json_depth }
+        Guard {
+            configured,
+            bound: OnceLock::new(),
+            hinted: AtomicBool::new(false),
+            origins,
+            any_origin,
+            max_body: config.max_body_bytes,
+            max_depth: config.max_json_depth,
+        }
+    }
+
+    /// `HttpServer::bind` listens on `addr`: requests it serves (and a mounted router that
+    /// knows no better) are checked as reached there.
+    pub(crate) fn set_bound(&self, addr: SocketAddr) {
+        let _ = self.bound.set(HostPolicy::reached_at(addr));
+    }
+
+    /// The `Host` policy for one request: `allowed_hosts` or `mounted_at` when set; else the
+    /// address of the listener [`crate::serve`] took it from; else the address
+    /// `HttpServer::bind` listens on; else (a router mounted in a server that says nothing)
+    /// the loopback names, the safe choice.
+    fn host_policy<'a>(&'a self, extensions: &Extensions) -> (&'a HostPolicy, bool) {
+        if let Some(policy) = &self.configured {
+            return (policy, false);
+        }
+        if let Some(ListenerAddr(addr)) = extensions.get::<ListenerAddr>() {
+            let policy = if addr.ip().is_loopback() { &HostPolicy::Loopback } else { &HostPolicy::Any };
+            return (policy, false);
+        }
+        match self.bound.get() {
+            Some(policy) => (policy, false),
+            None => (&HostPolicy::Loopback, true),
+        }
     }
 
     /// `Host` and `Origin`: 403 with a JSON-RPC error when either is foreign; before that,
     /// 400 when one of the headers that say whom a request is for comes twice (see
     /// [`SINGLE_HEADERS`]).
-    pub(crate) fn check_origin_and_host(&self, headers: &HeaderMap) -> Result<(), Box<Response<Body>>> {
+    pub(crate) fn check_origin_and_host(&self, parts: &Parts) -> Result<(), Box<Response<Body>>> {
+        let headers = &parts.headers;
         // A request with no repeated header at all (nearly every one) has as many values as
         // names: then no lookup is needed (each would parse and hash a name: about 3k
         // instructions per request for the seven). `HeaderMap` looks names up
@@ -82,20 +145,32 @@ impl Guard {
                 McpError::InvalidRequest { message: format!("Bad Request: more than one {name} header"), data: None };
             return Err(Box::new(reject(StatusCode::BAD_REQUEST, &err, None)));
         }
-        if let HostPolicy::List(allowed) = &self.hosts {
-            let ok = match headers.get(header::HOST).map(|v| v.to_str()) {
-                Some(Ok(host)) => {
-                    let (name, port) = split_host_ref(host);
-                    allowed.iter().any(|(n, p)| n.eq_ignore_ascii_case(name) && (p.is_none() || *p == port))
-                }
-                // HTTP/2 carries the authority instead of `Host`; hyper maps it to the URI,
-                // and a request with neither has no name to rebind.
-                None => true,
-                Some(Err(_)) => false,
-            };
-            if !ok {
-                return Err(Box::new(reject(StatusCode::FORBIDDEN, &forbidden("Host header is not allowed"), None)));
+        let (policy, guessed) = self.host_policy(&parts.extensions);
+        let ok = match (policy, headers.get(header::HOST).map(|v| v.to_str())) {
+            (HostPolicy::Any, _) => true,
+            (HostPolicy::Loopback, Some(Ok(host))) => {
+                let (name, _) = split_host_ref(host);
+                LOOPBACK_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
             }
+            (HostPolicy::List(allowed), Some(Ok(host))) => {
+                let (name, port) = split_host_ref(host);
+                allowed.iter().any(|(n, p)| n.eq_ignore_ascii_case(name) && (p.is_none() || *p == port))
+            }
+            // HTTP/2 carries the authority instead of `Host`; hyper maps it to the URI,
+            // and a request with neither has no name to rebind.
+            (_, None) => true,
+            (_, Some(Err(_))) => false,
+        };
+        if !ok {
+            if guessed && !self.hinted.swap(true, Ordering::Relaxed) {
+                // The name itself is the client's text: not logged.
+                tracing::warn!(
+                    "a Host header that is not a loopback name was refused (403) by a mounted MCP router that \
+                     does not know where it is reached: set HttpConfig::mounted_at or allowed_hosts, or serve \
+                     the app with arbor_http::serve"
+                );
+            }
+            return Err(Box::new(reject(StatusCode::FORBIDDEN, &forbidden("Host header is not allowed"), None)));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             if !self.origin_allowed(origin) {

@@ -40,8 +40,12 @@ mod guard;
 mod legacy;
 mod listener;
 mod modern;
+mod serve;
 mod server;
+mod signal;
 mod sse;
 
 pub use config::{CorsConfig, HttpConfig, TenantHook};
+pub use serve::{serve, Serve};
 pub use server::{Bound, HttpServer, HttpStats, ShutdownHandle};
+pub use signal::EXIT_SLACK;

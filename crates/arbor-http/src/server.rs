@@ -33,8 +33,9 @@ use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
 use crate::legacy::{self, Sessions};
-use crate::listener::{self, Backoff, Connections};
+use crate::listener::{self, Connections};
 use crate::modern::{self, ModernPool};
+use crate::serve::{accept_loop, Accept};
 
 /// The header naming a legacy session.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     /// Flips to `true` once on shutdown; every open stream ends on it.
     pub(crate) shutdown: watch::Sender<bool>,
     streams_open: AtomicUsize,
+    /// Notified when `streams_open` drops to zero.
+    streams_gone: Notify,
     pub(crate) pulse: Pulse,
     /// Open connections of [`Bound::run`] and their cap (set when bound).
     connections: Arc<Connections>,
@@ -142,7 +145,10 @@ pub(crate) struct StreamCount(Arc<Inner>);
 
 impl Drop for StreamCount {
     fn drop(&mut self) {
-        self.0.streams_open.fetch_sub(1, Ordering::Relaxed);
+        if self.0.streams_open.fetch_sub(1, Ordering::AcqRel) == 1 && self.0.is_shutting_down() {
+            // The last one, during shutdown: `HttpServer::shutdown` may be waiting for it.
+            self.0.streams_gone.notify_waiters();
+        }
     }
 }
 
@@ -190,6 +196,7 @@ impl HttpServer {
             streams: OnceCell::new(),
             shutdown,
             streams_open: AtomicUsize::new(0),
+            streams_gone: Notify::new(),
             pulse: Pulse::new(),
             connections: Arc::new(Connections::new()),
             server,
@@ -204,9 +211,12 @@ impl HttpServer {
     }
 
     /// The MCP endpoint (and, with `legacy_sse`, the 2024-11-05 `/sse` and `/messages`)
-    /// as an axum router, to serve alone or `merge` into an application. Mounted this way,
-    /// stop it with [`ShutdownHandle::shutdown`] (streams end, waiting POSTs get 503) and
-    /// then `Server::shutdown` (sessions' endpoints stop with the tree).
+    /// as an axum router, to serve alone or `merge` into an application. Serve that
+    /// application with [`serve`](crate::serve) (`TCP_NODELAY`, the peer address, and the
+    /// `Host` policy of its listener's address), or tell the configuration where it is
+    /// reached ([`HttpConfig::mounted_at`](HttpConfig#structfield.mounted_at)); see
+    /// [`HttpConfig::allowed_hosts`](HttpConfig#structfield.allowed_hosts) for the rule.
+    /// Mounted this way, stop it with [`HttpServer::shutdown`].
     pub fn router(&self) -> axum::Router {
         let config = &self.inner.config;
         let mut router = axum::Router::new().route(&config.path, any(endpoint));
@@ -234,6 +244,7 @@ impl HttpServer {
         self.inner.connections.set_max(max);
         let listener = TcpListener::bind(config.bind).await?;
         let local_addr = listener.local_addr()?;
+        self.inner.guard.set_bound(local_addr);
         Ok(Bound { server: self, listener, local_addr })
     }
 
@@ -251,6 +262,34 @@ impl HttpServer {
     /// A handle that shuts this server down gracefully (see [`ShutdownHandle`]).
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle { inner: self.inner.clone() }
+    }
+
+    /// Shuts a mounted endpoint down in order, in one call: every SSE stream ends and
+    /// waiting POSTs are answered 503 (new requests too), then, once the open streams'
+    /// bodies are gone (or `shutdown_grace` passed), every session and endpoint closes and
+    /// the `Server` shuts down (bounded by `shutdown_grace` too). Afterwards
+    /// [`HttpServer::stats`] counts no session, stream or endpoint. Idempotent; a
+    /// [`Bound::run`] serving this server stops accepting on it and returns.
+    pub async fn shutdown(&self) {
+        self.shutdown_handle().shutdown();
+        let inner = &self.inner;
+        let grace = inner.config.shutdown_grace;
+        // Each stream ends on the flag; its body drops once its connection wrote the end.
+        let _ = tokio::time::timeout(grace, async {
+            loop {
+                let gone = inner.streams_gone.notified();
+                tokio::pin!(gone);
+                gone.as_mut().enable();
+                if inner.streams_open.load(Ordering::Acquire) == 0 {
+                    return;
+                }
+                gone.await;
+            }
+        })
+        .await;
+        if tokio::time::timeout(grace, finish(inner)).await.is_err() {
+            tracing::warn!(?grace, "the server did not finish shutting down within the shutdown grace");
+        }
     }
 
     /// The `arbor_server::Server` behind the endpoint.
@@ -278,6 +317,11 @@ impl Bound {
         self.server.shutdown_handle()
     }
 
+    /// The server being served.
+    pub fn server(&self) -> &HttpServer {
+        &self.server
+    }
+
     /// Serves until shut down: accepts connections (with `TCP_NODELAY`, or SSE events wait
     /// for delayed ACKs) and serves HTTP/1.1 on each, then on shutdown stops accepting,
     /// ends every stream, lets each connection finish its exchange for at most
@@ -292,92 +336,21 @@ impl Bound {
     /// machinery a connection holding an idle SSE stream costs about 12 KB less. For
     /// HTTP/2 (or TLS), mount [`HttpServer::router`] in a server of your own.
     pub async fn run(self) -> std::io::Result<()> {
-        use hyper_util::rt::{TokioIo, TokioTimer};
-        use hyper_util::service::TowerToHyperService;
         let inner = self.server.inner.clone();
-        let router = self.server.router();
-        let header_read_timeout = inner.config.header_read_timeout;
         let connections = inner.connections.clone();
-        let refusal = listener::refusal(connections.max());
+        let refusal: Arc<[u8]> = listener::refusal(connections.max()).into();
         let grace = inner.config.shutdown_grace;
         let mut stop = inner.shutdown.subscribe();
-        // Each connection holds a sender; `recv` returns `None` once all are gone.
-        let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
-        // Flipped once the grace is over: connections still open are dropped.
-        let (force, _) = watch::channel(false);
-        let mut backoff = Backoff::default();
-        loop {
-            let accepted = tokio::select! {
-                accepted = self.listener.accept() => accepted,
-                _ = stop.wait_for(|stop| *stop) => break,
-            };
-            let (tcp, peer) = match accepted {
-                Ok(accepted) => {
-                    backoff.reset();
-                    accepted
-                }
-                Err(err) => {
-                    // Out of descriptors and the like: the listener itself is fine, and
-                    // the connections we serve go on (and free descriptors) meanwhile.
-                    let pause = backoff.after(&err);
-                    tracing::warn!(%err, ?pause, "accepting a connection failed");
-                    tokio::select! {
-                        () = tokio::time::sleep(pause) => continue,
-                        _ = stop.wait_for(|stop| *stop) => break,
-                    }
-                }
-            };
-            let Some(slot) = connections.try_open() else {
-                connections.refuse(tcp, &refusal);
-                continue;
-            };
-            if let Err(err) = tcp.set_nodelay(true) {
-                tracing::debug!(%err, "TCP_NODELAY could not be set");
-            }
-            // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
-            // would give it: the per-requester bounds read it (see `peer_addr`).
-            let service = TowerToHyperService::new(tower::ServiceExt::map_request(
-                router.clone(),
-                move |mut request: Request<hyper::body::Incoming>| {
-                    request.extensions_mut().insert(ConnectInfo(peer));
-                    request
-                },
-            ));
-            let mut stop = inner.shutdown.subscribe();
-            let mut force = force.subscribe();
-            let drain = drain.clone();
-            tokio::spawn(async move {
-                let _counted = (slot, drain);
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(header_read_timeout)
-                    .serve_connection(TokioIo::new(tcp), service);
-                tokio::pin!(connection);
-                let stopping = tokio::select! {
-                    _ = connection.as_mut() => false,
-                    _ = stop.wait_for(|stop| *stop) => true,
-                };
-                if stopping {
-                    connection.as_mut().graceful_shutdown();
-                    tokio::select! {
-                        _ = connection.as_mut() => {}
-                        _ = force.wait_for(|force| *force) => {}
-                    }
-                }
-            });
-        }
-        drop(self.listener);
-        drop(drain);
-        if tokio::time::timeout(grace, drained.recv()).await.is_err() {
-            tracing::warn!(
-                open = connections.open(),
-                ?grace,
-                "connections still open after the shutdown grace: dropped"
-            );
-            force.send_replace(true);
-            // Each drops its connection at once now; bounded all the same.
-            let _ = tokio::time::timeout(grace, drained.recv()).await;
-        }
+        let stop = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        let options = Accept {
+            header_read_timeout: inner.config.header_read_timeout,
+            grace,
+            listener_addr: None,
+            cap: Some((connections, refusal)),
+        };
+        accept_loop(self.listener, self.server.router(), stop, options).await;
         if tokio::time::timeout(grace, finish(&inner)).await.is_err() {
             tracing::warn!(?grace, "the server did not finish shutting down within the shutdown grace");
         }
@@ -439,7 +412,7 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
 /// The MCP endpoint: every method lands here.
 async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
-    if let Err(refused) = inner.guard.check_origin_and_host(&parts.headers) {
+    if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
     let session = parts.headers.get(SESSION_ID);

@@ -59,7 +59,7 @@ impl SseSessions {
 /// `GET {base}/sse`.
 pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
     let (parts, _) = request.into_parts();
-    if let Err(refused) = inner.guard.check_origin_and_host(&parts.headers) {
+    if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
     let unavailable = |message: String| {
@@ -100,7 +100,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
 /// `POST {base}/messages?sessionId=…`.
 pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
     let (parts, body) = request.into_parts();
-    if let Err(refused) = inner.guard.check_origin_and_host(&parts.headers) {
+    if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
     let json = parts

@@ -10,3 +10,4 @@ mod connections_are_bounded_and_slow_bodies_cut;
 mod legacy_sessions_are_capped_per_peer_and_by_memory;
 mod legacy_sessions_are_resumable_and_reaped;
 mod modern_requests_are_checked_and_scoped_to_their_exchange;
+mod mounted_routers_check_hosts_and_shut_down_in_order;

@@ -1,0 +1,237 @@
+//! Serving an axum application on a `TcpListener`: [`serve`] for an application that
+//! mounts [`HttpServer::router`](crate::HttpServer::router), and the one accept loop both it
+//! and [`Bound::run`](crate::Bound::run) use.
+//!
+//! It is not the MCP endpoint (that is the router) and does not shut the endpoint down
+//! ([`HttpServer::shutdown`](crate::HttpServer::shutdown) does); it accepts, serves HTTP/1.1
+//! on each connection and stops gracefully.
+//!
+//! Invariant: every accepted socket gets `TCP_NODELAY` (an SSE event must not wait for a
+//! delayed ACK) and every request its peer address as `ConnectInfo<SocketAddr>` (the
+//! per-requester bounds read it); a failing `accept` never makes the loop spin or stop;
+//! once stopped, connections get `shutdown_grace` to finish their exchange and are then
+//! dropped, so stopping is bounded in time.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::guard::ListenerAddr;
+use crate::listener::{Backoff, Connections};
+
+/// Serves `app` on `listener` (HTTP/1.1) until the future given to
+/// [`Serve::with_graceful_shutdown`] resolves, or forever without one.
+///
+/// Like `axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())`,
+/// and besides: `TCP_NODELAY` on every accepted socket (else SSE events stall behind
+/// delayed ACKs), the listener's address on every request, from which a mounted
+/// [`HttpServer::router`](crate::HttpServer::router) derives its `Host` policy (see
+/// [`HttpConfig::allowed_hosts`](crate::HttpConfig#structfield.allowed_hosts)), a header
+/// read timeout, and a backoff when `accept` fails (out of descriptors). Open connections
+/// are not capped here; [`Bound::run`](crate::Bound::run) caps them.
+///
+/// ```no_run
+/// # async fn demo(server: arbor_server::Server) -> std::io::Result<()> {
+/// let mcp = arbor_http::HttpServer::new(server);
+/// let app = axum::Router::new().route("/health", axum::routing::get(|| async { "ok" })).merge(mcp.router());
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
+/// let stop = mcp.clone();
+/// arbor_http::serve(listener, app)
+///     .with_graceful_shutdown(async move {
+///         let _ = tokio::signal::ctrl_c().await;
+///         stop.shutdown().await; // streams end, sessions close, the server stops
+///     })
+///     .await
+/// # }
+/// ```
+pub fn serve(listener: TcpListener, app: axum::Router) -> Serve {
+    Serve { listener, app, signal: None, grace: Duration::from_secs(5), header_read_timeout: Duration::from_secs(30) }
+}
+
+/// A server being set up by [`serve`]; `.await` it to serve.
+#[must_use = "a Serve does nothing until awaited"]
+pub struct Serve {
+    listener: TcpListener,
+    app: axum::Router,
+    signal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    grace: Duration,
+    header_read_timeout: Duration,
+}
+
+impl std::fmt::Debug for Serve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serve")
+            .field("listener", &self.listener)
+            .field("graceful", &self.signal.is_some())
+            .field("grace", &self.grace)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .finish()
+    }
+}
+
+impl Serve {
+    /// Stops accepting once `signal` resolves, then lets open connections finish their
+    /// exchange for at most the grace (default 5 s) and drops the rest. An open SSE
+    /// stream never finishes by itself: end the endpoint's streams first, which
+    /// [`HttpServer::shutdown`](crate::HttpServer::shutdown) does, as in [`serve`]'s example.
+    pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.signal = Some(Box::pin(signal));
+        self
+    }
+
+    /// How long connections may take to finish after the shutdown signal. Default 5 s.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// A request's head must arrive whole within this (the header slowloris bound).
+    /// Default 30 s.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The address being served.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+impl IntoFuture for Serve {
+    type Output = std::io::Result<()>;
+    type IntoFuture = Pin<Box<dyn Future<Output = std::io::Result<()>> + Send>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let local = self.listener.local_addr()?;
+            let signal = self.signal.unwrap_or_else(|| Box::pin(std::future::pending()));
+            let options = Accept {
+                header_read_timeout: self.header_read_timeout,
+                grace: self.grace,
+                listener_addr: Some(local),
+                cap: None,
+            };
+            accept_loop(self.listener, self.app, signal, options).await;
+            Ok(())
+        })
+    }
+}
+
+/// How [`accept_loop`] serves.
+pub(crate) struct Accept {
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) grace: Duration,
+    /// Stamped on each request as [`ListenerAddr`] (by [`serve`]; `Bound::run` has set its
+    /// policy when it bound instead, which costs nothing per request).
+    pub(crate) listener_addr: Option<SocketAddr>,
+    /// The connection cap and the answer for a connection past it.
+    pub(crate) cap: Option<(Arc<Connections>, Arc<[u8]>)>,
+}
+
+/// Accepts and serves until `stop` resolves, then drains the connections (bounded by
+/// `grace`, twice at most) and returns.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    router: axum::Router,
+    stop: impl Future<Output = ()>,
+    options: Accept,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    let Accept { header_read_timeout, grace, listener_addr, cap } = options;
+    tokio::pin!(stop);
+    // Each connection holds a sender; `recv` returns `None` once all are gone.
+    let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
+    // Flipped once the shutdown signal came: connections finish their exchange.
+    let (stopping, _) = watch::channel(false);
+    // Flipped once the grace is over: connections still open are dropped.
+    let (force, _) = watch::channel(false);
+    let mut backoff = Backoff::default();
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut stop => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => {
+                backoff.reset();
+                accepted
+            }
+            Err(err) => {
+                // Out of descriptors and the like: the listener itself is fine, and
+                // the connections we serve go on (and free descriptors) meanwhile.
+                let pause = backoff.after(&err);
+                tracing::warn!(%err, ?pause, "accepting a connection failed");
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => continue,
+                    () = &mut stop => break,
+                }
+            }
+        };
+        let slot = match &cap {
+            Some((connections, refusal)) => match connections.try_open() {
+                Some(slot) => Some(slot),
+                None => {
+                    connections.refuse(tcp, refusal);
+                    continue;
+                }
+            },
+            None => None,
+        };
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(%err, "TCP_NODELAY could not be set");
+        }
+        // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
+        // would give it: the per-requester bounds read it (see `peer_addr`).
+        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+            router.clone(),
+            move |mut request: Request<hyper::body::Incoming>| {
+                let extensions = request.extensions_mut();
+                extensions.insert(ConnectInfo(peer));
+                if let Some(addr) = listener_addr {
+                    extensions.insert(ListenerAddr(addr));
+                }
+                request
+            },
+        ));
+        let mut stopping = stopping.subscribe();
+        let mut force = force.subscribe();
+        let drain = drain.clone();
+        tokio::spawn(async move {
+            let _counted = (slot, drain);
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_read_timeout)
+                .serve_connection(TokioIo::new(tcp), service);
+            tokio::pin!(connection);
+            let stop = tokio::select! {
+                _ = connection.as_mut() => false,
+                _ = stopping.wait_for(|stop| *stop) => true,
+            };
+            if stop {
+                connection.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    _ = force.wait_for(|force| *force) => {}
+                }
+            }
+        });
+    }
+    drop(listener);
+    drop(drain);
+    stopping.send_replace(true);
+    if tokio::time::timeout(grace, drained.recv()).await.is_err() {
+        let open = cap.as_ref().map(|(connections, _)| connections.open());
+        tracing::warn!(?open, ?grace, "connections still open after the shutdown grace: dropped");
+        force.send_replace(true);
+        // Each drops its connection at once now; bounded all the same.
+        let _ = tokio::time::timeout(grace, drained.recv()).await;
+    }
+}
