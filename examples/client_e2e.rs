@@ -32,7 +32,6 @@ use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitResult};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
 use futures::StreamExt;
@@ -173,7 +172,7 @@ fn expect_contains(got: String, want: &str) -> Result<(), String> {
 async fn call_with_progress(client: &Client, tool: &str, args: Value) -> Result<(String, Vec<f64>), String> {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let opts = CallOptions::new().on_progress(move |p| sink.lock().push(p.progress.as_f64().unwrap_or(f64::NAN)));
+    let opts = CallOptions::new().on_progress(move |p| sink.lock().push(p.progress));
     let result = client.call_tool_with(tool, args, opts).await.map_err(|e| e.to_string())?;
     let progress = seen.lock().clone();
     Ok((text_of(&result), progress))
@@ -214,39 +213,21 @@ async fn log_arrives(
     }
 }
 
-/// Subscribes to `uri` (listen in the modern era, resources/subscribe in the legacy one),
-/// runs `trigger`, and expects `notifications/resources/updated` for `uri`.
+/// Watches `uri` (`Client::watch_resource`: a listen in the modern era, resources/subscribe
+/// in the legacy one), runs `trigger`, and expects an update of `uri`.
 async fn update_arrives(
     client: &Client,
     uri: &str,
     within: Duration,
     trigger: impl std::future::Future<Output = Result<(), String>>,
 ) -> Result<(), String> {
-    let mut stream: std::pin::Pin<Box<dyn futures::Stream<Item = arbor_client::ServerNotice> + Send>> = if client.era()
-        == Some(Era::Modern)
-    {
-        let filter = SubscriptionFilter { resource_subscriptions: Some(vec![uri.to_owned()]), ..Default::default() };
-        let sub = client.listen(filter).await.map_err(|e| format!("listen: {e}"))?;
-        if !sub.acknowledged().resource_subscriptions.as_ref().is_some_and(|u| u.iter().any(|x| x == uri)) {
-            return Err(format!("the listen was acknowledged without {uri}"));
-        }
-        Box::pin(sub)
-    } else {
-        Box::pin(client.subscribe_resource(uri).await.map_err(|e| format!("resources/subscribe: {e}"))?)
-    };
+    let mut updates = client.watch_resource(uri).await.map_err(|e| format!("watch {uri}: {e}"))?;
     trigger.await?;
-    let deadline = tokio::time::sleep(within);
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            next = stream.next() => match next {
-                Some(n) if n.method == "notifications/resources/updated"
-                    && n.params.as_ref().and_then(|p| p.get("uri")).and_then(Value::as_str) == Some(uri) => return Ok(()),
-                Some(_) => continue,
-                None => return Err("the stream ended before the update".into()),
-            },
-            _ = &mut deadline => return Err(format!("no update for {uri} within {within:?}")),
-        }
+    match tokio::time::timeout(within, updates.next()).await {
+        Ok(Some(update)) if update.uri == uri => Ok(()),
+        Ok(Some(update)) => Err(format!("an update of {} on the watch of {uri}", update.uri)),
+        Ok(None) => Err("the stream ended before the update".into()),
+        Err(_) => Err(format!("no update for {uri} within {within:?}")),
     }
 }
 

@@ -296,7 +296,7 @@ pub(crate) async fn roundtrip(
         shape_params(shared, modern, params, progress, ctl.log_level);
         serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
     }
-    .map_err(|e| ClientError::Protocol(e.to_string()))?;
+    .map_err(ClientError::Encode)?;
     let (tx, mut rx) = oneshot::channel();
     let alone = {
         let mut pending = shared.pending.lock();

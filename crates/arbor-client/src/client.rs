@@ -30,15 +30,17 @@ use arbor_protocol::model::tools::{CallToolResult, ListToolsResult, Tool};
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use futures::Stream;
 use parking_lot::Mutex;
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
 use crate::call::{roundtrip, CallCtl};
 use crate::connection::{ConnArgs, ConnMsg, ConnectionActor, CLOSE_GRACE};
-use crate::error::{ClientError, ConnectError};
+use crate::error::{ClientError, ConnectError, ProtocolError};
 use crate::handler::{CallLink, HandlerRuntime, NoHandler};
+use crate::notification::Notification;
 use crate::options::{CallOptions, ClientOptions};
 use crate::shared::{PendingKind, ServerNotice, Session, Shared};
 use crate::target::{HttpTarget, ServerTarget, StdioCommand};
@@ -96,8 +98,7 @@ impl Client {
             options.info.name.clone(),
             options.assigns.clone(),
         )
-        .await
-        .map_err(|e| ConnectError::Supervisor(e.to_string()))?;
+        .await?;
         let shared = Shared::new(options, Some(runtime));
         let weak = Arc::downgrade(&shared);
         if let Some(rt) = &shared.runtime {
@@ -120,7 +121,7 @@ impl Client {
             }
             Err(_) => {}
         }
-        let supervisor = started.map_err(|e| ConnectError::Supervisor(e.to_string()))?;
+        let supervisor = started.map_err(ConnectError::Supervisor)?;
         Ok(Client { inner: Arc::new(ClientInner { shared, supervisor }) })
     }
 
@@ -210,8 +211,30 @@ impl Client {
     }
 
     /// Every server notification the client does not consume itself (not progress, not
-    /// listen-stream deliveries). A reader that falls more than 1,024 behind skips ahead.
-    pub fn notifications(&self) -> impl Stream<Item = ServerNotice> + Send + Unpin + 'static {
+    /// listen-stream deliveries), typed: a method the client does not know, or params that
+    /// do not fit, arrive as [`Notification::Other`] with the notice as received. A reader
+    /// that falls more than 1,024 behind skips ahead.
+    ///
+    /// ```no_run
+    /// # async fn f(client: arbor_client::Client) {
+    /// use arbor_client::{ListKind, Notification};
+    /// use futures::StreamExt;
+    /// let mut notes = client.notifications();
+    /// while let Some(note) = notes.next().await {
+    ///     match note {
+    ///         Notification::ListChanged(ListKind::Tools) => println!("the tools changed"),
+    ///         Notification::LoggingMessage(log) => println!("{:?}: {}", log.level, log.data),
+    ///         other => println!("{}", other.method()),
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn notifications(&self) -> impl Stream<Item = Notification> + Send + Unpin + 'static {
+        futures::StreamExt::map(self.raw_notifications(), Notification::from)
+    }
+
+    /// [`Client::notifications`] as received: each notice's method and params, untyped.
+    pub fn raw_notifications(&self) -> impl Stream<Item = ServerNotice> + Send + Unpin + 'static {
         let rx = self.shared().notices.subscribe();
         Box::pin(futures::stream::unfold(rx, |mut rx| async move {
             loop {
@@ -242,7 +265,7 @@ impl Client {
         params: M::Params,
         opts: CallOptions,
     ) -> Result<M::Result, ClientError> {
-        let value = serde_json::to_value(&params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let value = serde_json::to_value(&params).map_err(ClientError::Encode)?;
         let raw = self.request_raw(M::METHOD, value, &opts).await?;
         Ok(decode_result::<M>(&raw)?)
     }
@@ -256,7 +279,7 @@ impl Client {
         opts: &CallOptions,
     ) -> Result<Value, ClientError> {
         let raw = self.request_raw(method, params, opts).await?;
-        serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(e.to_string()))
+        serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(ProtocolError::Json(e)))
     }
 
     fn check_era(&self, method: MethodName) -> Result<Era, ClientError> {
@@ -313,7 +336,8 @@ impl Client {
             if !raw.get().contains("input_required") {
                 return Ok(raw);
             }
-            let probe: MrtrProbe = serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(e.to_string()))?;
+            let probe: MrtrProbe =
+                serde_json::from_str(raw.get()).map_err(|e| ClientError::Protocol(ProtocolError::Json(e)))?;
             if probe.result_type.as_deref() != Some("input_required") {
                 return Ok(raw);
             }
@@ -321,14 +345,13 @@ impl Client {
             if rounds > shared.options.max_input_rounds {
                 return Err(ClientError::TooManyInputRounds(shared.options.max_input_rounds));
             }
-            let obj = params.as_object_mut().ok_or_else(|| ClientError::Protocol("params are not an object".into()))?;
+            let obj = params.as_object_mut().ok_or(ClientError::ArgumentsNotAnObject)?;
             match probe.input_requests {
                 Some(requests) => {
-                    let runtime = shared.runtime.as_ref().ok_or_else(|| {
-                        ClientError::Protocol(
-                            "the server asked for input although the client declared no capability".into(),
-                        )
-                    })?;
+                    let runtime = shared
+                        .runtime
+                        .as_ref()
+                        .ok_or_else(|| ClientError::Protocol(ProtocolError::InputWithoutCapability))?;
                     let link: Arc<dyn CallLink> = ctl.clone();
                     let answers = runtime.answer_inputs(&requests, Some(link)).await?;
                     obj.insert("inputResponses".into(), Value::Object(answers));
@@ -367,17 +390,7 @@ impl Client {
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_PAGES {
-            let page = self.list_tools(cursor).await?;
-            all.extend(page.tools);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
-        Err(ClientError::Protocol(format!("tools/list did not end within {MAX_PAGES} pages")))
+        self.list_all::<methods::ListTools, _>(|page| (page.tools, page.next_cursor)).await
     }
 
     /// `tools/call`.
@@ -395,7 +408,7 @@ impl Client {
         let arguments = match arguments {
             Value::Object(m) => Some(m),
             Value::Null => None,
-            _ => return Err(ClientError::Protocol("tool arguments must be a JSON object".into())),
+            _ => return Err(ClientError::ArgumentsNotAnObject),
         };
         // The params as JSON directly, moving `arguments` in: what
         // `CallToolRequestParams { name, arguments, .. }` serialises to, without
@@ -409,6 +422,31 @@ impl Client {
         complete(decode_result::<methods::CallTool>(&raw)?)
     }
 
+    /// `tools/call` with typed arguments and a typed output: `arguments` is serialised
+    /// (it must give a JSON object), and the result's structured content is read as `O`
+    /// (see [`CallToolResult::structured`]: `structuredContent`, else a single text block
+    /// holding JSON). A tool that failed (`isError`), sent no structured content or sent
+    /// another shape is [`ClientError::Structured`], naming the tool.
+    ///
+    /// ```no_run
+    /// # async fn f(client: arbor_client::Client) -> Result<(), arbor_client::ClientError> {
+    /// #[derive(serde::Serialize)]
+    /// struct Add { a: i64, b: i64 }
+    /// #[derive(serde::Deserialize)]
+    /// struct Sum { sum: i64 }
+    /// let sum: Sum = client.call_tool_as::<Add, Sum>("add", &Add { a: 2, b: 3 }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_tool_as<A, O>(&self, name: &str, arguments: &A) -> Result<O, ClientError>
+    where
+        A: Serialize + ?Sized,
+        O: DeserializeOwned,
+    {
+        let arguments = serde_json::to_value(arguments).map_err(ClientError::Encode)?;
+        let result = self.call_tool(name, arguments).await?;
+        result.structured::<O>().map_err(|source| ClientError::Structured { tool: name.to_owned(), source })
+    }
+
     /// One page of `resources/list`.
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult, ClientError> {
         self.request::<methods::ListResources>(page(cursor)).await
@@ -416,17 +454,7 @@ impl Client {
 
     /// Every resource.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_PAGES {
-            let page = self.list_resources(cursor).await?;
-            all.extend(page.resources);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
-        Err(ClientError::Protocol(format!("resources/list did not end within {MAX_PAGES} pages")))
+        self.list_all::<methods::ListResources, _>(|page| (page.resources, page.next_cursor)).await
     }
 
     /// One page of `resources/templates/list`.
@@ -439,17 +467,7 @@ impl Client {
 
     /// Every resource template.
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_PAGES {
-            let page = self.list_resource_templates(cursor).await?;
-            all.extend(page.resource_templates);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
-        Err(ClientError::Protocol(format!("resources/templates/list did not end within {MAX_PAGES} pages")))
+        self.list_all::<methods::ListResourceTemplates, _>(|page| (page.resource_templates, page.next_cursor)).await
     }
 
     /// `resources/read`.
@@ -470,17 +488,7 @@ impl Client {
 
     /// Every prompt.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_PAGES {
-            let page = self.list_prompts(cursor).await?;
-            all.extend(page.prompts);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
-        Err(ClientError::Protocol(format!("prompts/list did not end within {MAX_PAGES} pages")))
+        self.list_all::<methods::ListPrompts, _>(|page| (page.prompts, page.next_cursor)).await
     }
 
     /// `prompts/get`.
@@ -525,6 +533,26 @@ impl Client {
         link.notify(self.shared(), frame).await
     }
 
+    /// Every item of a paginated list `M`: pages are requested with the previous page's
+    /// `nextCursor` until a page has none, within [`MAX_PAGES`]; `split` takes a page
+    /// apart into its items and its cursor.
+    async fn list_all<M, T>(&self, split: fn(M::Result) -> (Vec<T>, Option<String>)) -> Result<Vec<T>, ClientError>
+    where
+        M: Request<Params = PaginatedRequestParams>,
+    {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let (items, next) = split(self.request::<M>(page(cursor)).await?);
+            all.extend(items);
+            match next {
+                Some(c) => cursor = Some(c),
+                None => return Ok(all),
+            }
+        }
+        Err(endless(M::METHOD))
+    }
+
     pub(crate) fn shared_arc(&self) -> Arc<Shared> {
         self.inner.shared.clone()
     }
@@ -536,7 +564,7 @@ async fn refresh_tool_headers(shared: &Arc<Shared>) -> Result<(), ClientError> {
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let ctl = CallCtl::new(shared, &CallOptions::default());
-        let mut params = serde_json::to_value(page(cursor.take())).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let mut params = serde_json::to_value(page(cursor.take())).map_err(ClientError::Encode)?;
         let raw = roundtrip(shared, MethodName::ListTools, &mut params, &ctl, PendingKind::Other, true).await?;
         let raw = keep_valid_tools(shared, raw);
         match decode_result::<methods::ListTools>(&raw)?.next_cursor {
@@ -544,7 +572,11 @@ async fn refresh_tool_headers(shared: &Arc<Shared>) -> Result<(), ClientError> {
             None => return Ok(()),
         }
     }
-    Err(ClientError::Protocol(format!("tools/list did not end within {MAX_PAGES} pages")))
+    Err(endless(MethodName::ListTools))
+}
+
+fn endless(method: MethodName) -> ClientError {
+    ClientError::Protocol(ProtocolError::EndlessList { method: method.as_str(), pages: MAX_PAGES })
 }
 
 fn page(cursor: Option<String>) -> PaginatedRequestParams {
@@ -555,10 +587,8 @@ fn page(cursor: Option<String>) -> PaginatedRequestParams {
 fn complete<T>(outcome: Outcome<T>) -> Result<T, ClientError> {
     match outcome {
         Outcome::Complete(r) => Ok(r),
-        Outcome::InputRequired(_) => Err(ClientError::Protocol("input_required outside the 2026-07-28 era".into())),
-        Outcome::Task(_) | Outcome::ExperimentalTask(_) => {
-            Err(ClientError::Protocol("the server answered with a task, which this call did not ask for".into()))
-        }
+        Outcome::InputRequired(_) => Err(ClientError::Protocol(ProtocolError::InputRequiredOutsideModern)),
+        Outcome::Task(_) | Outcome::ExperimentalTask(_) => Err(ClientError::Protocol(ProtocolError::UnrequestedTask)),
     }
 }
 

@@ -38,7 +38,7 @@ use crate::target::ServerTarget;
 /// What the link side reports.
 #[derive(Debug)]
 pub(crate) enum Event {
-    LinkDown { generation: u64, reason: String },
+    LinkDown { generation: u64, reason: crate::error::TransportError },
     SessionExpired { generation: u64 },
 }
 
@@ -89,7 +89,7 @@ impl ConnState {
                     if e.to_string() == crate::target::USED {
                         ConnectError::NotRestartable
                     } else {
-                        ConnectError::Transport(e.to_string())
+                        ConnectError::Transport(crate::error::OpenError::Factory(e))
                     }
                 })?;
                 Parts::Stream(Box::new(stream::start(transport, shared, generation)))

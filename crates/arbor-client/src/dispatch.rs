@@ -119,7 +119,7 @@ impl Shared {
                         if let Some(call) = numeric(&p.progress_token).and_then(|n| self.call_of(n)) {
                             call.progressed();
                             if let Some(f) = &call.on_progress {
-                                f(&p);
+                                f(crate::options::Progress::new(&p));
                             }
                         }
                     }

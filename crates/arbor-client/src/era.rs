@@ -160,7 +160,9 @@ async fn discover(shared: &Arc<Shared>, probing: bool) -> Result<Session, Probe>
     };
     if !result.supported_versions.iter().any(|v| v == ProtocolVersion::LATEST.as_str()) {
         if speaks_legacy(&result.supported_versions) {
-            return Err(Probe::Legacy(Box::new(ClientError::Protocol("the server lists only legacy versions".into()))));
+            return Err(Probe::Legacy(Box::new(ClientError::Protocol(
+                crate::error::ProtocolError::OnlyLegacyVersions,
+            ))));
         }
         return Err(Probe::Unsupported(result.supported_versions));
     }
@@ -189,7 +191,7 @@ fn modern_refusal(e: McpError) -> Result<Session, Probe> {
     match e {
         McpError::UnsupportedProtocolVersion { supported, .. } => {
             if speaks_legacy(&supported) {
-                Err(Probe::Legacy(Box::new(ClientError::Protocol("the server lists only legacy versions".into()))))
+                Err(Probe::Legacy(Box::new(ClientError::Protocol(crate::error::ProtocolError::OnlyLegacyVersions))))
             } else {
                 Err(Probe::Unsupported(supported))
             }
@@ -210,7 +212,8 @@ async fn initialize(shared: &Arc<Shared>) -> Result<Session, ConnectError> {
         client_info: shared.options.info.clone(),
         ..Default::default()
     };
-    let mut params = serde_json::to_value(params).map_err(|e| ConnectError::Transport(e.to_string()))?;
+    let mut params =
+        serde_json::to_value(params).map_err(|e| ConnectError::Initialize(Box::new(ClientError::Encode(e))))?;
     let ctl = CallCtl::internal(shared.options.timeout);
     // `initialize` cannot be cancelled.
     let raw = roundtrip(shared, MethodName::Initialize, &mut params, &ctl, PendingKind::Other, false)

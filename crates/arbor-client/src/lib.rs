@@ -46,20 +46,24 @@ mod dispatch;
 mod era;
 mod error;
 mod link;
+mod notification;
 mod options;
 mod shared;
 mod subscription;
 mod target;
+mod watch;
 
 pub mod handler;
 
 pub use client::Client;
 pub use era::EraCache;
-pub use error::{ClientError, ConnectError};
-pub use options::{CallOptions, CancelToken, ClientOptions, EraMode, ProgressFn, RestartPolicy};
+pub use error::{ClientError, ConnectError, OpenError, ProtocolError, TransportError};
+pub use notification::{ListKind, Notification};
+pub use options::{CallOptions, CancelToken, ClientOptions, EraMode, Progress, ProgressFn, RestartPolicy};
 pub use shared::{ServerNotice, Session};
 pub use subscription::{ResourceSubscription, Subscription};
 pub use target::{HttpTarget, ServerTarget, StdioCommand};
+pub use watch::ResourceWatch;
 
 /// Re-exported so users need not depend on the protocol crate for the common types.
 pub use arbor_protocol;

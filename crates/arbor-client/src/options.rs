@@ -186,8 +186,42 @@ impl ClientOptions {
     }
 }
 
+/// One progress update of a call, its numbers as `f64` (the spec's `progress` and
+/// `total` are JSON numbers, integers or not).
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Progress<'a> {
+    /// How far along; increases with each update.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable status, when sent.
+    pub message: Option<&'a str>,
+    /// The notification's params as received (the token, `_meta`, exact numbers).
+    pub raw: &'a ProgressNotificationParams,
+}
+
+impl<'a> Progress<'a> {
+    /// Reads a notification's params.
+    pub fn new(raw: &'a ProgressNotificationParams) -> Progress<'a> {
+        // Without serde_json's arbitrary precision every JSON number has an f64 reading.
+        let number = |n: &serde_json::Number| n.as_f64().unwrap_or(f64::NAN);
+        Progress {
+            progress: number(&raw.progress),
+            total: raw.total.as_ref().map(number),
+            message: raw.message.as_deref(),
+            raw,
+        }
+    }
+
+    /// `progress / total`, when the total is known and not zero.
+    pub fn fraction(&self) -> Option<f64> {
+        self.total.filter(|t| *t != 0.0).map(|t| self.progress / t)
+    }
+}
+
 /// A progress callback.
-pub type ProgressFn = Arc<dyn Fn(&ProgressNotificationParams) + Send + Sync>;
+pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 
 /// Settings of one call; unset fields take the client's defaults.
 #[derive(Clone, Default)]
@@ -239,7 +273,7 @@ impl CallOptions {
     }
 
     /// Asks for progress (a `progressToken` in `_meta`) and calls `f` with each update.
-    pub fn on_progress(mut self, f: impl Fn(&ProgressNotificationParams) + Send + Sync + 'static) -> Self {
+    pub fn on_progress(mut self, f: impl Fn(Progress<'_>) + Send + Sync + 'static) -> Self {
         self.on_progress = Some(Arc::new(f));
         self
     }

@@ -65,7 +65,7 @@ pub(crate) enum Reply {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Failure {
-    Transport(String),
+    Transport(crate::error::TransportError),
     SessionExpired,
     Disconnected,
 }

@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::call::{abandon, shape_params};
 use crate::client::Client;
-use crate::error::ClientError;
+use crate::error::{ClientError, ProtocolError};
 use crate::shared::{Pending, PendingKind, Reply, ServerNotice, Shared};
 
 /// A 2026-07-28 listen stream. Yields the notifications of this subscription (the
@@ -133,7 +133,7 @@ impl Client {
         // From here on, dropping `sub` cleans up.
         let mut sub = Subscription { rx: nrx, honoured: SubscriptionFilter::default(), id, shared: shared.clone() };
         let params = SubscriptionsListenRequestParams { notifications: filter, ..Default::default() };
-        let mut params = serde_json::to_value(params).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let mut params = serde_json::to_value(params).map_err(ClientError::Encode)?;
         shape_params(&shared, true, &mut params, None, None);
         let rid = RequestId::from(id);
         let frame = serde_json::to_vec(&RequestFrame {
@@ -141,7 +141,7 @@ impl Client {
             method: MethodName::SubscriptionsListen.as_str(),
             params: &params,
         })
-        .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        .map_err(ClientError::Encode)?;
         link.send_request(&shared, id, MethodName::SubscriptionsListen, &params, true, frame, false)?;
         let timeout = shared.options.timeout;
         let first = tokio::time::timeout(timeout, async {
@@ -158,16 +158,11 @@ impl Client {
                 sub.honoured = honoured.and_then(|h| serde_json::from_value(h).ok()).unwrap_or_default();
             }
             Ok(Some(n)) => {
-                return Err(ClientError::Protocol(format!(
-                    "{} arrived on a listen stream before its acknowledgement",
-                    n.method
-                )))
+                return Err(ClientError::Protocol(ProtocolError::BeforeAcknowledgement { method: n.method }))
             }
             Ok(None) => return Err(ClientError::Disconnected),
             Err(Ok(Reply::Error(e))) => return Err(ClientError::Rpc(e)),
-            Err(Ok(Reply::Result(_))) => {
-                return Err(ClientError::Protocol("the listen ended before its acknowledgement".into()))
-            }
+            Err(Ok(Reply::Result(_))) => return Err(ClientError::Protocol(ProtocolError::EndedBeforeAcknowledgement)),
             Err(Ok(Reply::Failed(_))) | Err(Err(_)) => return Err(ClientError::Disconnected),
         }
         // The final result (or a failure) ends the stream.

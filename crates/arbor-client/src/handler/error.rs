@@ -51,10 +51,11 @@ impl std::fmt::Display for InputKind {
 
 /// Why the handler runtime could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HandlerStartError {
     /// The task supervisor for server requests did not start.
     #[error("client handler runtime: task supervisor did not start: {0}")]
-    Supervisor(String),
+    Supervisor(#[source] arbor_otp::StartSupervisorError),
 }
 
 /// Why answering a modern (`input_required`) input request failed; the call it belongs to

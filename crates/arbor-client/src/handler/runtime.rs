@@ -83,7 +83,7 @@ impl HandlerRuntime {
     ) -> Result<HandlerRuntime, HandlerStartError> {
         let spec =
             TaskSupervisorSpec::new(format!("client-requests:{server_id}")).max_concurrency(limits.max_server_requests);
-        let tasks = TaskSupervisor::start(spec).await.map_err(|e| HandlerStartError::Supervisor(e.to_string()))?;
+        let tasks = TaskSupervisor::start(spec).await.map_err(HandlerStartError::Supervisor)?;
         let now = tokio::time::Instant::now();
         let shared = Arc::new(Shared {
             declared: Declared::read(handler.as_ref()),

@@ -30,7 +30,7 @@ use tokio::task::AbortHandle;
 use super::sse::SseParser;
 use super::Origin;
 use crate::connection::Event;
-use crate::error::{ClientError, ConnectError};
+use crate::error::{ClientError, ConnectError, OpenError, TransportError};
 use crate::shared::{Failure, Shared};
 use crate::target::HttpTarget;
 
@@ -75,14 +75,15 @@ pub(crate) struct HttpLink {
 
 impl HttpLink {
     pub(crate) fn open(target: &HttpTarget, generation: u64) -> Result<Arc<HttpLink>, ConnectError> {
-        let url = reqwest::Url::parse(&target.url).map_err(|e| ConnectError::Transport(e.to_string()))?;
+        let url = reqwest::Url::parse(&target.url).map_err(|e| ConnectError::Transport(OpenError::Url(e)))?;
         let mut extra = HeaderMap::new();
         for (name, value) in &target.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| ConnectError::Transport(e.to_string()))?;
-            let value = HeaderValue::from_str(value).map_err(|e| ConnectError::Transport(e.to_string()))?;
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| header_error(name))?;
+            let value = HeaderValue::from_str(value).map_err(|_| header_error(name.as_str()))?;
             extra.append(name, value);
         }
-        let client = reqwest::Client::builder().build().map_err(|e| ConnectError::Transport(e.to_string()))?;
+        let client =
+            reqwest::Client::builder().build().map_err(|e| ConnectError::Transport(OpenError::HttpClient(e)))?;
         Ok(Arc::new(HttpLink {
             client,
             url,
@@ -193,7 +194,8 @@ impl HttpLink {
         let response = match sent {
             Ok(r) => r,
             Err(e) => {
-                shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(e.to_string())));
+                shared
+                    .complete(id, crate::shared::Reply::Failed(Failure::Transport(TransportError::Http(Arc::new(e)))));
                 return;
             }
         };
@@ -226,9 +228,9 @@ impl HttpLink {
         }
         // Whatever the stream held, the request is over: a missing answer is an error.
         let why = if status.is_success() {
-            format!("the response stream ended without an answer (HTTP {status})")
+            TransportError::NoAnswer(status.as_u16())
         } else {
-            format!("HTTP {status}")
+            TransportError::Status(status.as_u16())
         };
         shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(why)));
     }
@@ -303,11 +305,11 @@ impl HttpLink {
             .body(frame)
             .send()
             .await
-            .map_err(|e| ClientError::Transport(e.to_string()))?;
+            .map_err(|e| ClientError::Transport(TransportError::Http(Arc::new(e))))?;
         if response.status().is_success() {
             Ok(())
         } else {
-            Err(ClientError::Transport(format!("HTTP {}", response.status())))
+            Err(ClientError::Transport(TransportError::Status(response.status().as_u16())))
         }
     }
 
@@ -370,4 +372,9 @@ impl HttpLink {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), delete).await;
         }
     }
+}
+
+/// A configured header that is not valid HTTP: named, its value never shown.
+fn header_error(name: &str) -> ConnectError {
+    ConnectError::Transport(OpenError::Header { name: name.to_owned() })
 }

@@ -18,7 +18,7 @@ use arbor_protocol::methods::MethodName;
 use arbor_transport::FrameWriter;
 use serde_json::Value;
 
-use crate::error::ClientError;
+use crate::error::{ClientError, TransportError};
 use crate::shared::Shared;
 
 /// Where an inbound message came from.
@@ -59,8 +59,8 @@ impl Link {
         alone: bool,
     ) -> Result<(), ClientError> {
         match self {
-            Link::Stream(w) if alone => w.send_now(frame).map_err(|e| ClientError::Transport(e.to_string())),
-            Link::Stream(w) => w.send(&frame).map_err(|e| ClientError::Transport(e.to_string())),
+            Link::Stream(w) if alone => w.send_now(frame).map_err(|e| ClientError::Transport(TransportError::Send(e))),
+            Link::Stream(w) => w.send(&frame).map_err(|e| ClientError::Transport(TransportError::Send(e))),
             Link::Http(h) => {
                 h.start_request(shared, id, method, params, modern, frame);
                 Ok(())
@@ -71,7 +71,7 @@ impl Link {
     /// Sends a notification and waits until it was handed over (HTTP: accepted).
     pub(crate) async fn notify(&self, shared: &Arc<Shared>, frame: Vec<u8>) -> Result<(), ClientError> {
         match self {
-            Link::Stream(w) => w.send(&frame).map_err(|e| ClientError::Transport(e.to_string())),
+            Link::Stream(w) => w.send(&frame).map_err(|e| ClientError::Transport(TransportError::Send(e))),
             Link::Http(h) => h.post_message(shared, frame).await,
         }
     }

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::Origin;
 use crate::connection::Event;
-use crate::error::ConnectError;
+use crate::error::{ConnectError, OpenError, TransportError};
 use crate::shared::{Failure, Shared};
 use crate::target::StdioCommand;
 
@@ -64,8 +64,8 @@ pub(crate) fn spawn(cmd: &StdioCommand, shared: &Arc<Shared>, generation: u64) -
         command.current_dir(dir);
     }
     let mut child = command.spawn().map_err(ConnectError::Spawn)?;
-    let stdin = child.stdin.take().ok_or_else(|| ConnectError::Transport("no stdin pipe".into()))?;
-    let stdout = child.stdout.take().ok_or_else(|| ConnectError::Transport("no stdout pipe".into()))?;
+    let stdin = child.stdin.take().ok_or_else(|| ConnectError::Transport(OpenError::MissingPipe("stdin")))?;
+    let stdout = child.stdout.take().ok_or_else(|| ConnectError::Transport(OpenError::MissingPipe("stdout")))?;
     let stderr = child.stderr.take().map(|err| {
         let server = shared.options.server_id.clone().unwrap_or_else(|| cmd.program.display().to_string());
         tokio::spawn(async move {
@@ -104,8 +104,8 @@ async fn read_loop(mut reader: FrameReader, shared: Arc<Shared>, generation: u64
         }
         match reader.fill().await {
             Ok(true) => {}
-            Ok(false) => break "the server closed its output".to_owned(),
-            Err(e) => break format!("reading from the server failed: {e}"),
+            Ok(false) => break TransportError::Closed,
+            Err(e) => break TransportError::Read(Arc::new(e.0)),
         }
     };
     if shared.generation.load(std::sync::atomic::Ordering::SeqCst) == generation {

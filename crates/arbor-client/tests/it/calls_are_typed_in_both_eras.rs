@@ -1,8 +1,9 @@
 //! The same typed calls work whichever era the server is spoken in: forced legacy,
 //! forced modern, and detected (our dual-era server detects as modern).
 
-use arbor_client::{ClientError, EraMode};
+use arbor_client::{ClientError, EraMode, ListKind, Notification};
 use arbor_protocol::methods::ListTools;
+use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use futures::StreamExt;
 use serde_json::json;
@@ -94,13 +95,14 @@ async fn server_notifications_reach_subscribers_with_logs_sanitised() {
     let mut notes = client.notifications();
     assert_eq!(client.call_tool("log", json!({})).await.unwrap().content.len(), 1);
     let log = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("a log notification").unwrap();
-    assert_eq!(log.method, "notifications/message");
-    let params = log.params.unwrap();
-    assert_eq!(params["level"], "warning");
-    assert_eq!(params["data"], "careful now", "control and bidi characters are stripped: {params}");
+    assert_eq!(log.method(), "notifications/message");
+    let Notification::LoggingMessage(params) = log else { panic!("a typed log: {log:?}") };
+    assert_eq!(params.level, LoggingLevel::Warning);
+    assert_eq!(params.data, "careful now", "control and bidi characters are stripped: {params:?}");
     fixture.server.notify_list_changed(arbor_server::ListKind::Tools).unwrap();
     let note = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("list_changed").unwrap();
-    assert_eq!(note.method, "notifications/tools/list_changed");
+    assert_eq!(note, Notification::ListChanged(ListKind::Tools));
+    assert_eq!(note.method(), "notifications/tools/list_changed");
 }
 
 #[tokio::test]
@@ -115,8 +117,7 @@ async fn a_modern_call_opts_into_logs_per_request() {
     client.call_tool("log", json!({})).await.unwrap();
     client.call_tool_with("log", json!({}), CallOptions::new().log_level(LoggingLevel::Info)).await.unwrap();
     let log = tokio::time::timeout(Duration::from_secs(5), notes.next()).await.expect("a log").unwrap();
-    assert_eq!(log.method, "notifications/message");
-    assert_eq!(log.params.unwrap()["data"], "careful now");
+    assert!(matches!(&log, Notification::LoggingMessage(p) if p.data == "careful now"), "{log:?}");
     assert!(tokio::time::timeout(Duration::from_millis(100), notes.next()).await.is_err(), "only one log came");
 }
 

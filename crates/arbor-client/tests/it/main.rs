@@ -10,3 +10,4 @@ mod era_detection_falls_back_on_any_error_or_silence;
 mod input_is_answered_by_the_handler_in_both_eras;
 mod streamable_http_serves_both_eras;
 mod timeouts_reset_on_progress_within_a_maximum;
+mod typed_calls_notifications_and_watches;

@@ -32,6 +32,8 @@ pub const TOOLS: [&str; 6] = ["echo", "hang", "slow", "ask", "region", "bad_head
 pub struct Seen {
     /// Requests whose handler was stopped before it finished (cancelled).
     pub stopped: Mutex<Vec<String>>,
+    /// URIs of legacy `resources/unsubscribe` requests, in order.
+    pub unsubscribed: Mutex<Vec<String>>,
 }
 
 pub struct TestServer {
@@ -127,6 +129,20 @@ impl ServerHandler for TestServer {
                 Ok(Reply::InputRequired(InputRequired::new().elicit("name", params)))
             }
             "region" => Ok(text(format!("served in {}", arg("region").as_str().unwrap_or("?"))).into()),
+            // Unlisted: `{"sum": a + b}` as structured content and as JSON text.
+            "sum" => {
+                let sum = json!({"sum": arg("a").as_i64().unwrap_or(0) + arg("b").as_i64().unwrap_or(0)});
+                Ok(CallToolResult { structured_content: Some(sum.clone()), ..text(sum.to_string()) }.into())
+            }
+            // Unlisted: the JSON in a single text block only, as before 2025-06-18.
+            "sum_text" => Ok(text(json!({"sum": 7}).to_string()).into()),
+            // Unlisted: a tool that fails, in two text blocks.
+            "fails" => Ok(CallToolResult {
+                content: vec![ContentBlock::text("no"), ContentBlock::text("such luck")],
+                is_error: Some(true),
+                ..Default::default()
+            }
+            .into()),
             "hang" => {
                 let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
                 std::future::pending::<()>().await;
@@ -163,6 +179,11 @@ impl ServerHandler for TestServer {
     }
 
     async fn subscribe(&self, _: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, params: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {
+        self.seen.unsubscribed.lock().push(params.uri);
         Ok(())
     }
 
