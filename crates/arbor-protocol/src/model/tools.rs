@@ -133,3 +133,52 @@ wire_struct! {
         opt is_error: bool = "isError",
     }
 }
+
+/// Why [`CallToolResult::structured`] could not give the typed result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StructuredError {
+    /// The tool failed (`isError: true`); its text content is kept.
+    #[error("the tool failed: {0}")]
+    ToolFailed(String),
+    /// The result has no `structuredContent` and no single text block holding JSON.
+    #[error("the result has no structured content")]
+    Missing,
+    /// The structured content does not fit the asked type.
+    #[error("the structured content does not fit the expected type")]
+    Decode(#[source] serde_json::Error),
+}
+
+impl CallToolResult {
+    /// The result's text: every text block's text, in order, joined with `"\n"` (so a
+    /// result of one text block gives that block's text unchanged). Blocks of other kinds
+    /// are skipped; the empty string when there is no text block.
+    pub fn text(&self) -> String {
+        let mut texts = self.content.iter().filter_map(|block| match block {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        });
+        let mut out = texts.next().map(str::to_owned).unwrap_or_default();
+        for t in texts {
+            out.push('\n');
+            out.push_str(t);
+        }
+        out
+    }
+
+    /// The structured result as a `T`. Reads `structuredContent`; when it is absent and
+    /// the content is exactly one text block, that text is read as JSON (what the spec
+    /// asks servers to send alongside structured content, and all that revisions before
+    /// 2025-06-18 can carry). A failed tool (`isError: true`) is
+    /// [`StructuredError::ToolFailed`] whatever it carries.
+    pub fn structured<T: serde::de::DeserializeOwned>(&self) -> Result<T, StructuredError> {
+        if self.is_error == Some(true) {
+            return Err(StructuredError::ToolFailed(self.text()));
+        }
+        match (&self.structured_content, self.content.as_slice()) {
+            (Some(value), _) => T::deserialize(value).map_err(StructuredError::Decode),
+            (None, [ContentBlock::Text(t)]) => serde_json::from_str(&t.text).map_err(StructuredError::Decode),
+            (None, _) => Err(StructuredError::Missing),
+        }
+    }
+}
