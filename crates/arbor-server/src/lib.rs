@@ -28,6 +28,7 @@ pub mod context;
 pub mod error;
 pub mod exchange;
 pub mod handler;
+pub mod ids;
 pub mod input;
 pub mod reply;
 mod request;

@@ -7,8 +7,8 @@
 //! It is not the session's MCP state: that lives in the endpoint, a connection actor
 //! under the server's tree. The record only adds what HTTP needs.
 //!
-//! Invariants: a session id is 128 random bits from the OS (`getrandom`), hex-encoded
-//! (visible ASCII); a session is in the registry exactly until it is deleted, reaped or
+//! Invariants: a session id is 128 random bits from the OS, hex-encoded (visible ASCII),
+//! made by `arbor_server::ids`, the one id helper; a session is in the registry exactly until it is deleted, reaped or
 //! the server shuts down, and its endpoint is closed and its admission slot given back
 //! (exactly once) when it leaves; a session is idle
 //! when nothing uses it (no POST being answered, no stream read) and is reaped after
@@ -31,16 +31,9 @@ use crate::server::Inner;
 /// Finished POST streams a session keeps for resumption beyond those still running.
 const KEPT_FINISHED_STREAMS: usize = 8;
 
-/// A fresh session id: 128 bits from the OS, as 32 hex digits.
-pub(crate) fn new_session_id() -> Result<Arc<str>, getrandom::Error> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes)?;
-    let mut id = String::with_capacity(32);
-    for b in bytes {
-        use std::fmt::Write;
-        let _ = write!(id, "{b:02x}");
-    }
-    Ok(id.into())
+/// A fresh session id: 128 bits from the OS, as 32 hex digits (`arbor_server::ids`).
+pub(crate) fn new_session_id() -> Result<Arc<str>, arbor_server::ids::RandomnessError> {
+    Ok(arbor_server::ids::random_id()?.into())
 }
 
 /// What HTTP keeps for one legacy session.
@@ -278,8 +271,7 @@ impl Sessions {
                 let Some(inner) = inner.upgrade() else { return };
                 // A tick after the endpoints of a large reap stopped, so that what their
                 // actors held (dropped once their supervisor saw them exit) is free.
-                // Only a server that keeps the switch on asks; the flag is cleared either way.
-                if inner.sessions.trim_due.swap(false, Ordering::AcqRel) && inner.config.trim_after_reap {
+                if trim_now(&inner.sessions.trim_due, inner.config.trim_after_reap) {
                     give_back();
                 }
                 let reaped = inner.sessions.reap(timeout);
@@ -304,6 +296,12 @@ async fn trim_once_stopped(gone: Vec<Arc<Session>>, due: Arc<AtomicBool>) {
     due.store(true, Ordering::Release);
 }
 
+/// Whether to trim now: a large reap's endpoints have stopped (`due`, cleared either way)
+/// and the server keeps `HttpConfig::trim_after_reap` on.
+fn trim_now(due: &AtomicBool, enabled: bool) -> bool {
+    due.swap(false, Ordering::AcqRel) && enabled
+}
+
 /// Asks glibc's malloc to return its free pages to the system, on the blocking pool
 /// (trimming a large heap walks it). Without it a server that held 10,000 sessions keeps
 /// their RSS after reaping: glibc keeps freed arena pages (measured: 143 MiB kept where
@@ -312,4 +310,20 @@ fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory and is thread-safe in glibc.
     drop(tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_due_trim_runs_only_with_the_switch_on_and_is_cleared_either_way() {
+        let due = AtomicBool::new(true);
+        assert!(!trim_now(&due, false), "switched off: no trim");
+        assert!(!due.load(Ordering::Acquire), "the due flag is cleared even when off");
+        due.store(true, Ordering::Release);
+        assert!(trim_now(&due, true));
+        assert!(!trim_now(&due, true), "once per large reap");
+        assert!(crate::HttpConfig::default().trim_after_reap, "on by default");
+    }
 }

@@ -28,8 +28,6 @@ use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::elicitation::ElicitRequestParams;
 use arbor_protocol::model::mrtr::{InputRequest, InputRequests, InputResponse, InputResponses};
 use arbor_protocol::version::{Feature, ProtocolVersion};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use serde_json::{json, Value};
 use std::future::Future;
 
@@ -156,10 +154,10 @@ fn for_revision(mut request: InputRequest, version: ProtocolVersion) -> InputReq
     request
 }
 
+/// An elicitation id (`crate::ids`). The revision adapter has no error path, and an OS
+/// without randomness cannot serve the sessions or tasks that lead here either.
 fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's random number generator failed");
-    URL_SAFE_NO_PAD.encode(bytes)
+    crate::ids::random_id().expect("the operating system's random number generator failed")
 }
 
 /// -32603 for a client that answered an input request with an error (or could not be

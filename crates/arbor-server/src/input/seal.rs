@@ -56,8 +56,8 @@ impl StateKey {
     /// If the operating system cannot provide random bytes; a server must not run
     /// with a guessable key.
     pub fn random() -> StateKey {
-        let mut bytes = [0u8; KEY_LEN];
-        getrandom::fill(&mut bytes).expect("the operating system's random number generator failed");
+        let bytes =
+            crate::ids::random_bytes::<KEY_LEN>().expect("the operating system's random number generator failed");
         StateKey::from_bytes(&bytes)
     }
 

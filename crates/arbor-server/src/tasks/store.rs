@@ -175,7 +175,7 @@ impl TaskStore {
             let retry = entries.first_expiry(Some(&owner), now);
             return Err(tasks_overloaded(TaskBound::PerRequester, per_owner, retry));
         }
-        let id = new_task_id();
+        let id = new_task_id()?;
         let created = SystemTime::now();
         let entry = Arc::new(Entry {
             id: id.clone(),
@@ -254,11 +254,10 @@ impl TaskStore {
     }
 }
 
-/// 128 random bits, hex: unguessable, as the spec requires of task ids.
-fn new_task_id() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's random number generator failed");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// 128 random bits, hex (`crate::ids`): unguessable, as the spec requires of task ids.
+/// Without randomness the task is refused with -32603 rather than given a guessable id.
+fn new_task_id() -> Result<String, McpError> {
+    crate::ids::random_id().map_err(|e| McpError::internal(format!("Internal error: {e}")))
 }
 
 /// One task's record.
