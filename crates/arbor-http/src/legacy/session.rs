@@ -8,10 +8,10 @@
 //! under the server's tree. The record only adds what HTTP needs.
 //!
 //! Invariants: a session id is 128 random bits from the OS, hex-encoded (visible ASCII),
-//! made by `arbor_server::ids`, the one id helper; a session is in the registry exactly until it is deleted, reaped or
-//! the server shuts down, and its endpoint is closed and its admission slot given back
-//! (exactly once) when it leaves; a session is idle
-//! when nothing uses it (no POST being answered, no stream read) and is reaped after
+//! made by `arbor_server::ids`, the one id helper; a session is in the registry exactly
+//! until it is deleted, reaped or the server shuts down, and its endpoint is closed and
+//! its admission slot given back (exactly once) when it leaves; a session is idle when
+//! nothing uses it (no POST being answered, no stream read) and is reaped after
 //! `session_idle_timeout` of that.
 
 use std::collections::HashMap;
