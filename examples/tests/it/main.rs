@@ -17,3 +17,5 @@ mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;
+#[cfg(unix)]
+mod the_facade_examples_run_end_to_end;
