@@ -22,7 +22,10 @@ mod tool;
 ///
 /// The function stays as written; the macro adds beside it a struct of the same name
 /// (type namespace only) whose `route()` returns the tool's `ToolRoute`, so registering it
-/// is one call: `Router::new(..).tool_route(add::route())`. The route is an ordinary
+/// is one call: `Router::new(..).tool_route(add::route())`. `route()` panics where
+/// `ToolRoute::new` would (an argument type whose schema is not an object); `try_route()`
+/// returns that `RouterError` instead, for `Router::try_tool_route` or a `RouterHandle`
+/// registering at run time. The route is an ordinary
 /// `ToolRoute`: chain `.deadline(..)`, `.icon(..)`, `.task_support(..)` on it as usual.
 /// The existing `Router::tool(name, description, fn)` form is unchanged.
 ///

@@ -259,7 +259,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
         syn::ReturnType::Default => ident.span(),
         syn::ReturnType::Type(_, ty) => ty.span(),
     };
-    let constructor = if structured { format_ident!("with_output") } else { format_ident!("new") };
+    let constructor = if structured { format_ident!("try_with_output") } else { format_ident!("try_new") };
     // Spanned at the return type, so a result the router cannot send points there.
     let route = quote_spanned! {output_span=>
         ::arbor::__private::ToolRoute::#constructor(
@@ -286,7 +286,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
 
     let vis = &function.vis;
     let struct_doc = format!(
-        "The `#[arbor::tool]` registration of the tool `{}` ([`{ident}`](fn@{ident})): register it with `Router::tool_route({ident}::route())`.",
+        "The `#[arbor::tool]` registration of the tool `{}` ([`{ident}`](fn@{ident})): register it with `Router::tool_route({ident}::route())` (or `try_tool_route({ident}::try_route()?)`).",
         name.value()
     );
     Ok(quote! {
@@ -301,13 +301,22 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             ///
             /// # Panics
             ///
-            /// As `ToolRoute::new`: if the argument (or, for `structured`, the output)
-            /// type's schema is not an object schema.
+            /// With the error `try_route` returns.
             #[must_use]
+            #[track_caller]
             pub fn route() -> ::arbor::__private::ToolRoute {
-                let route = #route.description(#description) #(#title)* #(#hints)*;
+                match Self::try_route() {
+                    ::core::result::Result::Ok(route) => route,
+                    ::core::result::Result::Err(error) => ::core::panic!("{error}"),
+                }
+            }
+
+            /// The tool's route, or why it cannot be one: the argument (or, for
+            /// `structured`, the output) type's schema is not an object schema.
+            pub fn try_route() -> ::core::result::Result<::arbor::__private::ToolRoute, ::arbor::__private::RouterError> {
+                let route = #route?.description(#description) #(#title)* #(#hints)*;
                 #scopes
-                route
+                ::core::result::Result::Ok(route)
             }
         }
     })

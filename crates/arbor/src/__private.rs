@@ -14,7 +14,7 @@ pub use schemars;
 pub const SCOPES_META_KEY: &str = "arbor/scopes";
 
 #[cfg(feature = "server")]
-pub use arbor_server::router::{NoArgs, ToolRoute};
+pub use arbor_server::router::{NoArgs, RouterError, ToolRoute};
 #[cfg(feature = "server")]
 pub use arbor_server::RequestContext;
 

@@ -92,7 +92,7 @@ fn the_expansion_names_only_arbor_private_paths() {
             .parse()
             .unwrap();
     let expansion = expand(attr, item).expect("expands").to_string();
-    for path in ["ToolRoute", "RequestContext", "with_scopes"] {
+    for path in ["ToolRoute", "RouterError", "RequestContext", "with_scopes"] {
         assert!(expansion.contains(&format!(":: arbor :: __private :: {path}")), "{path} in {expansion}");
     }
     // Every absolute path the expansion writes is under `::arbor::__private`.

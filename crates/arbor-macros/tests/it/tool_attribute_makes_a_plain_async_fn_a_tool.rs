@@ -4,6 +4,7 @@
 
 use arbor::client::{Client, ClientOptions};
 use arbor::prelude::*;
+use arbor::server::router::RouterError;
 use arbor::server::ConnectOptions;
 use arbor::transport::Transport;
 use serde_json::{json, Value};
@@ -46,6 +47,20 @@ pub(crate) async fn delete(_cx: RequestContext, args: PathArgs) -> Result<Delete
 #[tool(description = "Answers with the request's tenant")]
 async fn whoami(cx: RequestContext) -> String {
     cx.connection().tenant.to_string()
+}
+
+/// Takes a bare string, whose schema is no object: this cannot be a tool.
+#[tool]
+async fn shout(text: String) -> String {
+    text.to_uppercase()
+}
+
+#[test]
+fn a_tool_that_cannot_be_one_is_an_error_from_try_route() {
+    let error = shout::try_route().expect_err("a string schema is no tool schema");
+    assert!(matches!(error, RouterError::Schema { .. }), "{error:?}");
+    let refused = Router::new("macros", "1").tool_route(add::route()).try_tool_route(add::route());
+    assert!(matches!(refused, Err(RouterError::Duplicate { .. })), "{refused:?}");
 }
 
 fn tools(list: &[arbor::protocol::model::tools::Tool], name: &str) -> Value {
