@@ -66,6 +66,22 @@ async fn a_prompt_may_ask_for_input() {
     assert!(matches!(router.get_prompt(params, cx()).await.unwrap(), Reply::InputRequired(_)));
 }
 
+#[tokio::test]
+async fn a_prompt_may_return_text_or_one_message() {
+    let router = Router::new("s", "1")
+        .prompt("owned", "", |_: crate::router::NoArgs| async { String::from("owned text") })
+        .prompt("borrowed", "", |_: crate::router::NoArgs| async { "static text" })
+        .prompt("one", "", |_: crate::router::NoArgs| async { PromptMessage::assistant("said") });
+    for (name, role, text) in
+        [("owned", Role::User, "owned text"), ("borrowed", Role::User, "static text"), ("one", Role::Assistant, "said")]
+    {
+        let result = get(&router, name, &[]).await.unwrap();
+        assert_eq!(result.messages.len(), 1, "{name}");
+        assert_eq!(result.messages[0].role, role, "{name}");
+        assert_eq!(message_text(&result), text);
+    }
+}
+
 fn complete_params(reference: Reference, argument: &str, value: &str) -> CompleteRequestParams {
     CompleteRequestParams {
         meta: None,
