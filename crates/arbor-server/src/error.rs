@@ -184,3 +184,35 @@ pub(crate) fn already_initialized() -> McpError {
         data: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_otp::{ChildSpec, SpecError, Started, SupervisorHandle, SupervisorSpec};
+    use std::error::Error as _;
+
+    #[tokio::test]
+    async fn a_connect_error_keeps_the_supervisors_refusal_as_its_source() {
+        let spec = SupervisorSpec::new("root")
+            .child(ChildSpec::new("a", |_ctx| async { Ok(Started::ignore()) }))
+            .child(ChildSpec::new("a", |_ctx| async { Ok(Started::ignore()) }));
+        let refused = SupervisorHandle::start(spec).await.unwrap_err();
+        let err = ConnectError::Start(StartError::Supervisor(refused));
+        assert!(err.to_string().contains("duplicate child id \"a\""), "{err}");
+        let start = err.source().and_then(|s| s.downcast_ref::<StartError>()).expect("the runtime's start error");
+        assert!(matches!(start, StartError::Supervisor(_)));
+        let spec = start.source().and_then(|s| s.source()).and_then(|s| s.downcast_ref::<SpecError>());
+        assert_eq!(spec, Some(&SpecError::DuplicateId("a".into())));
+        let serve = ServeError::from(err.clone());
+        assert_eq!(serve, ServeError::Connect(err));
+    }
+
+    #[test]
+    fn a_missing_child_is_named() {
+        assert_eq!(
+            StartError::Missing("tasks").to_string(),
+            "starting the server runtime failed: the tasks supervisor did not start"
+        );
+        assert!(StartError::Missing("tasks").source().is_none());
+    }
+}

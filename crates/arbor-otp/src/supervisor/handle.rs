@@ -3,7 +3,8 @@
 //! Every operation is a message to the supervisor actor (the message enum stays
 //! crate-private), so requests are serialised with exit handling exactly as in OTP. The
 //! handle is cheap to clone and holds no ractor types in its signatures except the
-//! `ActorCell`s of children, which are how users talk to their own actors.
+//! `ActorCell`s of children, which are how users talk to their own actors (ractor is
+//! re-exported as `arbor_otp::ractor` for them).
 //!
 //! Invariant: each operation returns a typed error named after it, and
 //! [`SupervisorGone`] whenever the supervisor is no longer running.

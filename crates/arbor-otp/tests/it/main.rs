@@ -11,5 +11,6 @@ mod reporting_tasks_report_exactly_once;
 mod shutdown_stops_children_in_reverse_order_within_their_timeouts;
 mod significant_children_trigger_auto_shutdown;
 mod snapshots_describe_the_whole_tree;
+mod start_errors_carry_their_cause;
 mod supervisors_restart_children_by_restart_type_and_strategy;
 mod task_supervisors_deliver_exactly_one_outcome;
