@@ -77,7 +77,7 @@ impl SupervisorState {
             Slot::Restarting(_) => return Err(RestartChildError::Restarting(id.to_owned())),
             Slot::NotRunning => {}
         }
-        self.start_at(myself, pos).await.map_err(|err| RestartChildError::StartFailed(err))?;
+        self.start_at(myself, pos).await.map_err(RestartChildError::StartFailed)?;
         Ok(match &self.children[pos].slot {
             Slot::Running(child) => Some(child.cell.clone()),
             _ => None,
