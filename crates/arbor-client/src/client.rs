@@ -390,7 +390,7 @@ impl Client {
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, ClientError> {
-        self.list_all::<methods::ListTools, _>(|page| (page.tools, page.next_cursor)).await
+        self.list_all::<methods::ListTools>().await
     }
 
     /// `tools/call`.
@@ -454,7 +454,7 @@ impl Client {
 
     /// Every resource.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>, ClientError> {
-        self.list_all::<methods::ListResources, _>(|page| (page.resources, page.next_cursor)).await
+        self.list_all::<methods::ListResources>().await
     }
 
     /// One page of `resources/templates/list`.
@@ -467,7 +467,7 @@ impl Client {
 
     /// Every resource template.
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>, ClientError> {
-        self.list_all::<methods::ListResourceTemplates, _>(|page| (page.resource_templates, page.next_cursor)).await
+        self.list_all::<methods::ListResourceTemplates>().await
     }
 
     /// `resources/read`.
@@ -488,7 +488,7 @@ impl Client {
 
     /// Every prompt.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>, ClientError> {
-        self.list_all::<methods::ListPrompts, _>(|page| (page.prompts, page.next_cursor)).await
+        self.list_all::<methods::ListPrompts>().await
     }
 
     /// `prompts/get`.
@@ -534,16 +534,16 @@ impl Client {
     }
 
     /// Every item of a paginated list `M`: pages are requested with the previous page's
-    /// `nextCursor` until a page has none, within [`MAX_PAGES`]; `split` takes a page
-    /// apart into its items and its cursor.
-    async fn list_all<M, T>(&self, split: fn(M::Result) -> (Vec<T>, Option<String>)) -> Result<Vec<T>, ClientError>
+    /// `nextCursor` until a page has none, within [`MAX_PAGES`].
+    async fn list_all<M>(&self) -> Result<Vec<<M::Result as Page>::Item>, ClientError>
     where
         M: Request<Params = PaginatedRequestParams>,
+        M::Result: Page,
     {
         let mut all = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_PAGES {
-            let (items, next) = split(self.request::<M>(page(cursor)).await?);
+            let (items, next) = self.request::<M>(page(cursor)).await?.split();
             all.extend(items);
             match next {
                 Some(c) => cursor = Some(c),
@@ -577,6 +577,30 @@ async fn refresh_tool_headers(shared: &Arc<Shared>) -> Result<(), ClientError> {
 
 fn endless(method: MethodName) -> ClientError {
     ClientError::Protocol(ProtocolError::EndlessList { method: method.as_str(), pages: MAX_PAGES })
+}
+
+/// One page of a paginated list result: its items and the cursor of the next page.
+trait Page {
+    type Item;
+    fn split(self) -> (Vec<Self::Item>, Option<String>);
+}
+
+macro_rules! page {
+    ($($result:ty => $items:ident: $item:ty),* $(,)?) => {$(
+        impl Page for $result {
+            type Item = $item;
+            fn split(self) -> (Vec<$item>, Option<String>) {
+                (self.$items, self.next_cursor)
+            }
+        }
+    )*};
+}
+
+page! {
+    ListToolsResult => tools: Tool,
+    ListResourcesResult => resources: Resource,
+    ListResourceTemplatesResult => resource_templates: ResourceTemplate,
+    ListPromptsResult => prompts: Prompt,
 }
 
 fn page(cursor: Option<String>) -> PaginatedRequestParams {

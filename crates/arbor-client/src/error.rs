@@ -131,7 +131,7 @@ pub enum ConnectError {
     #[error("supervision failed: {0}")]
     Supervisor(#[source] arbor_otp::StartSupervisorError),
     /// The handler runtime (the supervisor of server requests' tasks) did not start.
-    #[error(transparent)]
+    #[error("the handler runtime did not start: {0}")]
     HandlerRuntime(#[from] crate::handler::HandlerStartError),
     /// The client was closed.
     #[error("the client is closed")]

@@ -8,10 +8,15 @@
 //! ([`Client::request`] over the method marker types of `arbor_protocol::methods`, or a
 //! named helper such as [`Client::call_tool`]), with per-call timeouts that progress can
 //! reset under a hard maximum, progress callbacks, cancellation (drop the future or use a
-//! [`CancelToken`]) and assigns for the handler. Server input requests are answered by
-//! the [`handler`] runtime: as JSON-RPC requests in the legacy era, as MRTR rounds retried
-//! in the calling task in the modern era. Notifications arrive as streams
-//! ([`Client::notifications`], [`Client::listen`], [`Client::subscribe_resource`]).
+//! [`CancelToken`]) and assigns for the handler; [`Client::call_tool_as`] serialises typed
+//! arguments and reads the structured result as a type. Server input requests are
+//! answered by the [`handler`] runtime: as JSON-RPC requests in the legacy era, as MRTR
+//! rounds retried in the calling task in the modern era. Notifications arrive as streams:
+//! [`Client::notifications`] (typed, [`Notification`]; [`Client::raw_notifications`] as
+//! received), [`Client::watch_resource`] (one resource's updates, whichever era the server
+//! speaks), and the era-specific [`Client::listen`] and [`Client::subscribe_resource`].
+//! Errors are typed enums with their `source()` chain ([`ClientError`], [`ConnectError`],
+//! [`TransportError`], [`ProtocolError`], [`OpenError`]).
 //!
 //! ```no_run
 //! use arbor_client::{Client, ClientOptions, StdioCommand};
@@ -25,7 +30,7 @@
 //!     println!("{}", tool.name);
 //! }
 //! let result = client.call_tool("echo", json!({"message": "hi"})).await?;
-//! println!("{:?}", result.content);
+//! println!("{}", result.text());
 //! client.close().await;
 //! # Ok(()) }
 //! ```
