@@ -12,7 +12,11 @@
 //! # }
 //! ```
 //!
-//! Or mount [`HttpServer::router`] into an existing axum application.
+//! Or mount [`HttpServer::router`] into an existing axum application, serve that with
+//! [`serve`] (`TCP_NODELAY`, the peer address, the `Host` policy of its listener) and stop
+//! it with [`HttpServer::shutdown`]; for a router served another way, say where the
+//! application is reached with [`HttpConfig::mounted_at`](HttpConfig#structfield.mounted_at)
+//! (the `Host` rule is at [`HttpConfig::allowed_hosts`](HttpConfig#structfield.allowed_hosts)).
 //!
 //! - 2026-07-28 (a body whose `_meta` carries the protocol version): POST only, every
 //!   `Mcp-*` header checked against the body (400 + -32020), answered as JSON or as an SSE

@@ -373,7 +373,8 @@ impl std::fmt::Debug for ShutdownHandle {
 impl ShutdownHandle {
     /// Graceful: [`Bound::run`] stops accepting, every SSE stream ends, waiting POSTs
     /// are answered 503, sessions and endpoints close and the `Server` shuts down; `run`
-    /// returns once that is done. Idempotent.
+    /// returns once that is done. Idempotent. Without `Bound::run` (a mounted router) this
+    /// only ends the streams and refuses requests: [`HttpServer::shutdown`] does it all.
     pub fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
         self.inner.pulse.bump();
