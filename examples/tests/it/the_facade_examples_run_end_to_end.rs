@@ -43,10 +43,10 @@ async fn mounted_app_serves_and_calls_every_kind_of_handler_through_axum() {
         lines,
         [
             "era: Some(Modern)",
-            r#"add: {"sum":5}"#,
+            "add: 5",
             "shout: HELLO",
-            "post: note 1",
-            r#"updated: "notes://latest""#,
+            "post: posted",
+            "updated: notes://latest",
             "latest: buy milk",
             "note 1: buy milk",
             "prompt: Review these notes in a kind tone.",
