@@ -125,10 +125,10 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
                     fn inline_schema() -> bool {
                         <#ident #ty_generics as schemars::JsonSchema>::inline_schema()
                     }
-                    fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    fn schema_name() -> schemars::_private::alloc::borrow::Cow<'static, str> {
                         <#ident #ty_generics as schemars::JsonSchema>::schema_name()
                     }
-                    fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                    fn schema_id() -> schemars::_private::alloc::borrow::Cow<'static, str> {
                         <#ident #ty_generics as schemars::JsonSchema>::schema_id()
                     }
                     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
