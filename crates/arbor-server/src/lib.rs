@@ -51,7 +51,7 @@ pub use handler::{ListKind, ServerHandler, ServerInfo};
 pub use input::StateKey;
 pub use reply::{InputRequired, Reply};
 pub use requester::Requester;
-pub use router::{Router, RouterHandle, ToolError};
+pub use router::{Router, RouterError, RouterHandle, ToolError};
 pub use serve::{ConnectOptions, Server};
 pub use subscription::{Channel, ChannelError, Flow, Subscribe, SubscriptionCapabilities, SubscriptionHandler};
 pub use tasks::{TaskConfig, TaskPolicy, TaskStart, TaskSupport};
