@@ -43,7 +43,7 @@ use std::time::Duration;
 use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::content::SamplingContent;
 use arbor_protocol::model::elicitation::{
-    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, PrimitiveSchema, RequestedSchema,
+    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitRequestParams, RequestedSchema,
 };
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
@@ -154,20 +154,10 @@ async fn confirm_delete(args: DeleteArgs, cx: RequestContext) -> Reply<CallToolR
 
 /// The form `confirm_delete` shows: one required yes/no field.
 fn confirm_form(path: &str) -> ElicitRequestParams {
-    let confirm = BooleanSchema {
-        title: Some("Delete the file".into()),
-        description: Some(format!("Delete {path} permanently?")),
-        ..Default::default()
-    };
-    ElicitRequestParams::Form(ElicitRequestFormParams {
-        message: format!("Delete {path}? This cannot be undone."),
-        requested_schema: RequestedSchema {
-            properties: [("confirm".to_owned(), PrimitiveSchema::Boolean(confirm))].into(),
-            required: Some(vec!["confirm".into()]),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
+    let confirm =
+        BooleanSchema::default().with_title("Delete the file").with_description(format!("Delete {path} permanently?"));
+    let form = RequestedSchema::new().with_required_property("confirm", confirm);
+    ElicitRequestParams::Form(ElicitRequestFormParams::new(format!("Delete {path}? This cannot be undone."), form))
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -5,13 +5,17 @@
 //! Results are checked twice: as built, against 2025-11-25 (the newest revision whose
 //! results carry no per-request members); and against 2026-07-28 after the members a
 //! server stamps on every result there (`resultType`, and `ttlMs`/`cacheScope` for the
-//! cacheable ones), since a handler never sets those itself.
+//! cacheable ones), since a handler never sets those itself. Request params likewise:
+//! as built against 2025-11-25, and against 2026-07-28 with the `_meta` a client stamps.
 
+use crate::revision_builders::{Build, Rev};
 use crate::spec_schemas::assert_valid;
 use arbor_protocol::model::common::{Icon, Role};
 use arbor_protocol::model::content::*;
+use arbor_protocol::model::elicitation::*;
 use arbor_protocol::model::prompts::*;
 use arbor_protocol::model::resources::*;
+use arbor_protocol::model::roots::*;
 use arbor_protocol::model::sampling::*;
 use arbor_protocol::model::subscriptions::ResourceUpdatedNotificationParams;
 use arbor_protocol::model::tools::*;
@@ -170,4 +174,54 @@ fn sampling_requests_from_constructors_are_valid() {
     let json = check("CreateMessageRequestParams", &params);
     assert_eq!(json["messages"][0], json!({ "role": "user", "content": { "type": "text", "text": "Summarise this" } }));
     assert_eq!(json["maxTokens"], json!(300));
+}
+
+/// Checks request params as built, then with the `_meta` a 2026-07-28 client sends.
+fn check_request<T: serde::Serialize>(definition: &str, value: &T) -> Value {
+    let json = encode(value);
+    assert_valid(NEWEST_WITHOUT_STAMPS, definition, &json);
+    let mut stamped = json.clone();
+    let meta = encode(&Build(Rev::V2026_07_28).request_meta());
+    stamped.as_object_mut().expect("params are an object").insert("_meta".into(), meta);
+    assert_valid(NEWEST, definition, &stamped);
+    json
+}
+
+#[test]
+fn client_requests_and_answers_from_constructors_are_valid() {
+    let arguments = json!({ "city": "Paris" }).as_object().cloned().unwrap_or_default();
+    let call =
+        check_request("CallToolRequestParams", &CallToolRequestParams::new("get_weather").with_arguments(arguments));
+    assert_eq!(call, json!({ "name": "get_weather", "arguments": { "city": "Paris" } }));
+    let get = GetPromptRequestParams::new("review").with_argument("code", "fn main() {}").with_argument("lang", "rust");
+    let get = check_request("GetPromptRequestParams", &get);
+    assert_eq!(get["arguments"], json!({ "code": "fn main() {}", "lang": "rust" }));
+    let read = check_request("ReadResourceRequestParams", &ReadResourceRequestParams::new("file:///a.txt"));
+    assert_eq!(read, json!({ "uri": "file:///a.txt" }));
+
+    let values = json!({ "confirm": true }).as_object().cloned().unwrap_or_default();
+    assert_eq!(
+        check("ElicitResult", &ElicitResult::accept(values)),
+        json!({ "action": "accept", "content": { "confirm": true } })
+    );
+    assert_eq!(check("ElicitResult", &ElicitResult::decline()), json!({ "action": "decline" }));
+    assert_eq!(check("ElicitResult", &ElicitResult::cancel()), json!({ "action": "cancel" }));
+    let sampled = CreateMessageResult::new("claude", TextContent::new("It says hello")).with_stop_reason("endTurn");
+    let sampled = check("CreateMessageResult", &sampled);
+    assert_eq!(sampled["role"], json!("assistant"));
+    assert_eq!(sampled["content"], json!({ "type": "text", "text": "It says hello" }));
+    let roots = ListRootsResult::new(vec![Root::new("file:///home/ada").with_name("home"), Root::new("file:///tmp")]);
+    assert_eq!(check("ListRootsResult", &roots)["roots"][1], json!({ "uri": "file:///tmp" }));
+}
+
+#[test]
+fn forms_from_constructors_are_valid_elicitation_params() {
+    let confirm = BooleanSchema::default().with_title("Delete").with_description("Delete it?").with_default(false);
+    let form = RequestedSchema::new()
+        .with_required_property("confirm", confirm)
+        .with_property("reason", StringSchema::default().with_title("Why"));
+    let params = check("ElicitRequestFormParams", &ElicitRequestFormParams::new("Delete a.txt?", form));
+    assert_eq!(params["requestedSchema"]["required"], json!(["confirm"]));
+    assert_eq!(params["requestedSchema"]["properties"]["confirm"]["type"], json!("boolean"));
+    assert_eq!(params["requestedSchema"]["properties"]["reason"], json!({ "type": "string", "title": "Why" }));
 }
