@@ -194,6 +194,9 @@ async fn a_resource_is_watched_over_streamable_http_in_either_era() {
 
 #[tokio::test]
 async fn connect_errors_are_typed_with_their_source() {
+    // The call path moves a `Result<_, ClientError>`: its size is the largest variant's.
+    let sizes = (std::mem::size_of::<ClientError>(), std::mem::size_of::<arbor_protocol::error::McpError>());
+    eprintln!("size_of ClientError = {}, McpError = {}", sizes.0, sizes.1);
     let err = Client::connect_http(HttpTarget::new("not a url"), ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, ConnectError::Transport(OpenError::Url(_))), "{err}");
     let cause = err.source().expect("the open error");
