@@ -78,10 +78,7 @@ fn confirm_form(message: &str) -> arbor_protocol::model::elicitation::ElicitRequ
 }
 
 fn text_result(text: String) -> Reply<CallToolResult> {
-    Reply::Complete(CallToolResult {
-        content: vec![arbor_protocol::model::content::ContentBlock::text(text)],
-        ..Default::default()
-    })
+    Reply::Complete(CallToolResult::from_text(text))
 }
 
 #[derive(Deserialize, JsonSchema)]
