@@ -18,6 +18,8 @@ struct AddArgs {
     b: f64,
 }
 
+/// Adds two numbers.
+#[tool(read_only, idempotent)]
 async fn add(args: AddArgs) -> String {
     (args.a + args.b).to_string()
 }
@@ -30,7 +32,7 @@ async fn main() -> std::io::Result<()> {
     let read = ticks.clone();
     let router = Router::new("quickstart", "0.1.0")
         .subscriptions() // clients may subscribe to the resources below
-        .tool("add", "Adds two numbers.", add)
+        .tool_route(add::route())
         .resource(TICKS, "ticks", "Seconds since the server started.", "text/plain", move || {
             let n = read.load(Ordering::Relaxed);
             async move { n.to_string() }

@@ -43,6 +43,6 @@ pub use arbor_http::{HttpConfig, HttpServer, ShutdownHandle};
 
 #[cfg(feature = "client")]
 pub use arbor_client::{
-    CallOptions, Client, ClientError, ClientOptions, HttpTarget, ResourceSubscription, ServerNotice, ServerTarget,
-    StdioCommand, Subscription,
+    CallOptions, Client, ClientError, ClientOptions, HttpTarget, Notification, Progress, ResourceSubscription,
+    ResourceWatch, ServerNotice, ServerTarget, StdioCommand, Subscription,
 };
