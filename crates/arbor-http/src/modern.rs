@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use arbor_protocol::era::http::{check_request_headers, check_request_headers_of};
 use arbor_protocol::error::McpError;
+use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectOptions, Requester};
 use axum::body::Body;
@@ -163,8 +164,8 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         // error still comes second to a header mismatch) reads its params as JSON.
         let checked = match parsed.typed_target() {
             Some(target) => {
-                let annotated = match (method, target) {
-                    ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
+                let annotated = match (MethodName::parse(method), target) {
+                    (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
                     _ => None,
                 };
                 let target = target.map(|t| Value::String(t.to_owned()));
@@ -181,8 +182,9 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
             }
             None => {
                 let params = parsed.params_json();
-                let annotated = match (method, params.and_then(|p| p.get("name")).and_then(|n| n.as_str())) {
-                    ("tools/call", Some(name)) => Some(inner.server.tool_param_headers(name)),
+                let name = params.and_then(|p| p.get("name")).and_then(|n| n.as_str());
+                let annotated = match (MethodName::parse(method), name) {
+                    (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
                     _ => None,
                 };
                 let annotated = annotated.as_deref().unwrap_or(&[]);

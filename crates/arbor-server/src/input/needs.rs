@@ -9,6 +9,7 @@
 //! into their own error. Invariant: every refusal names, as a `ClientCapabilities`
 //! object, exactly what the client would have to declare for the request to go out.
 
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::elicitation::ElicitRequestParams;
 use arbor_protocol::model::mrtr::{InputRequest, InputRequests, InputResponse};
@@ -52,9 +53,9 @@ impl Kind {
     /// The method of the request.
     pub(crate) fn method(self) -> &'static str {
         match self {
-            Kind::Elicit => "elicitation/create",
-            Kind::Sample => "sampling/createMessage",
-            Kind::Roots => "roots/list",
+            Kind::Elicit => MethodName::Elicit.as_str(),
+            Kind::Sample => MethodName::CreateMessage.as_str(),
+            Kind::Roots => MethodName::ListRoots.as_str(),
         }
     }
 
