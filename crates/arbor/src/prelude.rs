@@ -6,6 +6,13 @@
 //! a typical program uses, none of them the transport seam, and no two with one name
 //! (the client's handler context stays `arbor::client::handler::RequestContext`, the bus's
 //! stream `arbor::bus::Subscription`).
+//!
+//! The transport seam is not here (it is `arbor::server::exchange`, for transport authors):
+//!
+//! ```compile_fail
+//! use arbor::prelude::*;
+//! fn seam(_: Endpoint, _: Parsed) {}
+//! ```
 
 pub use crate::tool;
 pub use crate::{async_trait, JsonSchema};
