@@ -3,11 +3,15 @@
 
 mod support;
 
+// The handler runtime's own tests, on tokio's paused clock, with their own rig.
+mod handler;
+
 mod a_stdio_server_is_spawned_and_restarted;
 mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
 mod era_detection_falls_back_on_any_error_or_silence;
 mod input_is_answered_by_the_handler_in_both_eras;
 mod streamable_http_serves_both_eras;
+mod the_http_client_recovers_from_a_primed_stream_and_a_refused_probe;
 mod timeouts_reset_on_progress_within_a_maximum;
 mod typed_calls_notifications_and_watches;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arbor_client::handler::HandlerRuntime;
 
-use crate::support::{rig, Notes, TestHandler};
+use super::support::{rig, Notes, TestHandler};
 
 async fn advertised(make: fn(Notes) -> TestHandler, limits: ClientLimits) -> Value {
     let r = rig(make, limits).await;
@@ -87,7 +87,7 @@ async fn a_built_handler_advertises_and_answers_exactly_its_closures() {
     runtime.serve_request(
         2.into(),
         "sampling/createMessage",
-        Some(crate::support::sampling_params()),
+        Some(super::support::sampling_params()),
         None,
         respond(&tx),
     );
@@ -95,6 +95,6 @@ async fn a_built_handler_advertises_and_answers_exactly_its_closures() {
     let p = json!({"mode": "url", "message": "m", "url": "https://example.com/x", "elicitationId": "e"});
     runtime.serve_request(3.into(), "elicitation/create", Some(p), None, respond(&tx));
     assert_eq!(frame(rx.recv().await.unwrap())["result"], json!({"action": "decline"}));
-    runtime.serve_request(4.into(), "elicitation/create", Some(crate::support::form_params()), None, respond(&tx));
+    runtime.serve_request(4.into(), "elicitation/create", Some(super::support::form_params()), None, respond(&tx));
     assert_eq!(frame(rx.recv().await.unwrap())["error"]["code"], -32602, "form mode was not declared");
 }

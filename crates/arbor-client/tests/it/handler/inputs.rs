@@ -7,7 +7,7 @@ use std::time::Duration;
 use arbor_client::handler::{CallLink, ClientLimits, InputHandlerError, InputKind};
 use serde_json::{json, Map, Value};
 
-use crate::support::{rig, Behave, TestHandler, TestLink};
+use super::support::{rig, Behave, TestHandler, TestLink};
 
 /// The spec's example (2026-07-28 `InputRequests`), plus a roots request.
 fn example() -> Map<String, Value> {

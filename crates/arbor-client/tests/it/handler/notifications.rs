@@ -4,7 +4,7 @@
 use arbor_client::handler::ClientLimits;
 use serde_json::{json, Map, Value};
 
-use crate::support::{rig, TestHandler};
+use super::support::{rig, TestHandler};
 
 #[tokio::test(start_paused = true)]
 async fn notifications_arrive_in_order_and_a_panic_is_skipped() {

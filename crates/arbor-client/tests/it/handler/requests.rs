@@ -7,7 +7,7 @@ use std::time::Duration;
 use arbor_client::handler::{CallLink, ClientLimits, SamplingLimits};
 use serde_json::json;
 
-use crate::support::{error_code, form_params, rig, sampling_params, Behave, TestHandler, TestLink};
+use super::support::{error_code, form_params, rig, sampling_params, Behave, TestHandler, TestLink};
 
 fn roomy() -> ClientLimits {
     ClientLimits { max_server_requests: 1000, ..ClientLimits::default() }
