@@ -529,7 +529,7 @@ impl Client {
             return Err(ClientError::Unsupported { method: MethodName::RootsListChanged.as_str(), era: "modern" });
         }
         let link = self.shared().link().ok_or(ClientError::Disconnected)?;
-        let frame = br#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#.to_vec();
+        let frame = crate::era::notification_frame(MethodName::RootsListChanged);
         link.notify(self.shared(), frame).await
     }
 

@@ -236,10 +236,16 @@ async fn initialize(shared: &Arc<Shared>) -> Result<Session, ConnectError> {
         supported_versions: vec![version.as_str().to_owned()],
     };
     shared.set_session(Some(session.clone()));
-    let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
+    let initialized = notification_frame(MethodName::Initialized);
     link.notify(shared, initialized).await.map_err(|e| ConnectError::Initialize(Box::new(e)))?;
     if let Link::Http(h) = &link {
         h.open_standalone(shared).await;
     }
     Ok(session)
+}
+
+/// The frame of a notification without params (`notifications/initialized`,
+/// `notifications/roots/list_changed`), its method named through `MethodName`.
+pub(crate) fn notification_frame(method: MethodName) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","method":"{}"}}"#, method.as_str()).into_bytes()
 }

@@ -36,13 +36,13 @@ mod schemars_trait {
     pub use schemars::JsonSchema;
 }
 
-/// JSON values (`arbor::serde_json::Value`, `arbor::json!`), the runtime's own version.
-pub use serde_json::{self, json};
-/// `Stream` and `StreamExt` for the client's streams, the version the crates use.
-pub use futures;
 /// The attribute the runtime's object-safe traits (`ServerHandler`, `SubscriptionHandler`,
 /// `ClientHandler`) are implemented with: `#[arbor::async_trait]`.
 pub use async_trait::async_trait;
+/// `Stream` and `StreamExt` for the client's streams, the version the crates use.
+pub use futures;
+/// JSON values (`arbor::serde_json::Value`, `arbor::json!`), the runtime's own version.
+pub use serde_json::{self, json};
 
 /// The guide: one chapter per kind of user (`docs/guide.md`; each code block is a doctest,
 /// compiled and run with the `client` and `redis` features, which the examples turn on).

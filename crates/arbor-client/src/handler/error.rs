@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use arbor_protocol::error::McpError;
+use arbor_protocol::methods::MethodName;
 use serde_json::json;
 
 use super::safety::Refusal;
@@ -27,17 +28,17 @@ impl InputKind {
     /// The method name.
     pub fn method(self) -> &'static str {
         match self {
-            InputKind::Sampling => "sampling/createMessage",
-            InputKind::Elicitation => "elicitation/create",
-            InputKind::Roots => "roots/list",
+            InputKind::Sampling => MethodName::CreateMessage.as_str(),
+            InputKind::Elicitation => MethodName::Elicit.as_str(),
+            InputKind::Roots => MethodName::ListRoots.as_str(),
         }
     }
 
     pub(crate) fn from_method(method: &str) -> Option<InputKind> {
-        match method {
-            "sampling/createMessage" => Some(InputKind::Sampling),
-            "elicitation/create" => Some(InputKind::Elicitation),
-            "roots/list" => Some(InputKind::Roots),
+        match MethodName::parse(method)? {
+            MethodName::CreateMessage => Some(InputKind::Sampling),
+            MethodName::Elicit => Some(InputKind::Elicitation),
+            MethodName::ListRoots => Some(InputKind::Roots),
             _ => None,
         }
     }

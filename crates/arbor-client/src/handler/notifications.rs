@@ -27,7 +27,7 @@ use super::inputs::panic_message;
 use super::safety::logs;
 use super::HandlerRuntime;
 
-const LOG_METHOD: &str = "notifications/message";
+const LOG_METHOD: &str = arbor_protocol::methods::MethodName::LoggingMessage.as_str();
 
 /// One waiting notification.
 pub(crate) enum Queued {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{Message, RequestId, Response};
+use arbor_protocol::methods::MethodName;
 use serde_json::{json, Value};
 
 use super::dispatch::{decode, Prepared};
@@ -58,7 +59,7 @@ impl HandlerRuntime {
     ) {
         let shared = &self.inner.shared;
         let code = shared.limits.sampling.rejection_code;
-        if method == "ping" {
+        if method == MethodName::Ping.as_str() {
             return respond(result_frame(id, json!({})));
         }
         let Some(kind) = InputKind::from_method(method) else {
