@@ -49,6 +49,21 @@ pub fn example(name: &str) -> PathBuf {
     path
 }
 
+/// Starts `example --stdio ARGS...` with piped stdin and stdout (stderr inherited), killed
+/// when dropped: for tests that drive the pipes by hand rather than through a [`Peer`].
+pub fn spawn_stdio(example_name: &str, args: &[&str]) -> Child {
+    Command::new(example(example_name))
+        .arg("--stdio")
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("starting the example server")
+}
+
 /// One server process and the client end of its stdio.
 pub struct Peer {
     child: Child,
@@ -66,16 +81,7 @@ impl Peer {
 
     /// Starts `example --stdio` with more arguments.
     pub fn spawn_with(example_name: &str, args: &[&str]) -> Peer {
-        let mut child = Command::new(example(example_name))
-            .arg("--stdio")
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("starting the example server");
+        let mut child = spawn_stdio(example_name, args);
         let stdin = child.stdin.take();
         let lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         Peer { child, stdin, lines, notifications: Vec::new() }

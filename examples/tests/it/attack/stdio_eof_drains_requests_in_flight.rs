@@ -6,14 +6,13 @@
 //! Each case writes its whole script to a real pipe, closes it at once (as `printf |` does),
 //! then reads stdout to its end; every wait is bounded.
 
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
 
-use crate::support::{example, modern_meta};
+use crate::support::{modern_meta, spawn_stdio};
 
 /// The most any one case may take, the drain included.
 const BOUND: Duration = Duration::from_secs(20);
@@ -21,16 +20,7 @@ const BOUND: Duration = Duration::from_secs(20);
 /// Runs `demo_server --stdio args`, writes `script` (one message per line), closes stdin,
 /// and returns every line written to stdout until it closed, and the exit status.
 async fn pipe_through(args: &[&str], script: &[Value]) -> (Vec<Value>, ExitStatus) {
-    let mut child = Command::new(example("demo_server"))
-        .arg("--stdio")
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting demo_server");
+    let mut child = spawn_stdio("demo_server", args);
     let mut stdin = child.stdin.take().expect("piped stdin");
     let mut bytes = Vec::new();
     for message in script {

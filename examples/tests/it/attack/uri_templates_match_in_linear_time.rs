@@ -12,7 +12,6 @@
 //! `/proc`; the bound asserted is generous (5 s for everything a test sends), so it
 //! catches the quadratic cost (seconds per request) and not a slow machine.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -20,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::raw;
 use crate::http::{answer, Client, ServerProcess};
-use crate::support::{example, modern_meta};
+use crate::support::modern_meta;
 
 /// A legacy `resources/read` URI of `demo://notes/` + this many characters.
 const HUGE_LEGACY: usize = 200_000;
@@ -163,15 +162,7 @@ async fn sigterm_stops_the_server_while_two_huge_reads_are_in_flight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_uris_over_stdio_are_refused_and_cost_little_cpu() {
-    let mut child = tokio::process::Command::new(example("demo_server"))
-        .arg("--stdio")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting demo_server --stdio");
+    let mut child = crate::support::spawn_stdio("demo_server", &[]);
     let pid = child.id().expect("running");
     let mut stdin = child.stdin.take().expect("piped stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
