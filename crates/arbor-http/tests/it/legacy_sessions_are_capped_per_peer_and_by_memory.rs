@@ -9,17 +9,7 @@ use std::time::Duration;
 use arbor_http::HttpConfig;
 use serde_json::{json, Value};
 
-use crate::support::{serve, Served, PATIENCE};
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(PATIENCE, async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what} in time"));
-}
+use crate::support::{serve, until, Served};
 
 /// `initialize` without a session: the response.
 async fn initialize(s: &Served) -> reqwest::Response {

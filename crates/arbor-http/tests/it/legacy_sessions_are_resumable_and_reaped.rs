@@ -10,20 +10,10 @@ use std::time::Duration;
 use arbor_http::HttpConfig;
 use serde_json::{json, Value};
 
-use crate::support::{serve, Served, SseReader, PATIENCE};
+use crate::support::{serve, until, Served, SseReader};
 
 fn call(id: i64, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
-}
-
-async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(PATIENCE, async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what} in time"));
 }
 
 #[tokio::test]

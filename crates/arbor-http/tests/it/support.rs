@@ -285,3 +285,14 @@ impl SseReader {
 pub async fn signalled(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
     tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("{what} in time")).expect(what);
 }
+
+/// Polls `done` every 5 ms until it holds; fails the test with `what` after [`PATIENCE`].
+pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    tokio::time::timeout(PATIENCE, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} in time"));
+}
