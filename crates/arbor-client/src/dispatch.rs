@@ -14,6 +14,7 @@ use arbor_protocol::jsonrpc::{decode_raw, ErrorObject, RawMessage, RequestId};
 use arbor_protocol::meta;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::utilities::ProgressNotificationParams;
+use serde::Deserialize as _;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -113,37 +114,41 @@ impl Shared {
     fn notification(self: &Arc<Self>, method: String, params: Option<Value>) {
         match MethodName::parse(&method) {
             Some(MethodName::Progress) => {
-                let parsed = params.map(serde_json::from_value::<ProgressNotificationParams>);
+                let parsed = params.as_ref().map(ProgressNotificationParams::deserialize);
                 match parsed {
                     Some(Ok(p)) => {
                         if let Some(call) = numeric(&p.progress_token).and_then(|n| self.call_of(n)) {
                             call.progressed();
                             if let Some(f) = &call.on_progress {
                                 f(crate::options::Progress::new(&p));
+                                return;
                             }
                         }
+                        // Nobody asked for it through `CallOptions::on_progress` (or the
+                        // call is over): it is shown like any other notification.
                     }
-                    Some(Err(e)) => self.count_malformed("progress notification", &e),
-                    None => self.count_malformed("progress notification", &"no params"),
+                    Some(Err(e)) => return self.count_malformed("progress notification", &e),
+                    None => return self.count_malformed("progress notification", &"no params"),
                 }
-                return;
             }
             Some(MethodName::Cancelled) => {
                 let target = params.as_ref().and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
-                if let Some(target) = target {
+                if let Some(target) = &target {
                     // The server ends a listen stream (modern stdio) or cancels one of its
                     // own requests (legacy).
-                    if let Some(n) = numeric(&target) {
+                    if let Some(n) = numeric(target) {
                         if self.listens.lock().remove(&n).is_some() {
                             crate::call::abandon(self, n, false, "ended by the server");
                             return;
                         }
                     }
                     if let Some(rt) = &self.runtime {
-                        rt.cancel(&target);
+                        rt.cancel(target);
+                        return;
                     }
                 }
-                return;
+                // Without a handler runtime there is no request of the server's to stop:
+                // it is shown like any other notification.
             }
             _ => {}
         }

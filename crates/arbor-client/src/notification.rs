@@ -29,10 +29,12 @@ pub enum ListKind {
 }
 
 /// A server notification, typed. The client consumes some notifications itself before
-/// anything reaches [`Client::notifications`](crate::Client::notifications): progress goes
-/// to the call's progress callback, and `notifications/cancelled` ends the server request
-/// or listen stream it names; their variants are here for notices read from elsewhere
-/// (a listen stream, [`Notification::from`]).
+/// anything reaches [`Client::notifications`](crate::Client::notifications): progress for
+/// a call made with [`CallOptions::on_progress`](crate::CallOptions::on_progress) goes to
+/// that callback, and `notifications/cancelled` ends the listen stream or the server
+/// request (answered by the client's handler) it names. The rest arrive here: progress
+/// for a token the caller put in `_meta` itself or for a call already over, and a
+/// `cancelled` when the client has no handler runtime.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Notification {

@@ -11,6 +11,8 @@ use arbor_client::{
     CallOptions, Client, ClientError, ClientOptions, ConnectError, EraMode, HttpTarget, ListKind, Notification,
     OpenError, ServerNotice,
 };
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::tools::StructuredError;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -99,6 +101,31 @@ async fn progress_reaches_the_callback_as_numbers() {
         let want =
             vec![(1.0, Some(3.0), Some(third)), (2.0, Some(3.0), Some(2.0 * third)), (3.0, Some(3.0), Some(1.0))];
         assert_eq!(*seen.lock(), want, "{era:?}");
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn progress_nobody_asked_for_through_a_callback_is_a_notification() {
+    let fixture = Fixture::new();
+    for era in ERAS {
+        let client = fixture.client(era).await;
+        let mut typed = client.notifications();
+        // The caller names its own token, so no call's callback consumes the updates.
+        let params = json!({"name": "slow", "arguments": {"steps": 2, "every": 0}, "_meta": {"progressToken": "mine"}});
+        client.request_value(MethodName::CallTool, params, &CallOptions::new()).await.unwrap();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let note = tokio::time::timeout(Duration::from_secs(5), typed.next()).await.expect("a progress notice");
+            match note.unwrap() {
+                Notification::Progress(p) => {
+                    assert_eq!(p.progress_token, RequestId::from("mine"), "{era:?}");
+                    seen.push(p.progress.as_f64());
+                }
+                other => panic!("{era:?}: expected progress, got {other:?}"),
+            }
+        }
+        assert_eq!(seen, vec![Some(1.0), Some(2.0)], "{era:?}");
         client.close().await;
     }
 }

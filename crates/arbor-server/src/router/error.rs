@@ -117,6 +117,17 @@ pub enum RouteKind {
     Template,
 }
 
+impl RouteKind {
+    /// What a completion of this kind of route completes: a prompt's argument, a
+    /// template's variable.
+    fn completable(&self) -> &'static str {
+        match self {
+            RouteKind::Prompt => "argument",
+            _ => "variable",
+        }
+    }
+}
+
 impl std::fmt::Display for RouteKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -189,8 +200,8 @@ pub enum RouterError {
         /// What is wrong with it.
         reason: String,
     },
-    /// A completion names a variable (or argument) the route does not have.
-    #[error("{kind} `{name}` has no variable `{variable}` to complete")]
+    /// A completion names a template variable (or prompt argument) the route does not have.
+    #[error("{kind} `{name}` has no {noun} `{variable}` to complete", noun = .kind.completable())]
     UnknownVariable {
         /// The kind of route.
         kind: RouteKind,

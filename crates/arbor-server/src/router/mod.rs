@@ -286,7 +286,23 @@ impl Router {
         H: HandlerFn<A, M>,
         H::Output: IntoPromptResult,
     {
-        self.prompt_route(PromptRoute::new(name, handler).description(description))
+        self.try_prompt(name, description, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Router::prompt`], returning the [`RouterError`] instead of panicking: a duplicate
+    /// name, or an argument type whose schema cannot be used ([`PromptRoute::try_new`]).
+    pub fn try_prompt<A, H, M>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoPromptResult,
+    {
+        self.try_prompt_route(PromptRoute::try_new(name, handler)?.description(description))
     }
 
     /// Registers a prompt built with [`PromptRoute`].

@@ -11,6 +11,7 @@
 //! `arguments` are exactly the argument type's top-level properties, in declaration order.
 
 use super::completion::{self, Completer, CompletionRequest, IntoCompletion};
+use super::error::{RouteKind, RouterError, SchemaPart};
 use super::handler_fn::HandlerFn;
 use super::result::IntoPromptResult;
 use super::schema::{self, Contract};
@@ -85,16 +86,32 @@ impl PromptRoute {
     ///
     /// # Panics
     ///
-    /// If `A`'s schema is not an object schema.
+    /// If `A`'s schema is not an object schema; [`PromptRoute::try_new`] returns the error
+    /// instead.
     pub fn new<A, H, M>(name: impl Into<String>, handler: H) -> Self
     where
         A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         H: HandlerFn<A, M>,
         H::Output: IntoPromptResult,
     {
+        PromptRoute::try_new(name, handler).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`PromptRoute::new`], returning [`RouterError::Schema`] instead of panicking when
+    /// `A`'s schema is not an object schema.
+    pub fn try_new<A, H, M>(name: impl Into<String>, handler: H) -> Result<Self, RouterError>
+    where
+        A: DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        H: HandlerFn<A, M>,
+        H::Output: IntoPromptResult,
+    {
         let name = name.into();
-        let schema = schema::object_schema_for::<A>(Contract::Deserialize)
-            .unwrap_or_else(|e| panic!("prompt `{name}`: arguments: {e}"));
+        let schema = schema::object_schema_for::<A>(Contract::Deserialize).map_err(|reason| RouterError::Schema {
+            kind: RouteKind::Prompt,
+            name: name.clone(),
+            part: SchemaPart::Arguments,
+            reason,
+        })?;
         let (arguments, takes_string) = arguments_of(&schema);
         let label = name.clone();
         let handler: ErasedPrompt = Arc::new(move |args, cx| match serde_json::from_value::<A>(args) {
@@ -108,7 +125,7 @@ impl PromptRoute {
             }
         });
         let prompt = Prompt { arguments: (!arguments.is_empty()).then_some(arguments), ..Prompt::new(name) };
-        PromptRoute { prompt, handler, takes_string, completers: HashMap::new() }
+        Ok(PromptRoute { prompt, handler, takes_string, completers: HashMap::new() })
     }
 
     /// What the prompt is for.
@@ -140,20 +157,33 @@ impl PromptRoute {
     ///
     /// # Panics
     ///
-    /// If the prompt has no argument called `argument`.
-    pub fn complete<H, M>(mut self, argument: impl Into<String>, completer: H) -> Self
+    /// If the prompt has no argument called `argument`; [`PromptRoute::try_complete`]
+    /// returns the error instead.
+    pub fn complete<H, M>(self, argument: impl Into<String>, completer: H) -> Self
+    where
+        H: HandlerFn<CompletionRequest, M>,
+        H::Output: IntoCompletion,
+    {
+        self.try_complete(argument, completer).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`PromptRoute::complete`], returning [`RouterError::UnknownVariable`] instead of
+    /// panicking when the prompt has no argument called `argument`.
+    pub fn try_complete<H, M>(mut self, argument: impl Into<String>, completer: H) -> Result<Self, RouterError>
     where
         H: HandlerFn<CompletionRequest, M>,
         H::Output: IntoCompletion,
     {
         let argument = argument.into();
-        assert!(
-            self.takes_string.contains_key(&argument),
-            "prompt `{}` has no argument `{argument}` to complete",
-            self.prompt.name
-        );
+        if !self.takes_string.contains_key(&argument) {
+            return Err(RouterError::UnknownVariable {
+                kind: RouteKind::Prompt,
+                name: self.prompt.name.clone(),
+                variable: argument,
+            });
+        }
         self.completers.insert(argument, completion::erase(completer));
-        self
+        Ok(self)
     }
 
     /// The definition clients list.

@@ -103,6 +103,34 @@ fn completing_an_unknown_template_variable_is_an_error() {
 }
 
 #[test]
+fn a_non_object_prompt_argument_type_is_a_schema_error() {
+    let err = PromptRoute::try_new("bad", |_: String| async { "" }).unwrap_err();
+    assert!(
+        matches!(&err, RouterError::Schema { kind: RouteKind::Prompt, part: SchemaPart::Arguments, name, .. } if name == "bad"),
+        "{err:?}"
+    );
+    assert!(err.to_string().starts_with("prompt `bad`: arguments: "), "{err}");
+    assert!(Router::new("s", "1").try_prompt("bad", "", |_: String| async { "" }).is_err());
+}
+
+#[test]
+fn completing_an_unknown_prompt_argument_is_an_error() {
+    let err = PromptRoute::try_new("greet", greet)
+        .unwrap()
+        .try_complete("nme", completion::starting_with(["a"]))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RouterError::UnknownVariable { kind: RouteKind::Prompt, name: "greet".into(), variable: "nme".into() }
+    );
+    assert_eq!(err.to_string(), "prompt `greet` has no argument `nme` to complete");
+    assert!(PromptRoute::try_new("greet", greet)
+        .unwrap()
+        .try_complete("name", completion::starting_with(["a"]))
+        .is_ok());
+}
+
+#[test]
 #[should_panic(expected = "has no variable `nme` to complete")]
 fn the_panicking_complete_panics_with_the_error() {
     let _ = TemplateRoute::new("test://names/{name}", "named", named).complete("nme", completion::starting_with(["a"]));
