@@ -254,6 +254,14 @@ impl RequestContext {
     /// [`RequestContext::cancelled`] resolves: when the request is stopped, never after a
     /// normal answer. It is a child of the request's own token, so cancelling it stops only
     /// what it was given to, not the request.
+    ///
+    /// ```
+    /// # async fn handler(cx: arbor_server::RequestContext) -> Option<u64> {
+    /// // Work handed elsewhere stops with the request, and yields `None` then.
+    /// let token = cx.cancellation_token();
+    /// tokio::spawn(async move { token.run_until_cancelled(async { 42 }).await }).await.ok()?
+    /// # }
+    /// ```
     pub fn cancellation_token(&self) -> CancellationToken {
         self.inner.signal.stopped.child_token()
     }
