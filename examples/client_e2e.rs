@@ -25,7 +25,9 @@ use std::time::Duration;
 
 use arbor_client::handler::{ClientHandler, ElicitationContext, ElicitationHandler, NotificationContext};
 use arbor_client::handler::{RequestContext, SamplingHandler};
-use arbor_client::{CallOptions, CancelToken, Client, ClientError, ClientOptions, EraMode, HttpTarget, StdioCommand};
+use arbor_client::{
+    CallOptions, CancellationToken, Client, ClientError, ClientOptions, EraMode, HttpTarget, StdioCommand,
+};
 use arbor_protocol::error::McpError;
 use arbor_protocol::model::completion::CompleteRequestParams;
 use arbor_protocol::model::content::ContentBlock;
@@ -181,7 +183,7 @@ async fn call_with_progress(client: &Client, tool: &str, args: Value) -> Result<
 /// Starts a long call, cancels it at its first progress, and expects `Cancelled`; then
 /// the connection must still serve calls.
 async fn cancellation(client: &Client, tool: &str, args: Value, then: (&str, Value)) -> Result<(), String> {
-    let token = CancelToken::new();
+    let token = CancellationToken::new();
     let trigger = token.clone();
     let opts = CallOptions::new().cancel_token(token).on_progress(move |_| trigger.cancel());
     let outcome = tokio::time::timeout(Duration::from_secs(20), client.call_tool_with(tool, args, opts))

@@ -23,10 +23,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::ClientError;
 use crate::handler::{Assigns, CallLink};
-use crate::options::{CallOptions, CancelToken, ProgressFn};
+use crate::options::{CallOptions, ProgressFn};
 use crate::shared::{Failure, Pending, PendingKind, Reply, Shared};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub(crate) struct CallCtl {
     timeout: Duration,
     max_total: Duration,
     reset_on_progress: bool,
-    cancel: Option<CancelToken>,
+    cancel: Option<CancellationToken>,
     started: Instant,
 }
 

@@ -8,7 +8,7 @@
 //! ([`Client::request`] over the method marker types of `arbor_protocol::methods`, or a
 //! named helper such as [`Client::call_tool`]), with per-call timeouts that progress can
 //! reset under a hard maximum, progress callbacks, cancellation (drop the future or use a
-//! [`CancelToken`]) and assigns for the handler; [`Client::call_tool_as`] serialises typed
+//! [`CancellationToken`] via [`CallOptions::cancel_token`]) and assigns for the handler; [`Client::call_tool_as`] serialises typed
 //! arguments and reads the structured result as a type. Server input requests are
 //! answered by the [`handler`] runtime: as JSON-RPC requests in the legacy era, as MRTR
 //! rounds retried in the calling task in the modern era. Notifications arrive as streams:
@@ -64,7 +64,7 @@ pub use client::Client;
 pub use era::EraCache;
 pub use error::{ClientError, ConnectError, OpenError, ProtocolError, TransportError};
 pub use notification::{ListKind, Notification};
-pub use options::{CallOptions, CancelToken, ClientOptions, EraMode, Progress, ProgressFn, RestartPolicy};
+pub use options::{CallOptions, ClientOptions, EraMode, Progress, ProgressFn, RestartPolicy};
 pub use shared::{ServerNotice, Session};
 pub use subscription::{ResourceSubscription, Subscription};
 pub use target::{HttpTarget, ServerTarget, StdioCommand};
@@ -73,3 +73,6 @@ pub use watch::ResourceWatch;
 /// Re-exported so users need not depend on the protocol crate for the common types.
 pub use arbor_protocol;
 pub use arbor_transport::Transport;
+/// The cancellation type of [`CallOptions::cancel_token`]: tokio-util's, the one the whole
+/// runtime uses (blocking work, request handlers), so callers need no `tokio-util` line.
+pub use tokio_util::sync::CancellationToken;

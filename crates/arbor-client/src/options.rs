@@ -7,14 +7,13 @@
 //! often progress resets it or server requests pause it.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_protocol::model::common::Implementation;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::utilities::ProgressNotificationParams;
-use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::era::EraCache;
 use crate::handler::{Assigns, ClientHandler, ClientLimits};
@@ -231,7 +230,7 @@ pub struct CallOptions {
     pub(crate) reset_on_progress: Option<bool>,
     pub(crate) on_progress: Option<ProgressFn>,
     pub(crate) assigns: Option<Assigns>,
-    pub(crate) cancel: Option<CancelToken>,
+    pub(crate) cancel: Option<CancellationToken>,
     pub(crate) log_level: Option<LoggingLevel>,
 }
 
@@ -292,53 +291,11 @@ impl CallOptions {
         self
     }
 
-    /// A token that cancels the call when triggered (dropping the call's future
-    /// cancels it too).
-    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+    /// A token that cancels the call when cancelled (dropping the call's future cancels
+    /// it too): tokio-util's [`CancellationToken`], so one token (or a child of one) can
+    /// stop a call together with whatever else the caller runs under it.
+    pub fn cancel_token(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
-    }
-}
-
-/// Cancels the calls it was given to; cheap to clone.
-#[derive(Clone, Default)]
-pub struct CancelToken {
-    inner: Arc<(AtomicBool, Notify)>,
-}
-
-impl fmt::Debug for CancelToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CancelToken").field("cancelled", &self.is_cancelled()).finish()
-    }
-}
-
-impl CancelToken {
-    /// A fresh token.
-    pub fn new() -> Self {
-        CancelToken::default()
-    }
-
-    /// Cancels every call holding this token.
-    pub fn cancel(&self) {
-        self.inner.0.store(true, Ordering::SeqCst);
-        self.inner.1.notify_waiters();
-    }
-
-    /// Whether [`CancelToken::cancel`] was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.0.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once cancelled.
-    pub async fn cancelled(&self) {
-        loop {
-            let notified = self.inner.1.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
     }
 }

@@ -77,7 +77,9 @@ pub use supervisor::handle::{
 };
 pub use supervisor::restart::REACHED_MAX_RESTART_INTENSITY;
 pub use supervisor::strategy::{AutoShutdown, RestartIntensity, Strategy, SupervisorSpec};
-pub use task::blocking::CancelToken;
+/// The one cancellation type of the API (tokio-util's), re-exported so users need no
+/// `tokio-util` line of their own: blocking work gets one, client calls and requests use it.
+pub use task::blocking::CancellationToken;
 pub use task::outcome::{CancelError, SpawnError, TaskOutcome};
 pub use task::{OwnedTaskSupervisor, TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
 

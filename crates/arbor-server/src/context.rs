@@ -3,8 +3,9 @@
 //! A [`RequestContext`] carries what a handler may know about its request and may do
 //! while it runs: the request's `_meta`, who the client is and what it can do, the tenant
 //! and auth identity, progress reporting, logging at the client's chosen level, a
-//! cancellation signal, the remaining deadline, and (after "input required") the
-//! client's answers and the handler's own state.
+//! cancellation signal (also as tokio-util's `CancellationToken`), the remaining
+//! deadline, and (after "input required") the client's answers and the handler's own
+//! state.
 //!
 //! It is the same type in both protocol eras: the runtime builds it from negotiated
 //! session terms (legacy) or from the request's own `_meta` (2026-07-28). It is not a way
@@ -24,8 +25,8 @@ use serde_json::Value;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::requester::Requester;
 
@@ -59,13 +60,17 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
 }
 
 /// Whether a request is still running, shared by every context built for it and by the
-/// runtime's guard in the request task. One allocation per request, no channel: the
-/// runtime stops a request by dropping its future, so the signal only has to reach
-/// clones of the context that outlive it (spawned helpers, blocking work).
+/// runtime's guard in the request task. The runtime stops a request by dropping its
+/// future, so the signal only has to reach clones of the context that outlive it
+/// (spawned helpers, blocking work, libraries handed its token). Two parts, because a
+/// request ends in one of two ways: `state` says which (one atomic, read on every
+/// progress or log send), and `stopped` is tokio-util's token, cancelled on a stop and
+/// never on a finish, so what waits on it wakes only when the work is no longer wanted.
+/// Per request: this allocation plus the token's node, no channel.
 #[derive(Debug, Default)]
 pub(crate) struct RequestSignal {
     state: AtomicU8,
-    stopped: Notify,
+    stopped: CancellationToken,
 }
 
 const RUNNING: u8 = 0;
@@ -73,7 +78,7 @@ const FINISHED: u8 = 1;
 const STOPPED: u8 = 2;
 
 impl RequestSignal {
-    /// The request answered: nothing more may be sent for it.
+    /// The request answered: nothing more may be sent for it, and it is not cancelled.
     pub(crate) fn finish(&self) {
         let _ = self.state.compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire);
     }
@@ -81,7 +86,7 @@ impl RequestSignal {
     /// The request was stopped before it answered (cancelled, timed out, shut down).
     pub(crate) fn stop(&self) {
         if self.state.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            self.stopped.notify_waiters();
+            self.stopped.cancel();
         }
     }
 
@@ -240,17 +245,25 @@ impl RequestContext {
     /// Resolves when the request is stopped (see [`RequestContext::is_cancelled`]); never
     /// resolves for a request that answers normally.
     pub async fn cancelled(&self) {
-        let signal = &self.inner.signal;
-        loop {
-            let notified = signal.stopped.notified();
-            tokio::pin!(notified);
-            // Registered before the check, so a stop in between is not missed.
-            notified.as_mut().enable();
-            if signal.is_stopped() {
-                return;
-            }
-            notified.await;
-        }
+        self.inner.signal.stopped.cancelled().await
+    }
+
+    /// The request's cancellation as tokio-util's [`CancellationToken`], for code that
+    /// takes one (`token.run_until_cancelled(fut)`, `tokio::select!` on
+    /// `token.cancelled()`, a library's cancel parameter). It is cancelled exactly when
+    /// [`RequestContext::cancelled`] resolves: when the request is stopped, never after a
+    /// normal answer. It is a child of the request's own token, so cancelling it stops only
+    /// what it was given to, not the request.
+    ///
+    /// ```
+    /// # async fn handler(cx: arbor_server::RequestContext) -> Option<u64> {
+    /// // Work handed elsewhere stops with the request, and yields `None` then.
+    /// let token = cx.cancellation_token();
+    /// tokio::spawn(async move { token.run_until_cancelled(async { 42 }).await }).await.ok()?
+    /// # }
+    /// ```
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.inner.signal.stopped.child_token()
     }
 
     /// A context for calling the same handler again with the client's answers to its

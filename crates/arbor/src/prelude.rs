@@ -32,6 +32,10 @@ pub use arbor_protocol::model::tools::CallToolResult;
 // Streams (`watch_resource`, `notifications`, listens) are read with `StreamExt::next`.
 pub use futures::stream::{Stream, StreamExt};
 
+// The one cancellation type (tokio-util's): a client call's `cancel_token`, a handler's
+// `cx.cancellation_token()`, blocking work's token.
+pub use arbor_otp::CancellationToken;
+
 #[cfg(feature = "server")]
 pub use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, SubscribeOptions};
 #[cfg(feature = "server")]

@@ -6,43 +6,16 @@
 //! go through [`crate::TaskSupervisor::spawn_blocking`]: the closure runs on tokio's
 //! blocking pool, and the task's async wrapper waits for it *alongside* the deadline and
 //! the control mailbox. When the deadline passes (or a cancel or shutdown arrives) the
-//! awaiter gets its outcome at once and the closure's [`CancelToken`] is set; the closure
-//! should check it between units of work and return early. This is not preemption: a
-//! closure that ignores the token runs to its end, its result is discarded, and it keeps
-//! its concurrency slot until then, so runaway work still counts against the bound.
+//! awaiter gets its outcome at once and the closure's [`CancellationToken`] is cancelled;
+//! the closure should check it between units of work and return early. This is not
+//! preemption: a closure that ignores the token runs to its end, its result is discarded,
+//! and it keeps its concurrency slot until then, so runaway work still counts against the
+//! bound. The token is tokio-util's, the one cancellation type of the whole API, so the
+//! closure can hand it on to code that takes one.
 //!
-//! Invariant: the token is set whenever the wrapper drops the work for any reason other
-//! than completion, and the slot is released only when the closure has returned.
+//! Invariant: the token is cancelled whenever the wrapper drops the work for any reason
+//! other than completion (a tokio-util `DropGuard` held by the future that awaits the
+//! closure, disarmed once the closure returned), and the slot is released only when the
+//! closure has returned.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Tells blocking work that its result is no longer wanted (deadline, cancel or shutdown).
-#[derive(Debug, Clone, Default)]
-pub struct CancelToken {
-    flag: Arc<AtomicBool>,
-}
-
-impl CancelToken {
-    pub(crate) fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether the work should stop now.
-    pub fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn cancel(&self) {
-        self.flag.store(true, Ordering::Release);
-    }
-}
-
-/// Sets the token when the wrapper drops the future that awaits the blocking closure.
-pub(crate) struct CancelOnDrop(pub(crate) CancelToken);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
+pub use tokio_util::sync::CancellationToken;

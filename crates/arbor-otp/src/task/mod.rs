@@ -24,7 +24,7 @@
 //!
 //! Invariants: every accepted task delivers exactly one [`TaskOutcome`]; when the
 //! supervisor's actor has finished stopping, no task wrapper is running (blocking
-//! closures that ignore their [`CancelToken`] may still be finishing, holding their slot).
+//! closures that ignore their [`CancellationToken`] may still be finishing, holding their slot).
 
 pub(crate) mod blocking;
 pub(crate) mod handle;
@@ -54,7 +54,7 @@ use crate::gauge::{Gauge, LiveToken};
 use crate::snapshot::{Introspect, NodeKind, NodeSnapshot, NodeStatus, TaskStats};
 use crate::supervisor::child_spec::{ChildSpec, ChildStartError, StartContext, Started};
 use crate::supervisor::handle::StartSupervisorError;
-use blocking::{CancelOnDrop, CancelToken};
+use blocking::CancellationToken;
 use outcome::SpawnError;
 use run::{run, RunGuard, SlotGuard, Wiring};
 use shared::Stats;
@@ -216,25 +216,30 @@ impl TaskSupervisor {
     }
 
     /// Spawns blocking or CPU-bound `work` on tokio's blocking pool; see the `blocking`
-    /// module docs. The closure gets a [`CancelToken`] to poll between units of work.
+    /// module docs. The closure gets a [`CancellationToken`] to poll between units of work,
+    /// cancelled when its result is no longer wanted (deadline, cancel or shutdown).
     pub fn spawn_blocking<F, T, E>(&self, options: TaskOptions, work: F) -> Result<TaskHandle<T, E>, SpawnError>
     where
-        F: FnOnce(CancelToken) -> Result<T, E> + Send + 'static,
+        F: FnOnce(CancellationToken) -> Result<T, E> + Send + 'static,
         T: Send + 'static,
         E: Send + 'static,
     {
         let (handle, wiring) = self.admit(options)?;
-        let token = CancelToken::new();
-        let hook = CancelOnDrop(token.clone());
+        let token = CancellationToken::new();
+        // Cancels the token when the wrapper drops this future before it returned.
+        let hook = token.clone().drop_guard();
         let (slot, wrapper_side) = SlotGuard::pair(self.shared.clone());
         let wait = async move {
-            let _hook = hook;
+            let hook = hook;
             let _wrapper_side = wrapper_side;
             let joined = tokio::task::spawn_blocking(move || {
                 let _slot = slot;
                 work(token)
             })
             .await;
+            // The closure returned (or panicked): the work was not dropped, so the token
+            // stays as it is for anything the closure handed it to.
+            drop(hook.disarm());
             match joined {
                 Ok(result) => result,
                 // Re-raise inside the wrapper so it is reported as `Panicked`.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_otp::{
-    ChildSpec, Gauge, SpawnError, SupervisorHandle, SupervisorSpec, TaskOptions, TaskOutcome, TaskSupervisor,
-    TaskSupervisorSpec,
+    CancellationToken, ChildSpec, Gauge, SpawnError, SupervisorHandle, SupervisorSpec, TaskOptions, TaskOutcome,
+    TaskSupervisor, TaskSupervisorSpec,
 };
 
 use crate::support::*;
@@ -218,6 +218,44 @@ async fn blocking_work_cannot_hold_the_deadline_hostage() {
     let panicked =
         tasks.spawn_blocking(TaskOptions::default(), |_| -> Result<u32, String> { panic!("cpu work panicked") });
     assert_eq!(panicked.unwrap().await, TaskOutcome::Panicked("cpu work panicked".into()));
+    tasks.shutdown().await;
+    assert_no_leaks(&gauge).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn blocking_work_gets_a_cancellation_token_cancelled_only_when_dropped() {
+    let gauge = Gauge::new();
+    let tasks = start(&gauge, TaskSupervisorSpec::new("t")).await;
+
+    // Past the deadline the closure's token is cancelled: the closure sees
+    // `is_cancelled()` and async code holding a clone is woken by `cancelled()`.
+    let (token_tx, token_rx) = tokio::sync::oneshot::channel::<CancellationToken>();
+    let (saw_tx, saw_rx) = tokio::sync::oneshot::channel::<bool>();
+    let handle = tasks
+        .spawn_blocking(TaskOptions::deadline(Duration::from_secs(1)), move |token: CancellationToken| {
+            token_tx.send(token.clone()).unwrap();
+            while !token.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            saw_tx.send(token.is_cancelled()).unwrap();
+            Err::<u32, String>("stopped at the deadline".into())
+        })
+        .unwrap();
+    let token = token_rx.await.unwrap();
+    assert!(!token.is_cancelled(), "not cancelled before the deadline");
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(handle.await, TaskOutcome::TimedOut);
+    assert!(token.is_cancelled(), "cancelled by the time the outcome is reported");
+    token.cancelled().await;
+    assert!(saw_rx.await.unwrap(), "the closure saw is_cancelled()");
+    while tasks.in_flight() > 0 {
+        tokio::task::yield_now().await;
+    }
+
+    // Work that completes is not dropped: its token stays uncancelled.
+    let handle = tasks.spawn_blocking(TaskOptions::default(), Ok::<CancellationToken, String>).unwrap();
+    let TaskOutcome::Completed(token) = handle.await else { panic!("the closure completed") };
+    assert!(!token.is_cancelled(), "completion does not cancel the token");
     tasks.shutdown().await;
     assert_no_leaks(&gauge).await;
 }

@@ -53,3 +53,35 @@ async fn one_connection_cannot_cancel_another_connections_request() {
     other.closed().await;
     h.finish().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_handlers_cancellation_token_is_cancelled_by_the_clients_cancel_and_not_by_an_answer() {
+    let mut h = Harness::start().await;
+    h.peer.initialize("2025-11-25", json!({})).await;
+
+    // Cancelled by the client: the token the handler got, and its context, see the stop.
+    h.peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "token", "arguments": {"hang": true}}}));
+    let (stopped, cx) = h.contexts.recv().await.unwrap();
+    assert!(!stopped.is_cancelled() && !cx.is_cancelled(), "running, not cancelled");
+    h.peer.send(cancel(7));
+    stopped.cancelled().await;
+    cx.cancelled().await;
+    assert!(cx.is_cancelled());
+    assert!(cx.cancellation_token().is_cancelled(), "a token taken after the stop is cancelled too");
+    assert_eq!(h.peer.call(8, "ping", json!({})).await["id"], 8);
+    h.peer.expect_silence(Duration::from_secs(120)).await;
+
+    // Answered normally: the token is not cancelled, then or after the connection closes.
+    let answered = h.peer.call(9, "tools/call", json!({"name": "token", "arguments": {}})).await;
+    assert_eq!(answered["result"]["content"][0]["text"], "answered");
+    let (finished, cx) = h.contexts.recv().await.unwrap();
+    assert!(!finished.is_cancelled() && !cx.is_cancelled(), "an answered request is not cancelled");
+    // A handler cancelling its own token stops only what it gave the token to.
+    let mine = cx.cancellation_token();
+    mine.cancel();
+    assert!(!cx.is_cancelled() && !cx.cancellation_token().is_cancelled());
+    drop((cx, stopped));
+    h.finish().await;
+    assert!(!finished.is_cancelled(), "not cancelled by the shutdown after the answer");
+}

@@ -15,21 +15,23 @@ use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, Pr
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
 use arbor_server::{
-    ConnectOptions, Connection, InputRequired, ListKind, Reply, RequestContext, Server, ServerConfig, ServerHandler,
-    ServerInfo, Transport,
+    CancellationToken, ConnectOptions, Connection, InputRequired, ListKind, Reply, RequestContext, Server,
+    ServerConfig, ServerHandler, ServerInfo, Transport,
 };
 use arbor_transport::{FrameReader, FrameWriter};
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 /// A raw handler with a few tools that exercise the runtime.
 pub struct TestHandler {
     pub changes: broadcast::Sender<ListKind>,
+    /// Where the `token` tool hands its context and `cx.cancellation_token()`.
+    pub contexts: Option<mpsc::UnboundedSender<(CancellationToken, RequestContext)>>,
 }
 
 impl TestHandler {
     pub fn new() -> TestHandler {
-        TestHandler { changes: broadcast::channel(16).0 }
+        TestHandler { changes: broadcast::channel(16).0, contexts: None }
     }
 }
 
@@ -85,6 +87,17 @@ impl ServerHandler for TestHandler {
             "hang" | "hang_briefly" => {
                 std::future::pending::<()>().await;
                 unreachable!()
+            }
+            // Hands its context and token to the test, then answers or (`hang`) waits forever.
+            "token" => {
+                let token = cx.cancellation_token();
+                if let Some(contexts) = &self.contexts {
+                    let _ = contexts.send((token, cx.clone()));
+                }
+                if arg("hang") == json!(true) {
+                    std::future::pending::<()>().await;
+                }
+                Ok(text("answered").into())
             }
             "sleep" => {
                 tokio::time::sleep(Duration::from_millis(arg("ms").as_u64().unwrap_or(0))).await;
@@ -272,6 +285,8 @@ pub struct Harness {
     pub peer: ScriptedPeer,
     pub gauge: Gauge,
     pub changes: broadcast::Sender<ListKind>,
+    /// What the `token` tool hands over, one entry per call.
+    pub contexts: mpsc::UnboundedReceiver<(CancellationToken, RequestContext)>,
 }
 
 impl Harness {
@@ -281,12 +296,13 @@ impl Harness {
 
     pub async fn with_config(config: ServerConfig) -> Harness {
         let gauge = Gauge::new();
-        let handler = TestHandler::new();
+        let (contexts_tx, contexts) = mpsc::unbounded_channel();
+        let handler = TestHandler { contexts: Some(contexts_tx), ..TestHandler::new() };
         let changes = handler.changes.clone();
         let server = Server::with_config(handler, config.gauge(gauge.clone()));
         let (server_side, client_side) = Transport::memory_pair();
         let connection = server.connect(server_side, ConnectOptions::default()).await.unwrap();
-        Harness { server, connection, peer: ScriptedPeer::new(client_side), gauge, changes }
+        Harness { server, connection, peer: ScriptedPeer::new(client_side), gauge, changes, contexts }
     }
 
     /// Another connection to the same server.
