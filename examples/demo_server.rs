@@ -56,10 +56,11 @@ use arbor_server::{
     Channel, Flow, InputRequired, Reply, RequestContext, Server, Subscribe, SubscriptionCapabilities,
     SubscriptionHandler,
 };
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 #[path = "common/http.rs"]
 mod http;
@@ -285,7 +286,7 @@ async fn follow_feed(bus: Arc<dyn Bus>, latest: Latest) {
     while let Some(event) = feed.recv().await {
         if let BusEvent::Message(message) = event {
             if let Some(text) = message.payload.get("text").and_then(Value::as_str) {
-                *latest.lock().unwrap_or_else(|e| e.into_inner()) = text.to_owned();
+                *latest.lock() = text.to_owned();
             }
         }
     }
@@ -400,7 +401,7 @@ fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
             "text/plain",
             move || {
                 let latest = latest.clone();
-                async move { latest.lock().unwrap_or_else(|e| e.into_inner()).clone() }
+                async move { latest.lock().clone() }
             },
         )
         .template_route(

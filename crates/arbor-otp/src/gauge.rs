@@ -13,7 +13,9 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
 
 #[derive(Default)]
 struct Counters {
@@ -86,7 +88,7 @@ impl Gauge {
         // Upgraded outside the read's lock's lifetime: dropping the last strong reference
         // of a source runs its `Drop`, which takes this lock again.
         let live: Vec<_> = {
-            let sources = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+            let sources = self.counters.task_sources.lock();
             sources.sources.iter().filter_map(Weak::upgrade).collect()
         };
         live.iter().map(|s| s.alive_tasks()).sum()
@@ -100,7 +102,7 @@ impl Gauge {
     }
 
     pub(crate) fn register_tasks(&self, source: Weak<dyn TaskCount>) {
-        let mut list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.counters.task_sources.lock();
         if list.sources.len() >= list.prune_at {
             list.prune();
         }
@@ -109,7 +111,7 @@ impl Gauge {
 
     /// A registered source ended (its last strong reference is being dropped).
     pub(crate) fn task_source_ended(&self) {
-        let mut list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.counters.task_sources.lock();
         list.ended += 1;
         if list.ended >= 8 && 2 * list.ended >= list.sources.len() {
             list.prune();
@@ -119,7 +121,7 @@ impl Gauge {
     /// How many task supervisors the gauge's list holds, dead ones not yet pruned included,
     /// and the list's capacity: what a closed supervisor may leave behind until pruned.
     pub fn task_source_slots(&self) -> (usize, usize) {
-        let list = self.counters.task_sources.lock().unwrap_or_else(|e| e.into_inner());
+        let list = self.counters.task_sources.lock();
         (list.sources.len(), list.sources.capacity())
     }
 }

@@ -9,8 +9,8 @@
 //! `post_stop` records.
 
 use std::sync::atomic::{AtomicIsize, Ordering};
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use ractor::rpc::CallResult;
 use ractor::{ActorRef, RpcReplyPort};
 
@@ -42,14 +42,14 @@ impl NodeShared {
     }
 
     pub(crate) fn set_exit(&self, reason: ExitReason) {
-        let mut exit = self.exit.lock().expect("exit lock");
+        let mut exit = self.exit.lock();
         if exit.is_none() {
             *exit = Some(reason);
         }
     }
 
     pub(crate) fn exit(&self) -> Option<ExitReason> {
-        self.exit.lock().expect("exit lock").clone()
+        self.exit.lock().clone()
     }
 
     /// Records a shutdown and asks the supervisor actor to stop, then waits for its exit.
@@ -68,11 +68,11 @@ impl NodeShared {
     }
 
     pub(crate) fn set_start_error(&self, id: String, error: ChildStartError) {
-        *self.start_error.lock().expect("start error lock") = Some((id, error));
+        *self.start_error.lock() = Some((id, error));
     }
 
     pub(crate) fn take_start_error(&self) -> Option<(String, ChildStartError)> {
-        self.start_error.lock().expect("start error lock").take()
+        self.start_error.lock().take()
     }
 
     /// Sends a request through the mailbox and waits for the reply; `None` when the actor

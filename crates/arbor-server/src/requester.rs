@@ -21,7 +21,9 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 /// Who sent a request, for the bounds one client may not exceed and the owner of its
 /// tasks. Build one with [`Requester::new`]; compare with `==` (exact).
@@ -107,13 +109,9 @@ impl RequesterSlots {
         self.max
     }
 
-    fn table(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Takes a slot for `requester`; `None` when it already holds `max`.
     pub(crate) fn try_acquire(&self, requester: &Requester) -> Option<RequesterSlot> {
-        let mut table = self.table();
+        let mut table = self.table.lock();
         let count = match table.counts.get(requester) {
             Some(count) => count.clone(),
             None => {
@@ -140,7 +138,7 @@ impl RequesterSlots {
     /// How many requests `requester` has in flight.
     #[cfg(test)]
     pub(crate) fn count(&self, requester: &Requester) -> usize {
-        self.table().counts.get(requester).map_or(0, |c| c.load(Ordering::Acquire))
+        self.table.lock().counts.get(requester).map_or(0, |c| c.load(Ordering::Acquire))
     }
 }
 
@@ -207,7 +205,11 @@ mod tests {
         for n in 0..10_000u32 {
             let ip = std::net::Ipv4Addr::from(0x0b00_0000 + n);
             drop(slots.try_acquire(&Requester::peer(IpAddr::V4(ip))).expect("a slot"));
-            assert!(slots.table().counts.len() <= 2 * SWEEP_FLOOR, "the table grew to {}", slots.table().counts.len());
+            assert!(
+                slots.table.lock().counts.len() <= 2 * SWEEP_FLOOR,
+                "the table grew to {}",
+                slots.table.lock().counts.len()
+            );
         }
         // The busy requester's entry survived every sweep, and still counts.
         assert_eq!(slots.count(&Requester::peer("10.0.0.1".parse().unwrap())), 1);

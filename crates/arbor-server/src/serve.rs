@@ -158,7 +158,7 @@ pub struct Server {
     shared: Arc<Shared>,
     tree: Arc<OnceCell<Tree>>,
     /// Forwards the handler's list changes onto the bus while the tree runs.
-    forwarder: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    forwarder: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -330,13 +330,13 @@ impl Server {
                 }
             }
         });
-        *self.forwarder.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+        *self.forwarder.lock() = Some(task);
     }
 
     /// Stops every connection and request and waits for them. The server can be
     /// connected again afterwards only through a new `Server`.
     pub async fn shutdown(&self) {
-        if let Some(task) = self.forwarder.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(task) = self.forwarder.lock().take() {
             task.abort();
         }
         if let Some(tree) = self.tree.get() {

@@ -24,12 +24,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arbor_otp::{
     ChildSpec, ChildStartError, DynamicSupervisorHandle, DynamicSupervisorSpec, Gauge, NodeSnapshot, Restart, Shutdown,
     StartContext, Started, Strategy, SupervisorHandle, SupervisorSpec, TaskSupervisor, TaskSupervisorSpec,
 };
+use parking_lot::Mutex;
 use ractor::{Actor, ActorRef};
 
 use crate::connection::{ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
@@ -178,7 +179,7 @@ impl Tree {
         // temporary child is started once: the arguments are taken on that one call.
         let slot = Arc::new(Mutex::new(Some(args)));
         let spec = ChildSpec::new("connection", move |ctx: StartContext| {
-            let args = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let args = slot.lock().take();
             async move {
                 let args = args.ok_or_else(|| ChildStartError::failed("a connection is never restarted"))?;
                 let (actor, _) = Actor::spawn_linked(None, ConnectionActor, args, ctx.supervisor()).await?;

@@ -12,9 +12,10 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 struct State {
@@ -28,10 +29,6 @@ struct State {
 }
 
 type Shared = Arc<Mutex<State>>;
-
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
-    shared.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The read end of an in-memory pipe.
 pub(crate) struct PipeReader(Shared);
@@ -56,7 +53,7 @@ pub(crate) fn pipe(capacity: usize) -> (PipeReader, PipeWriter) {
 
 impl AsyncRead for PipeReader {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let mut state = lock(&self.0);
+        let mut state = self.0.lock();
         let unread = state.data.len() - state.pos;
         if unread == 0 {
             if state.writer_closed {
@@ -82,7 +79,7 @@ impl AsyncRead for PipeReader {
 
 impl Drop for PipeReader {
     fn drop(&mut self) {
-        let mut state = lock(&self.0);
+        let mut state = self.0.lock();
         state.reader_closed = true;
         if let Some(waker) = state.writer_waker.take() {
             waker.wake();
@@ -92,7 +89,7 @@ impl Drop for PipeReader {
 
 impl PipeWriter {
     fn close(&self) {
-        let mut state = lock(&self.0);
+        let mut state = self.0.lock();
         state.writer_closed = true;
         if let Some(waker) = state.reader_waker.take() {
             waker.wake();
@@ -102,7 +99,7 @@ impl PipeWriter {
 
 impl AsyncWrite for PipeWriter {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let mut state = lock(&self.0);
+        let mut state = self.0.lock();
         if state.reader_closed || state.writer_closed {
             return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
         }

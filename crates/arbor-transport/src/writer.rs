@@ -23,9 +23,10 @@
 //! idle and the queue empty (lock order: state, then stream).
 
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use parking_lot::Mutex;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{watch, Notify};
 
@@ -127,7 +128,7 @@ impl FrameWriter {
         }
         frame.push(b'\n');
         {
-            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.shared.state.lock();
             if state.closing {
                 return Err(SendError::Closed);
             }
@@ -137,7 +138,7 @@ impl FrameWriter {
                 state.buf.extend_from_slice(&frame);
                 return Ok(());
             }
-            let mut io = self.shared.io.lock().unwrap_or_else(|e| e.into_inner());
+            let mut io = self.shared.io.lock();
             let mut cx = Context::from_waker(Waker::noop());
             let done = write_some(&mut io, &mut cx, &frame);
             if done == frame.len() {
@@ -158,7 +159,7 @@ impl FrameWriter {
 
     fn append(&self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), SendError> {
         let was_empty = {
-            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.shared.state.lock();
             if state.closing {
                 return Err(SendError::Closed);
             }
@@ -183,7 +184,7 @@ impl FrameWriter {
     /// and waits for the writer task to finish.
     pub async fn close(&self) {
         {
-            let mut state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = self.shared.state.lock();
             state.closing = true;
         }
         self.shared.wake.notify_one();
@@ -199,7 +200,7 @@ impl FrameWriter {
 
     /// Bytes queued or being written and not yet accepted by the stream.
     pub fn buffered(&self) -> usize {
-        let state = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.shared.state.lock();
         state.buf.len() + state.writing
     }
 
@@ -228,7 +229,7 @@ impl FrameWriter {
 
     /// Whether sends are refused.
     pub fn is_closed(&self) -> bool {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing
+        self.shared.state.lock().closing
     }
 }
 
@@ -267,15 +268,15 @@ struct Locked<'a>(&'a Mutex<Io>);
 
 impl AsyncWrite for Locked<'_> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut io = self.0.lock();
         Pin::new(&mut **io).poll_write(cx, buf)
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut io = self.0.lock();
         Pin::new(&mut **io).poll_flush(cx)
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        let mut io = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut io = self.0.lock();
         Pin::new(&mut **io).poll_shutdown(cx)
     }
 }
@@ -285,7 +286,7 @@ async fn write_loop(shared: Arc<Shared>) {
     let mut batch = Vec::new();
     loop {
         let (closing, unflushed) = {
-            let mut state = shared.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut state = shared.state.lock();
             std::mem::swap(&mut state.buf, &mut batch);
             state.writing = batch.len();
             (state.closing, std::mem::take(&mut state.unflushed))
@@ -294,7 +295,7 @@ async fn write_loop(shared: Arc<Shared>) {
             // A direct send's flush did not finish at once; `writing` stays 0, but direct
             // sends queue while `unflushed` was set, and it is cleared only here.
             if io.flush().await.is_err() {
-                shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing = true;
+                shared.state.lock().closing = true;
                 break;
             }
             continue;
@@ -324,11 +325,11 @@ async fn write_loop(shared: Arc<Shared>) {
         .await;
         if written.is_err() {
             // The peer is gone: refuse further sends so producers notice.
-            shared.state.lock().unwrap_or_else(|e| e.into_inner()).closing = true;
+            shared.state.lock().closing = true;
             break;
         }
         batch.clear();
-        shared.state.lock().unwrap_or_else(|e| e.into_inner()).writing = 0;
+        shared.state.lock().writing = 0;
         shared.drained.notify_waiters();
         // A rare huge frame should not pin its memory for the life of the connection.
         if batch.capacity() > 1 << 20 {
@@ -338,7 +339,7 @@ async fn write_loop(shared: Arc<Shared>) {
     let _ = io.shutdown().await;
     // Drop the stream now, as the task owning it would: for a pipe, only closing the fd
     // makes the peer see the end (the handles may outlive the task).
-    drop(std::mem::replace(&mut *shared.io.lock().unwrap_or_else(|e| e.into_inner()), Box::new(tokio::io::sink())));
+    drop(std::mem::replace(&mut *shared.io.lock(), Box::new(tokio::io::sink())));
     shared.stopped.send_replace(true);
     shared.drained.notify_waiters();
 }

@@ -1,10 +1,11 @@
 //! Validation against the vendored schema of a revision (`tests/fixtures/spec`), the test
 //! oracle for every message an example server sends.
 
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 fn schema(revision: &str) -> Value {
     let path =
@@ -19,7 +20,7 @@ pub fn problems(revision: &str, definition: &str, instance: &Value) -> Vec<Strin
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let key = (revision.to_owned(), definition.to_owned());
     let cache = CACHE.get_or_init(Default::default);
-    let cached = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+    let cached = cache.lock().get(&key).copied();
     let validator = match cached {
         Some(v) => v,
         None => {
@@ -30,7 +31,7 @@ pub fn problems(revision: &str, definition: &str, instance: &Value) -> Vec<Strin
             doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/{defs}/{definition}")));
             // Leaked once per (revision, definition): a handful per test run.
             let v: &'static jsonschema::Validator = Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()));
-            cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, v);
+            cache.lock().insert(key, v);
             v
         }
     };

@@ -6,9 +6,9 @@
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -24,7 +24,7 @@ const WAIT: Duration = Duration::from_secs(15);
 /// when it is up to date); cargo holds no lock on the target directory while tests run.
 pub fn example(name: &str) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut built = BUILT.lock();
     // The test binary is `target/<profile>/deps/it-<hash>`; examples land in
     // `target/<profile>/examples/`.
     let exe = std::env::current_exe().expect("the test binary's path");

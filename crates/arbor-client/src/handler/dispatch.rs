@@ -10,11 +10,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitationMode, RequestedSchema};
 use arbor_protocol::model::sampling::CreateMessageRequestParams;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use super::context::{ElicitationContext, FieldInfo, RequestContext, UrlTarget};
@@ -119,8 +120,7 @@ impl Shared {
         if !self.declared.has(kind) {
             return Err(Failure::Undeclared(kind));
         }
-        let admitted =
-            self.input_bucket.lock().unwrap_or_else(|p| p.into_inner()).try_take(tokio::time::Instant::now());
+        let admitted = self.input_bucket.lock().try_take(tokio::time::Instant::now());
         if admitted {
             Ok(())
         } else {
@@ -130,7 +130,7 @@ impl Shared {
 
     /// Whether no client call is in flight (legacy idle-sampling check).
     pub(crate) fn idle(&self, has_call: bool) -> bool {
-        match self.in_flight.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        match self.in_flight.read().as_ref() {
             Some(probe) => !has_call && probe() == 0,
             None => !has_call,
         }
@@ -156,7 +156,7 @@ impl Shared {
                     }
                     ElicitRequestParams::Url(url_params) => {
                         elicitation::check_mode(ElicitationMode::Url, declared).map_err(Failure::Refused)?;
-                        let origin = self.origin.read().unwrap_or_else(|p| p.into_inner()).clone();
+                        let origin = self.origin.read().clone();
                         let origin = origin.or_else(|| self.limits.elicitation.origin.clone());
                         let target =
                             elicitation::check_url(&url_params.url, origin.as_deref()).map_err(Failure::Refused)?;

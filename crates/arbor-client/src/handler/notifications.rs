@@ -43,7 +43,7 @@ pub(crate) fn start(shared: Arc<Shared>) -> (mpsc::Sender<Queued>, JoinHandle<()
             let ctx = NotificationContext {
                 client: shared.client.clone(),
                 server_id: shared.server_id.clone(),
-                era: *shared.era.read().unwrap_or_else(|p| p.into_inner()),
+                era: *shared.era.read(),
             };
             let handler = &shared.handler;
             let (method, run) = match queued {
@@ -80,8 +80,7 @@ impl HandlerRuntime {
             _ => Map::new(),
         };
         let (queued, shown) = if method == LOG_METHOD {
-            let admitted =
-                shared.log_bucket.lock().unwrap_or_else(|p| p.into_inner()).try_take(tokio::time::Instant::now());
+            let admitted = shared.log_bucket.lock().try_take(tokio::time::Instant::now());
             if !admitted {
                 shared.dropped_logs.fetch_add(1, Ordering::Relaxed);
                 return None;

@@ -13,12 +13,13 @@
 //! request was cancelled or the runtime shut down.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{Message, RequestId, Response};
 use arbor_protocol::methods::MethodName;
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::dispatch::{decode, Prepared};
@@ -30,7 +31,7 @@ use super::{CallLink, Era, HandlerRuntime};
 type Responder = Arc<Mutex<Option<Box<dyn FnOnce(Vec<u8>) + Send>>>>;
 
 fn send(responder: &Responder, frame: Vec<u8>) {
-    let respond = responder.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let respond = responder.lock().take();
     if let Some(respond) = respond {
         respond(frame);
     }
@@ -65,7 +66,7 @@ impl HandlerRuntime {
         let Some(kind) = InputKind::from_method(method) else {
             return respond(error_frame(id, &Failure::UnknownMethod(method.to_owned()).to_mcp_error(code)));
         };
-        if self.inner.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
+        if self.inner.running.lock().contains_key(&id) {
             let error = McpError::InvalidRequest { message: format!("Duplicate request id {id}"), data: None };
             return respond(error_frame(id, &error));
         }
@@ -115,7 +116,7 @@ impl HandlerRuntime {
         };
         match self.inner.tasks.spawn_reporting(TaskOptions::deadline(timeout), work, report) {
             Ok(task) => {
-                self.inner.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), (seq, task.clone()));
+                self.inner.running.lock().insert(id.clone(), (seq, task.clone()));
                 // A task that finished before it was recorded has already reported: forget it now.
                 if task.is_finished() {
                     forget(&self.inner.running, &id, seq);
@@ -139,7 +140,7 @@ impl HandlerRuntime {
     /// The server's `notifications/cancelled` for a request it sent: stops that task; the
     /// request is not answered. Unknown or finished ids are ignored.
     pub fn cancel(&self, id: &RequestId) {
-        let task = self.inner.running.lock().unwrap_or_else(|p| p.into_inner()).get(id).map(|(_, t)| t.clone());
+        let task = self.inner.running.lock().get(id).map(|(_, t)| t.clone());
         if let Some(task) = task {
             let _ = task.cancel();
         }
@@ -148,7 +149,7 @@ impl HandlerRuntime {
 
 /// Removes `id` from the running table if it is still this task's entry.
 fn forget(running: &Running, id: &RequestId, seq: u64) {
-    let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+    let mut running = running.lock();
     if running.get(id).is_some_and(|(s, _)| *s == seq) {
         running.remove(id);
     }

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use arbor_otp::{TaskRef, TaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::jsonrpc::RequestId;
@@ -20,6 +20,7 @@ use arbor_protocol::model::capabilities::{
     ClientCapabilities, ElicitationCapability, RootsCapability, SamplingCapability,
 };
 use arbor_protocol::model::elicitation::ElicitationMode;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -63,7 +64,7 @@ pub(crate) struct Inner {
 impl Drop for Inner {
     /// The last handle went away without `shutdown`: stop the tasks and the worker anyway.
     fn drop(&mut self) {
-        if let Some(worker) = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(worker) = self.worker.lock().take() {
             worker.abort();
         }
         self.tasks.cell().stop(Some("shutdown".to_owned()));
@@ -141,18 +142,18 @@ impl HandlerRuntime {
     /// The server's origin as the transport reports it (HTTP), for URL-mode origin checks;
     /// overrides `ClientLimits::elicitation.origin`.
     pub fn set_server_origin(&self, origin: Option<String>) {
-        *self.inner.shared.origin.write().unwrap_or_else(|p| p.into_inner()) = origin;
+        *self.inner.shared.origin.write() = origin;
     }
 
     /// The connection's era, once settled (notification contexts carry it).
     pub fn set_era(&self, era: Era) {
-        *self.inner.shared.era.write().unwrap_or_else(|p| p.into_inner()) = Some(era);
+        *self.inner.shared.era.write() = Some(era);
     }
 
     /// How many client calls are in flight, for the idle-sampling check. Without a probe,
     /// a legacy sampling request is idle when it is tied to no call.
     pub fn set_in_flight_probe(&self, probe: Arc<dyn Fn() -> usize + Send + Sync>) {
-        *self.inner.shared.in_flight.write().unwrap_or_else(|p| p.into_inner()) = Some(probe as InFlightProbe);
+        *self.inner.shared.in_flight.write() = Some(probe as InFlightProbe);
     }
 
     /// Notifications dropped because the queue was full.
@@ -174,7 +175,7 @@ impl HandlerRuntime {
     /// notifications are dropped); returns once none runs. Later requests are refused.
     pub async fn shutdown(&self) {
         self.inner.tasks.shutdown().await;
-        let worker = self.inner.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let worker = self.inner.worker.lock().take();
         if let Some(worker) = worker {
             worker.abort();
             let _ = worker.await;

@@ -16,10 +16,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
+use parking_lot::Mutex;
 
 use crate::task::outcome::{CancelError, TaskOutcome};
 
@@ -46,7 +47,7 @@ impl<T, E> TaskCell<T, E> {
 
     /// Deposits the outcome (`None`: the task was dropped without one) and wakes the awaiter.
     pub(crate) fn deliver(&self, outcome: Option<TaskOutcome<T, E>>) {
-        *self.outcome.lock().expect("outcome lock") = outcome;
+        *self.outcome.lock() = outcome;
         self.state.fetch_or(DONE, Ordering::AcqRel);
         self.awaiter.wake();
     }
@@ -71,7 +72,7 @@ impl<T, E> TaskCell<T, E> {
                 return Poll::Pending;
             }
         }
-        let outcome = self.outcome.lock().expect("outcome lock").take();
+        let outcome = self.outcome.lock().take();
         Poll::Ready(outcome.unwrap_or(TaskOutcome::Shutdown))
     }
 }

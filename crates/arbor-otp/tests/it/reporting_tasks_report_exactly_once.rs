@@ -2,10 +2,11 @@
 //! handle, exactly once, after the task counts as finished; and `start_linked` puts a task
 //! supervisor under an actor that is not one of ours.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_otp::{Gauge, SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor, TaskSupervisorSpec};
+use parking_lot::Mutex;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 
@@ -22,11 +23,11 @@ fn spawn(
     let seen = slot.clone();
     let task = tasks
         .spawn_reporting(options, work, move |outcome: Outcome| {
-            let finished = seen.lock().unwrap().as_ref().is_some_and(TaskRef::is_finished);
+            let finished = seen.lock().as_ref().is_some_and(TaskRef::is_finished);
             let _ = tx.send((outcome, finished));
         })
         .unwrap();
-    *slot.lock().unwrap() = Some(task.clone());
+    *slot.lock() = Some(task.clone());
     (task, rx)
 }
 
@@ -62,10 +63,10 @@ async fn a_refused_spawn_never_reports() {
     let reported = Arc::new(Mutex::new(false));
     let flag = reported.clone();
     let refused = tasks.spawn_reporting(TaskOptions::default(), async { Ok::<u32, String>(1) }, move |_| {
-        *flag.lock().unwrap() = true;
+        *flag.lock() = true;
     });
     assert_eq!(refused.err(), Some(SpawnError::Overloaded { max: 1 }));
-    assert!(!*reported.lock().unwrap());
+    assert!(!*reported.lock());
     tasks.shutdown().await;
 }
 

@@ -1,12 +1,13 @@
 //! Test fixtures: a scriptable worker actor, an event log, and leak checks.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_otp::{ChildSpec, ExitReason, Gauge, LiveToken, Started, SupervisorHandle};
 // Through arbor-otp's re-export: a tree's workers need no ractor dependency of their own.
 use arbor_otp::ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+use parking_lot::Mutex;
 
 /// An ordered log of lifecycle events ("start a", "stop a"), shared by all workers of a test.
 #[derive(Clone, Default)]
@@ -14,15 +15,15 @@ pub struct Log(Arc<Mutex<Vec<String>>>);
 
 impl Log {
     pub fn push(&self, entry: String) {
-        self.0.lock().unwrap().push(entry);
+        self.0.lock().push(entry);
     }
 
     pub fn entries(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
+        self.0.lock().clone()
     }
 
     pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
+        std::mem::take(&mut *self.0.lock())
     }
 }
 

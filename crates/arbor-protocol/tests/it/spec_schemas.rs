@@ -1,10 +1,11 @@
 //! Access to the vendored spec fixtures: schema files, named-definition
 //! validators, and the list of a revision's request/notification/result types.
 
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// `tests/fixtures/spec` at the workspace root.
 pub fn spec_dir() -> PathBuf {
@@ -20,7 +21,7 @@ pub fn read_json(path: &std::path::Path) -> Value {
 /// The schema document of a revision folder (`2025-06-18`, `ext-tasks/draft`, …).
 pub fn schema(revision: &str) -> &'static Value {
     static CACHE: OnceLock<Mutex<HashMap<String, &'static Value>>> = OnceLock::new();
-    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    let mut cache = CACHE.get_or_init(Default::default).lock();
     cache
         .entry(revision.to_owned())
         .or_insert_with(|| Box::leak(Box::new(read_json(&spec_dir().join(revision).join("schema.json")))))
@@ -37,7 +38,7 @@ pub fn definitions(revision: &str) -> &'static serde_json::Map<String, Value> {
 pub fn assert_valid(revision: &str, definition: &str, instance: &Value) {
     static CACHE: OnceLock<Mutex<HashMap<(String, String), &'static jsonschema::Validator>>> = OnceLock::new();
     let validator = {
-        let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+        let mut cache = CACHE.get_or_init(Default::default).lock();
         *cache.entry((revision.to_owned(), definition.to_owned())).or_insert_with(|| {
             let doc = schema(revision);
             let pointer = if doc.get("$defs").is_some() { "$defs" } else { "definitions" };

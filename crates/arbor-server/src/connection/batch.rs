@@ -10,7 +10,7 @@
 //! when it was cancelled or stopped), so the array is written exactly once, or not at all
 //! when no member answered.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use super::output::{Kind, Output};
 
@@ -29,7 +29,7 @@ impl BatchReply {
 
     /// One member's response, or `None` for a member that will never answer.
     pub(crate) fn report(&self, frame: Option<Vec<u8>>) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
         let (frames, outstanding) = &mut *state;
         if *outstanding == 0 {
             return;

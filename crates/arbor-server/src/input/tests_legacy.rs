@@ -10,10 +10,10 @@ use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams};
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse, InputResponses};
 use arbor_protocol::version::ProtocolVersion::{self, V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25, V2026_07_28};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// A client double: answers every request after letting the round's other requests
@@ -56,7 +56,7 @@ fn method(request: &InputRequest) -> &'static str {
 #[async_trait::async_trait]
 impl ClientRequester for FakeClient {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
-        self.sent.lock().unwrap().push(request.clone());
+        self.sent.lock().push(request.clone());
         let _in_flight = InFlight::enter(self);
         // Yield so that a concurrent round has all its requests in flight at once.
         for _ in 0..3 {
@@ -80,7 +80,7 @@ impl ClientRequester for FakeClient {
 
 impl FakeClient {
     fn methods(&self) -> Vec<&'static str> {
-        self.sent.lock().unwrap().iter().map(method).collect()
+        self.sent.lock().iter().map(method).collect()
     }
 }
 
@@ -97,13 +97,13 @@ async fn run<T>(
 ) -> (Result<T, McpError>, Vec<Call>) {
     let calls = Mutex::new(Vec::new());
     let invoke = |responses: Option<InputResponses>, state: Option<Value>| {
-        let mut log = calls.lock().unwrap();
+        let mut log = calls.lock();
         let reply = handler(log.len(), &responses, &state);
         log.push((responses.map(|r| r.into_keys().collect()), state));
         std::future::ready(reply)
     };
     let result = drive(invoke, client, &caps(declared), version, max_rounds).await;
-    (result, calls.into_inner().unwrap())
+    (result, calls.into_inner())
 }
 
 fn ask<T>(reply: InputRequired) -> Result<Reply<T>, McpError> {
@@ -267,7 +267,7 @@ async fn url_elicitation_gets_the_elicitation_id_2025_11_25_requires() {
     })
     .await;
     result.unwrap();
-    let sent = client.sent.lock().unwrap();
+    let sent = client.sent.lock();
     let InputRequest::Elicit(e) = &sent[0] else { panic!() };
     let ElicitRequestParams::Url(url) = &e.params else { panic!() };
     assert!(url.elicitation_id.as_ref().is_some_and(|id| id.len() >= 16));

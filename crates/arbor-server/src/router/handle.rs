@@ -17,8 +17,9 @@ use super::resource::{ResourceRoute, TemplateRoute};
 use super::tool::ToolRoute;
 use crate::handler::ListKind;
 use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use tokio::sync::broadcast;
 
 /// Bits of `Shared::served`: which capabilities the router has had something to serve.
@@ -86,9 +87,9 @@ impl Shared {
         edit: impl FnOnce(&mut Registry<T>) -> bool,
     ) -> bool {
         let changed = {
-            // A panic while editing a copy leaves the published list intact, so a
-            // poisoned lock guards nothing broken.
-            let _writer = self.write.lock().unwrap_or_else(PoisonError::into_inner);
+            // A panic while editing a copy leaves the published list intact, so the
+            // next writer finds nothing broken behind the lock.
+            let _writer = self.write.lock();
             let mut next = Registry::clone(&list.load());
             let changed = edit(&mut next);
             if changed {

@@ -11,7 +11,7 @@
 //! Invariant: nothing leaves a stream before its acknowledgement (sends made while the
 //! stream opens are held and flushed right after it) and nothing after it closed.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use arbor_bus::{Bus, SubscribeOptions, Subscription};
 use arbor_protocol::jsonrpc::RequestId;
@@ -19,6 +19,7 @@ use arbor_protocol::meta::SUBSCRIPTION_ID;
 use arbor_protocol::method::NotificationFrame;
 use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
+use parking_lot::Mutex;
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -76,6 +77,8 @@ pub(crate) struct StreamShared {
     pub(crate) bus: Arc<dyn Bus>,
     /// The queue options of the runtime's own joins.
     pub(crate) options: SubscribeOptions,
+    // A panicking handler cannot leave this state half-written: every critical section
+    // is a push or a swap.
     state: Mutex<State>,
 }
 
@@ -100,25 +103,19 @@ impl StreamShared {
         })
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        // A panicking handler cannot leave this state half-written: every critical section
-        // is a push or a swap.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// The filter handlers see from now on.
     pub(crate) fn set_filter(&self, filter: SubscriptionFilter) {
-        self.state().filter = filter;
+        self.state.lock().filter = filter;
     }
 
     pub(crate) fn filter(&self) -> SubscriptionFilter {
-        self.state().filter.clone()
+        self.state.lock().filter.clone()
     }
 
     /// Opens the stream: `first` (the acknowledgement, if any) goes out, then what the
     /// handlers sent while it was opening, in one go so nothing can slip in between.
     pub(crate) fn open(&self, first: Option<Vec<u8>>) {
-        let mut state = self.state();
+        let mut state = self.state.lock();
         if state.phase != Phase::Opening {
             return;
         }
@@ -132,7 +129,7 @@ impl StreamShared {
     /// Closes the stream: later sends and joins are refused. Returns whether it was open
     /// or opening.
     pub(crate) fn close(&self) -> bool {
-        let mut state = self.state();
+        let mut state = self.state.lock();
         let was = state.phase != Phase::Closed;
         state.phase = Phase::Closed;
         state.held.clear();
@@ -141,7 +138,7 @@ impl StreamShared {
 
     /// The topics joined since the last call.
     pub(crate) fn take_joins(&self) -> Vec<(usize, Subscription)> {
-        let mut state = self.state();
+        let mut state = self.state.lock();
         if state.joins.is_empty() {
             Vec::new()
         } else {
@@ -197,7 +194,7 @@ impl Channel {
 
     /// Whether the stream has ended.
     pub fn is_closed(&self) -> bool {
-        self.shared.state().phase == Phase::Closed
+        self.shared.state.lock().phase == Phase::Closed
     }
 
     /// Sends one notification on this stream, stamped with its subscription id.
@@ -207,7 +204,7 @@ impl Channel {
     /// the stream's filter.
     pub fn send(&self, notification: ServerNotification) -> Result<(), ChannelError> {
         let method = notification.method().as_str();
-        let mut state = self.shared.state();
+        let mut state = self.shared.state.lock();
         if state.phase == Phase::Closed {
             return Err(ChannelError::Closed);
         }
@@ -246,7 +243,7 @@ impl Channel {
     /// policy; its messages reach this handler's `handle_message`. The runtime holds the
     /// bus subscription and drops it when the stream ends, however it ends.
     pub fn join(&self, topic: &str, options: SubscribeOptions) -> Result<(), ChannelError> {
-        let mut state = self.shared.state();
+        let mut state = self.shared.state.lock();
         if state.phase == Phase::Closed {
             return Err(ChannelError::Closed);
         }

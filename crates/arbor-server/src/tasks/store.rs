@@ -13,7 +13,7 @@
 //! exactly one terminal status (`completed`, `failed`, `cancelled`), never changed after.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use arbor_bus::{Bus, BusMessage};
@@ -24,6 +24,7 @@ use arbor_protocol::model::common::JsonObject;
 use arbor_protocol::model::mrtr::{InputRequest, InputRequests, InputResponse, InputResponses};
 use arbor_protocol::model::tasks::{Task, TaskStatus};
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -128,10 +129,6 @@ fn release(per_owner: &mut HashMap<Owner, usize>, owner: &Owner) {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The error for an id that is unknown, expired, or someone else's: the same for all
 /// three, so a client learns nothing about tasks it may not see.
 fn not_found(detail: &str) -> McpError {
@@ -151,18 +148,18 @@ impl TaskStore {
 
     /// Gives the store the task supervisor its runs go under (done when the tree starts).
     pub(crate) fn attach(&self, supervisor: TaskSupervisor) {
-        *lock(&self.supervisor) = Some(supervisor);
+        *self.supervisor.lock() = Some(supervisor);
     }
 
     /// How many records are held (running or finished, expired ones not yet swept).
     pub(crate) fn len(&self) -> usize {
-        lock(&self.entries).map.len()
+        self.entries.lock().map.len()
     }
 
     /// Creates a record for `owner`, `working`, visible to `find` from now on.
     pub(crate) fn create(&self, owner: Owner) -> Result<Arc<Entry>, McpError> {
         let now = Instant::now();
-        let mut entries = lock(&self.entries);
+        let mut entries = self.entries.lock();
         let (max, per_owner) = (self.config.max_tasks, self.config.max_tasks_per_owner);
         let full = |e: &Entries| e.map.len() >= max || e.owned_by(&owner) >= per_owner;
         if entries.map.len() >= entries.sweep_at.min(max) || full(&entries) {
@@ -205,7 +202,7 @@ impl TaskStore {
     /// Starts `entry`'s run on the task supervisor, with the TTL as its deadline.
     /// Refused (and the record dropped) when the supervisor is full or stopping.
     pub(crate) fn spawn(&self, entry: &Arc<Entry>, work: BoxFuture<'static, ()>) -> Result<(), McpError> {
-        let supervisor = lock(&self.supervisor).clone();
+        let supervisor = self.supervisor.lock().clone();
         let Some(supervisor) = supervisor else {
             self.remove(&entry.id);
             return Err(McpError::internal("Internal error: the task supervisor is not running"));
@@ -238,7 +235,7 @@ impl TaskStore {
 
     /// The record `id`, if `owner` may see it and it has not expired.
     pub(crate) fn find(&self, owner: &Owner, id: &str) -> Result<Arc<Entry>, McpError> {
-        let mut entries = lock(&self.entries);
+        let mut entries = self.entries.lock();
         let entry =
             entries.map.get(id).filter(|e| &e.owner == owner).cloned().ok_or_else(|| not_found("Task not found"))?;
         if entry.expires_at <= Instant::now() {
@@ -250,7 +247,7 @@ impl TaskStore {
     }
 
     fn remove(&self, id: &str) {
-        lock(&self.entries).remove(id);
+        self.entries.lock().remove(id);
     }
 }
 
@@ -300,7 +297,7 @@ impl Entry {
 
     /// The task as `tasks/get` and `CreateTaskResult` show it.
     pub(crate) fn view(&self) -> Task {
-        let state = lock(&self.state);
+        let state = self.state.lock();
         let input_requests = (state.status == TaskStatus::InputRequired)
             .then(|| state.pending.iter().map(|(k, (_, r))| (k.clone(), r.clone())).collect::<InputRequests>());
         Task {
@@ -323,7 +320,7 @@ impl Entry {
     /// Moves to a terminal status with `apply`, unless already terminal.
     fn finish(&self, status: TaskStatus, apply: impl FnOnce(&mut State)) -> bool {
         {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             if terminal(state.status) {
                 return false;
             }
@@ -393,7 +390,7 @@ impl Entry {
     /// sees are unique for the task's lifetime: the first round's are the handler's own,
     /// later rounds' carry a `#round` suffix. Returns false if the task already ended.
     pub(crate) fn ask(&self, requests: InputRequests) -> bool {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         if terminal(state.status) {
             return false;
         }
@@ -419,7 +416,7 @@ impl Entry {
     /// resumes. An answer of the wrong kind for an outstanding key refuses the whole
     /// update with -32602 and records nothing.
     pub(crate) fn update(&self, responses: JsonObject) -> Result<(), McpError> {
-        let mut state = lock(&self.state);
+        let mut state = self.state.lock();
         if state.status != TaskStatus::InputRequired {
             return Ok(());
         }
@@ -465,7 +462,7 @@ impl Entry {
     pub(crate) async fn answers(&self) -> InputResponses {
         loop {
             {
-                let mut state = lock(&self.state);
+                let mut state = self.state.lock();
                 if state.status == TaskStatus::Working && state.pending.is_empty() {
                     return std::mem::take(&mut state.answers);
                 }

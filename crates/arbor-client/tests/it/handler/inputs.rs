@@ -27,7 +27,7 @@ fn example() -> Map<String, Value> {
 async fn every_input_request_is_answered_in_the_calling_task() {
     let r = rig(TestHandler::all, ClientLimits::default()).await;
     let link = TestLink::new(3);
-    *r.handler.link.lock().unwrap() = Some(link.clone());
+    *r.handler.link.lock() = Some(link.clone());
     let as_link: Arc<dyn CallLink> = link.clone();
     let responses = r.runtime.answer_inputs(&example(), Some(as_link)).await.expect("answered");
     assert_eq!(
@@ -53,7 +53,7 @@ async fn every_input_request_is_answered_in_the_calling_task() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_error_aborts_with_a_typed_error() {
     let r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Fail;
+    *r.handler.behave.lock() = Behave::Fail;
     let err = r.runtime.answer_inputs(&example(), None).await.unwrap_err();
     let first = example().keys().next().unwrap().clone();
     match err {
@@ -70,10 +70,10 @@ async fn a_handler_error_aborts_with_a_typed_error() {
 async fn panics_and_timeouts_are_typed_errors() {
     let r = rig(TestHandler::all, ClientLimits::default()).await;
     let one = |key: &str, v: Value| -> Map<String, Value> { [(key.to_owned(), v)].into_iter().collect() };
-    *r.handler.behave.lock().unwrap() = Behave::Panic;
+    *r.handler.behave.lock() = Behave::Panic;
     let err = r.runtime.answer_inputs(&one("r", json!({"method": "roots/list"})), None).await.unwrap_err();
     assert!(matches!(err, InputHandlerError::Panicked { ref key, .. } if key == "r"), "{err:?}");
-    *r.handler.behave.lock().unwrap() = Behave::Pend;
+    *r.handler.behave.lock() = Behave::Pend;
     let err = r.runtime.answer_inputs(&one("r", json!({"method": "roots/list"})), None).await.unwrap_err();
     assert_eq!(err, InputHandlerError::TimedOut { key: "r".into(), after: Duration::from_secs(60) });
     // Both callbacks ended early: one unwound, one was dropped at its timeout.
@@ -114,7 +114,7 @@ async fn refusals_come_before_any_callback() {
     assert_eq!(r.handler.calls(), 0);
 
     // An answer off the schema is not sent.
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "accept", "content": {}});
+    *r.handler.elicit_answer.lock() = json!({"action": "accept", "content": {}});
     let mut requests = example();
     requests.remove("capital_of_france");
     let err = r.runtime.answer_inputs(&requests, None).await.unwrap_err();

@@ -48,7 +48,7 @@ async fn an_undeclared_capability_is_refused_before_any_callback() {
 #[tokio::test(start_paused = true)]
 async fn over_the_cap_the_server_gets_busy_at_once() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Gated;
+    *r.handler.behave.lock() = Behave::Gated;
     for id in 1..=8 {
         r.runtime.serve_request(id.into(), "roots/list", None, None, r.frames.responder());
     }
@@ -70,7 +70,7 @@ async fn over_the_cap_the_server_gets_busy_at_once() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_past_its_timeout_is_stopped_and_answered_internal_error() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Pend;
+    *r.handler.behave.lock() = Behave::Pend;
     let link: Arc<dyn CallLink> = TestLink::new(1);
     r.runtime.serve_request(
         1.into(),
@@ -94,12 +94,12 @@ async fn a_handler_past_its_timeout_is_stopped_and_answered_internal_error() {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_handler_costs_only_its_request() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Panic;
+    *r.handler.behave.lock() = Behave::Panic;
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
     let frame = r.frames.next().await;
     assert_eq!(error_code(&frame, 1), -32603);
     assert!(!frame["error"]["message"].as_str().unwrap().contains("blew up"), "panic text stays local: {frame}");
-    *r.handler.behave.lock().unwrap() = Behave::Answer;
+    *r.handler.behave.lock() = Behave::Answer;
     r.runtime.serve_request(2.into(), "roots/list", None, None, r.frames.responder());
     assert!(r.frames.next().await["result"]["roots"].is_array());
 }
@@ -107,7 +107,7 @@ async fn a_panicking_handler_costs_only_its_request() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_error_is_sent_as_is() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Fail;
+    *r.handler.behave.lock() = Behave::Fail;
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
     let frame = r.frames.next().await;
     assert_eq!(frame["error"], json!({"code": -42, "message": "user said no"}));
@@ -116,7 +116,7 @@ async fn a_handler_error_is_sent_as_is() {
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_request_is_stopped_and_never_answered() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Gated;
+    *r.handler.behave.lock() = Behave::Gated;
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
     r.runtime.serve_request(2.into(), "roots/list", None, None, r.frames.responder());
     tokio::task::yield_now().await;
@@ -169,7 +169,7 @@ async fn input_requests_are_rate_limited_per_server() {
 async fn the_related_call_is_paused_and_lends_its_assigns() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
     let link = TestLink::new(41);
-    *r.handler.link.lock().unwrap() = Some(link.clone());
+    *r.handler.link.lock() = Some(link.clone());
     let as_link: Arc<dyn CallLink> = link.clone();
     r.runtime.serve_request(
         1.into(),
@@ -258,15 +258,15 @@ async fn elicitation_checks_apply_before_and_after_the_callback() {
     assert_eq!(error_code(&r.frames.next().await, 2), -32602);
     assert_eq!(r.handler.calls(), 0);
     // An answer that does not fit the schema is not sent.
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "accept", "content": {"nickname": "x"}});
+    *r.handler.elicit_answer.lock() = json!({"action": "accept", "content": {"nickname": "x"}});
     r.runtime.serve_request(3.into(), "elicitation/create", Some(form_params()), None, r.frames.responder());
     assert_eq!(error_code(&r.frames.next().await, 3), -32603);
     // A decline never carries content.
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "decline", "content": {"name": "secret"}});
+    *r.handler.elicit_answer.lock() = json!({"action": "decline", "content": {"name": "secret"}});
     r.runtime.serve_request(4.into(), "elicitation/create", Some(form_params()), None, r.frames.responder());
     assert_eq!(r.frames.next().await["result"], json!({"action": "decline"}));
     // Secret-looking fields are flagged in the context.
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "cancel"});
+    *r.handler.elicit_answer.lock() = json!({"action": "cancel"});
     let mut secret = form_params();
     secret["requestedSchema"]["properties"]["apiToken"] = json!({"type": "string"});
     r.runtime.serve_request(5.into(), "elicitation/create", Some(secret), None, r.frames.responder());
@@ -289,7 +289,7 @@ async fn url_elicitation_accepts_only_https_and_describes_the_target() {
         assert_eq!(error_code(&r.frames.next().await, id), -32602, "{url}");
     }
     assert_eq!(r.handler.calls(), 0);
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "accept"});
+    *r.handler.elicit_answer.lock() = json!({"action": "accept"});
     let p = json!({"mode": "url", "message": "m", "url": "https://xn--pple-43d.com/login", "elicitationId": "e"});
     r.runtime.serve_request(5.into(), "elicitation/create", Some(p), None, r.frames.responder());
     assert_eq!(r.frames.next().await["result"], json!({"action": "accept"}));
@@ -300,7 +300,7 @@ async fn url_elicitation_accepts_only_https_and_describes_the_target() {
     assert!(r.frames.next().await.get("result").is_some());
     assert!(!r.handler.seen().pop().unwrap().url.unwrap().origin_mismatch);
     // A URL-mode accept with content is not sent.
-    *r.handler.elicit_answer.lock().unwrap() = json!({"action": "accept", "content": {"token": "x"}});
+    *r.handler.elicit_answer.lock() = json!({"action": "accept", "content": {"token": "x"}});
     let p = json!({"mode": "url", "message": "m", "url": "https://mcp.example.com/consent", "elicitationId": "e"});
     r.runtime.serve_request(7.into(), "elicitation/create", Some(p), None, r.frames.responder());
     assert_eq!(error_code(&r.frames.next().await, 7), -32603);
@@ -309,7 +309,7 @@ async fn url_elicitation_accepts_only_https_and_describes_the_target() {
 #[tokio::test(start_paused = true)]
 async fn roots_answers_keep_only_local_files() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.roots_answer.lock().unwrap() = json!({"roots": [
+    *r.handler.roots_answer.lock() = json!({"roots": [
         {"uri": "file://localhost/a/b/../c"}, {"uri": "https://example.com/"}, {"uri": "file://nas/share"}
     ]});
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
@@ -319,7 +319,7 @@ async fn roots_answers_keep_only_local_files() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_stops_running_requests_unanswered() {
     let mut r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Gated;
+    *r.handler.behave.lock() = Behave::Gated;
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
     tokio::task::yield_now().await;
     r.runtime.shutdown().await;
@@ -333,7 +333,7 @@ async fn shutdown_stops_running_requests_unanswered() {
 #[tokio::test(start_paused = true)]
 async fn dropping_the_last_handle_stops_running_requests() {
     let r = rig(TestHandler::all, ClientLimits::default()).await;
-    *r.handler.behave.lock().unwrap() = Behave::Gated;
+    *r.handler.behave.lock() = Behave::Gated;
     r.runtime.serve_request(1.into(), "roots/list", None, None, r.frames.responder());
     tokio::task::yield_now().await;
     assert_eq!(r.handler.calls(), 1);

@@ -1,7 +1,7 @@
 //! A configurable test handler, a test `CallLink`, and a collector of response frames.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arbor_client::handler::{
     Assigns, CallLink, ClientHandler, ClientLimits, ElicitationContext, ElicitationHandler, HandlerRuntime,
@@ -14,6 +14,7 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::roots::ListRootsResult;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, CreateMessageResult};
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, Semaphore};
 
@@ -98,7 +99,7 @@ impl TestHandler {
     }
 
     pub fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
+        self.seen.lock().clone()
     }
 
     /// Records the call, then behaves as told. Returns normally when it should answer.
@@ -111,8 +112,8 @@ impl TestHandler {
         sensitive: Vec<String>,
     ) -> Result<(), McpError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let paused = self.link.lock().unwrap().as_ref().map_or(0, |l| l.paused.load(Ordering::SeqCst));
-        self.seen.lock().unwrap().push(Seen {
+        let paused = self.link.lock().as_ref().map_or(0, |l| l.paused.load(Ordering::SeqCst));
+        self.seen.lock().push(Seen {
             kind,
             params,
             assigns: ctx.assigns.clone(),
@@ -121,7 +122,7 @@ impl TestHandler {
             url,
             sensitive,
         });
-        let behave = *self.behave.lock().unwrap();
+        let behave = *self.behave.lock();
         let guard = Abandon(Some(self.abandoned.clone()));
         match behave {
             Behave::Answer => {}
@@ -181,7 +182,7 @@ impl ElicitationHandler for TestHandler {
     ) -> Result<ElicitResult, McpError> {
         let sensitive = ctx.fields.iter().filter(|(_, f)| f.sensitive_suspected).map(|(n, _)| n.clone()).collect();
         self.act("elicitation", serde_json::to_value(&params).unwrap(), ctx, ctx.url.clone(), sensitive).await?;
-        Ok(serde_json::from_value(self.elicit_answer.lock().unwrap().clone()).unwrap())
+        Ok(serde_json::from_value(self.elicit_answer.lock().clone()).unwrap())
     }
 }
 
@@ -189,7 +190,7 @@ impl ElicitationHandler for TestHandler {
 impl RootsHandler for TestHandler {
     async fn list_roots(&self, ctx: &RequestContext) -> Result<ListRootsResult, McpError> {
         self.act("roots", Value::Null, ctx, None, vec![]).await?;
-        Ok(serde_json::from_value(self.roots_answer.lock().unwrap().clone()).unwrap())
+        Ok(serde_json::from_value(self.roots_answer.lock().clone()).unwrap())
     }
 }
 

@@ -120,9 +120,9 @@ async fn replacing_keeps_the_place_in_the_list() {
 #[tokio::test]
 async fn a_call_in_flight_survives_the_removal_of_its_tool() {
     let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let released = std::sync::Mutex::new(Some(released));
+    let released = parking_lot::Mutex::new(Some(released));
     let router = Router::new("s", "1").tool("slow", "", move |_: NoArgs| {
-        let released = released.lock().unwrap().take();
+        let released = released.lock().take();
         async move {
             if let Some(r) = released {
                 let _ = r.await;

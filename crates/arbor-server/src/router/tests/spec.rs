@@ -6,10 +6,11 @@
 //! to it; everything else must already be valid as the router made it.
 
 use super::*;
+use parking_lot::Mutex;
 use serde_json::Map;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 /// Every handshake-era revision: a result the router makes must suit each of them.
 const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -26,7 +27,7 @@ fn schema(revision: &str) -> Value {
 fn assert_valid(revision: &str, definition: &str, instance: &Value) {
     static CACHE: OnceLock<Mutex<HashMap<(String, String), &'static jsonschema::Validator>>> = OnceLock::new();
     let key = (revision.to_owned(), definition.to_owned());
-    let cached = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+    let cached = CACHE.get_or_init(Default::default).lock().get(&key).copied();
     let validator = match cached {
         Some(v) => v,
         None => {
@@ -37,7 +38,7 @@ fn assert_valid(revision: &str, definition: &str, instance: &Value) {
             assert!(doc[defs].get(definition).is_some(), "{revision} has no {definition}");
             doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/{defs}/{definition}")));
             let v: &'static jsonschema::Validator = Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()));
-            CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner()).insert(key, v);
+            CACHE.get_or_init(Default::default).lock().insert(key, v);
             v
         }
     };
