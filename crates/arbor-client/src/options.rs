@@ -17,7 +17,7 @@ use arbor_protocol::model::utilities::ProgressNotificationParams;
 use tokio::sync::Notify;
 
 use crate::era::EraCache;
-use crate::handler::{Assigns, ClientHandler, ClientLimits};
+use crate::handler::{Assigns, ClientHandler, ClientLimits, DynClientHandler};
 
 /// Which era to speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -55,7 +55,7 @@ pub struct ClientOptions {
     pub(crate) era_mode: EraMode,
     pub(crate) era_cache: EraCache,
     pub(crate) probe_timeout: Duration,
-    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
+    pub(crate) handler: Option<Arc<dyn DynClientHandler>>,
     pub(crate) limits: ClientLimits,
     pub(crate) assigns: Option<Assigns>,
     pub(crate) timeout: Duration,
@@ -138,7 +138,7 @@ impl ClientOptions {
     }
 
     /// The handler, already shared.
-    pub fn handler_arc(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+    pub fn handler_arc<H: ClientHandler>(mut self, handler: Arc<H>) -> Self {
         self.handler = Some(handler);
         self
     }
