@@ -155,6 +155,7 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// serving: each change is published on the server's bus, whose subscription streams
     /// announce it to listens that asked and to initialized legacy sessions, if the
     /// capability advertised `listChanged` for that list.
+    ///
     /// Return a fresh [`ListChanges`] of a [`ListChangeSender`] the handler keeps
     /// ([`ListChangeSender::subscribe`]).
     fn list_changes(&self) -> Option<ListChanges> {

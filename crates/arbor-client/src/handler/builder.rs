@@ -33,7 +33,8 @@ type Hook<A> = Arc<dyn Fn(A, Map<String, Value>, NotificationContext) -> BoxFutu
 /// let handler = HandlerBuilder::new()
 ///     .roots(|_ctx| async { Ok(ListRootsResult { roots: vec![], meta: None, result_type: None, extra: Default::default() }) })
 ///     .build();
-/// assert!(handler.roots().is_some() && handler.sampling().is_none());
+/// // `ClientHandler::` spelled out: the builder has methods of those names too.
+/// assert!(ClientHandler::roots(&*handler).is_some() && ClientHandler::sampling(&*handler).is_none());
 /// ```
 #[derive(Default)]
 pub struct HandlerBuilder {

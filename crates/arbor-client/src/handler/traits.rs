@@ -10,7 +10,7 @@
 //!
 //! Every callback is declared `-> impl Future<Output = T> + Send` and implemented with
 //! plain `async fn`. None of these traits is object-safe; the runtime erases the handler
-//! itself (`dispatch::DynClientHandler`, one boxed future per callback).
+//! itself (`erased.rs`, one boxed future per callback).
 //!
 //! Not here: the checks around the callbacks (`safety/`) and when they run (`runtime.rs`).
 
