@@ -54,12 +54,11 @@ struct Seen {
 
 struct E2eHandler(Arc<Seen>);
 
-#[async_trait::async_trait]
 impl ClientHandler for E2eHandler {
-    fn sampling(&self) -> Option<&dyn SamplingHandler> {
+    fn sampling(&self) -> Option<&impl SamplingHandler> {
         Some(self)
     }
-    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
+    fn elicitation(&self) -> Option<&impl ElicitationHandler> {
         Some(self)
     }
     async fn handle_log(&self, _level: LoggingLevel, params: &Map<String, Value>, _ctx: &NotificationContext) {
@@ -67,7 +66,6 @@ impl ClientHandler for E2eHandler {
     }
 }
 
-#[async_trait::async_trait]
 impl SamplingHandler for E2eHandler {
     async fn handle_sampling(
         &self,
@@ -84,7 +82,6 @@ impl SamplingHandler for E2eHandler {
     }
 }
 
-#[async_trait::async_trait]
 impl ElicitationHandler for E2eHandler {
     async fn handle_elicitation(
         &self,

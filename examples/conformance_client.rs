@@ -54,18 +54,17 @@ impl ConformanceHandler {
 }
 
 impl ClientHandler for ConformanceHandler {
-    fn sampling(&self) -> Option<&dyn SamplingHandler> {
+    fn sampling(&self) -> Option<&impl SamplingHandler> {
         Some(self)
     }
-    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
+    fn elicitation(&self) -> Option<&impl ElicitationHandler> {
         Some(self)
     }
-    fn roots(&self) -> Option<&dyn RootsHandler> {
+    fn roots(&self) -> Option<&impl RootsHandler> {
         Some(self)
     }
 }
 
-#[async_trait::async_trait]
 impl SamplingHandler for ConformanceHandler {
     async fn handle_sampling(
         &self,
@@ -84,7 +83,6 @@ impl SamplingHandler for ConformanceHandler {
     }
 }
 
-#[async_trait::async_trait]
 impl ElicitationHandler for ConformanceHandler {
     async fn handle_elicitation(
         &self,
@@ -106,7 +104,6 @@ impl ElicitationHandler for ConformanceHandler {
     }
 }
 
-#[async_trait::async_trait]
 impl RootsHandler for ConformanceHandler {
     async fn list_roots(&self, _ctx: &RequestContext) -> Result<ListRootsResult, McpError> {
         serde_json::from_value(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}))

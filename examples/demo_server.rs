@@ -254,7 +254,6 @@ fn publish_feed(bus: &Arc<dyn Bus>, text: String) -> Result<(), String> {
 /// Streams the feed to the listens and legacy subscriptions that include `demo://feed`.
 struct FeedHandler;
 
-#[async_trait::async_trait]
 impl SubscriptionHandler for FeedHandler {
     type State = u64;
 

@@ -91,7 +91,7 @@ impl Client {
         // Without a handler, `NoHandler` declares nothing and still answers `ping`,
         // sanitises logs and feeds the notification worker.
         let handler = options.handler.clone().unwrap_or_else(|| Arc::new(NoHandler));
-        let runtime = HandlerRuntime::new(
+        let runtime = HandlerRuntime::start(
             handler,
             options.limits.clone(),
             server_id.clone(),

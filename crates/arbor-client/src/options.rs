@@ -16,7 +16,7 @@ use arbor_protocol::model::utilities::ProgressNotificationParams;
 use tokio_util::sync::CancellationToken;
 
 use crate::era::EraCache;
-use crate::handler::{Assigns, ClientHandler, ClientLimits};
+use crate::handler::{Assigns, ClientHandler, ClientLimits, DynClientHandler};
 
 /// Which era to speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -54,7 +54,7 @@ pub struct ClientOptions {
     pub(crate) era_mode: EraMode,
     pub(crate) era_cache: EraCache,
     pub(crate) probe_timeout: Duration,
-    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
+    pub(crate) handler: Option<Arc<dyn DynClientHandler>>,
     pub(crate) limits: ClientLimits,
     pub(crate) assigns: Option<Assigns>,
     pub(crate) timeout: Duration,
@@ -137,7 +137,7 @@ impl ClientOptions {
     }
 
     /// The handler, already shared.
-    pub fn handler_arc(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+    pub fn handler_arc<H: ClientHandler>(mut self, handler: Arc<H>) -> Self {
         self.handler = Some(handler);
         self
     }

@@ -76,7 +76,6 @@ fn heap() -> isize {
 /// A handler that only offers resource subscriptions and accepts every one.
 struct Feed;
 
-#[async_trait::async_trait]
 impl ServerHandler for Feed {
     fn info(&self) -> ServerInfo {
         ServerInfo::new("arbor-bench", "0.0.1")

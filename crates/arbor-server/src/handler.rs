@@ -26,8 +26,10 @@ use arbor_protocol::model::resources::{
     ResourceSubscriptionParams,
 };
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
-use async_trait::async_trait;
+use std::future::Future;
 use std::time::Duration;
+
+pub use crate::list_changes::{ListChangeSender, ListChanges};
 
 /// What the server says about itself in `initialize` and `server/discover`.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,7 +68,52 @@ fn not_offered(method: MethodName) -> McpError {
 /// Each request callback runs in its own supervised task: it may await freely, it is
 /// stopped at its deadline or on cancellation (its future is dropped), and a panic in
 /// it costs only its request a -32603 error.
-#[async_trait]
+///
+/// The callbacks are declared `fn name(..) -> impl Future<Output = T> + Send`, so the
+/// `Send` bound is part of the contract; implement them with plain `async fn`, no
+/// attribute. The trait is not object-safe: the runtime erases the handler itself (one
+/// boxed future per call), and [`Server::from_arc`](crate::Server::from_arc) takes an
+/// `Arc<H>` of any handler type.
+///
+/// ```
+/// use arbor_server::{ListChanges, ListKind, RequestContext, Server, ServerHandler, ServerInfo};
+/// use arbor_protocol::error::McpError;
+/// use arbor_protocol::model::capabilities::{ServerCapabilities, ToolsCapability};
+/// use arbor_protocol::model::common::PaginatedRequestParams;
+/// use arbor_protocol::model::tools::ListToolsResult;
+///
+/// struct Empty {
+///     changes: arbor_server::ListChangeSender,
+/// }
+///
+/// impl ServerHandler for Empty {
+///     fn info(&self) -> ServerInfo {
+///         ServerInfo::new("empty", "1.0.0")
+///     }
+///
+///     fn capabilities(&self) -> ServerCapabilities {
+///         let tools = ToolsCapability { list_changed: Some(true), ..Default::default() };
+///         ServerCapabilities { tools: Some(tools), ..Default::default() }
+///     }
+///
+///     fn list_changes(&self) -> Option<ListChanges> {
+///         Some(self.changes.subscribe())
+///     }
+///
+///     async fn list_tools(
+///         &self,
+///         _params: PaginatedRequestParams,
+///         _cx: RequestContext,
+///     ) -> Result<ListToolsResult, McpError> {
+///         Ok(ListToolsResult::default())
+///     }
+/// }
+///
+/// let (changes, _unused) = ListChanges::channel();
+/// let server = Server::new(Empty { changes: changes.clone() });
+/// changes.send(ListKind::Tools); // heard by every client that asked for tool list changes
+/// # drop(server);
+/// ```
 pub trait ServerHandler: Send + Sync + 'static {
     /// The server's identity and instructions. Read once, when the `Server` is built.
     fn info(&self) -> ServerInfo;
@@ -108,115 +155,139 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// serving: each change is published on the server's bus, whose subscription streams
     /// announce it to listens that asked and to initialized legacy sessions, if the
     /// capability advertised `listChanged` for that list.
-    fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
+    ///
+    /// Return a fresh [`ListChanges`] of a [`ListChangeSender`] the handler keeps
+    /// ([`ListChangeSender::subscribe`]).
+    fn list_changes(&self) -> Option<ListChanges> {
         None
     }
 
     /// `tools/list`.
-    async fn list_tools(
+    fn list_tools(
         &self,
         params: PaginatedRequestParams,
         cx: RequestContext,
-    ) -> Result<ListToolsResult, McpError> {
+    ) -> impl Future<Output = Result<ListToolsResult, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::ListTools))
+        async { Err(not_offered(MethodName::ListTools)) }
     }
 
     /// `tools/call`. A tool that fails answers `Ok` with `isError: true`; `Err` is for
     /// protocol errors (unknown tool, invalid params).
-    async fn call_tool(
+    fn call_tool(
         &self,
         params: CallToolRequestParams,
         cx: RequestContext,
-    ) -> Result<Reply<CallToolResult>, McpError> {
+    ) -> impl Future<Output = Result<Reply<CallToolResult>, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::CallTool))
+        async { Err(not_offered(MethodName::CallTool)) }
     }
 
     /// `resources/list`.
-    async fn list_resources(
+    fn list_resources(
         &self,
         params: PaginatedRequestParams,
         cx: RequestContext,
-    ) -> Result<ListResourcesResult, McpError> {
+    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::ListResources))
+        async { Err(not_offered(MethodName::ListResources)) }
     }
 
     /// `resources/templates/list`.
-    async fn list_resource_templates(
+    fn list_resource_templates(
         &self,
         params: PaginatedRequestParams,
         cx: RequestContext,
-    ) -> Result<ListResourceTemplatesResult, McpError> {
+    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::ListResourceTemplates))
+        async { Err(not_offered(MethodName::ListResourceTemplates)) }
     }
 
     /// `resources/read`.
-    async fn read_resource(
+    fn read_resource(
         &self,
         params: ReadResourceRequestParams,
         cx: RequestContext,
-    ) -> Result<Reply<ReadResourceResult>, McpError> {
+    ) -> impl Future<Output = Result<Reply<ReadResourceResult>, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::ReadResource))
+        async { Err(not_offered(MethodName::ReadResource)) }
     }
 
     /// `resources/subscribe` (legacy era), and each URI of a 2026-07-28 listen's
     /// `resourceSubscriptions`. The runtime opens the subscription stream (see
     /// [`crate::subscription`]); this callback may refuse it (a refused listen URI is left
     /// out of the acknowledged filter).
-    async fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
+    fn subscribe(
+        &self,
+        params: ResourceSubscriptionParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<(), McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::Subscribe))
+        async { Err(not_offered(MethodName::Subscribe)) }
     }
 
     /// `resources/unsubscribe` (legacy era). The runtime ends the URI's subscription stream
     /// afterwards. The default agrees: it is only called when the server advertises
     /// `resources.subscribe`, and unsubscribing is always harmless.
-    async fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Result<(), McpError> {
+    fn unsubscribe(
+        &self,
+        params: ResourceSubscriptionParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<(), McpError>> + Send {
         let _ = (params, cx);
-        Ok(())
+        async { Ok(()) }
     }
 
     /// `prompts/list`.
-    async fn list_prompts(
+    fn list_prompts(
         &self,
         params: PaginatedRequestParams,
         cx: RequestContext,
-    ) -> Result<ListPromptsResult, McpError> {
+    ) -> impl Future<Output = Result<ListPromptsResult, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::ListPrompts))
+        async { Err(not_offered(MethodName::ListPrompts)) }
     }
 
     /// `prompts/get`.
-    async fn get_prompt(
+    fn get_prompt(
         &self,
         params: GetPromptRequestParams,
         cx: RequestContext,
-    ) -> Result<Reply<GetPromptResult>, McpError> {
+    ) -> impl Future<Output = Result<Reply<GetPromptResult>, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::GetPrompt))
+        async { Err(not_offered(MethodName::GetPrompt)) }
     }
 
     /// `completion/complete`.
-    async fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Result<CompleteResult, McpError> {
+    fn complete(
+        &self,
+        params: CompleteRequestParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<CompleteResult, McpError>> + Send {
         let _ = (params, cx);
-        Err(not_offered(MethodName::Complete))
+        async { Err(not_offered(MethodName::Complete)) }
     }
 
     /// The client chose a log level (legacy `logging/setLevel`). The runtime already
     /// applies the level to [`RequestContext::log`]; this is for servers that log elsewhere too.
-    async fn set_log_level(&self, level: LoggingLevel, connection: ConnectionInfo) -> Result<(), McpError> {
+    fn set_log_level(
+        &self,
+        level: LoggingLevel,
+        connection: ConnectionInfo,
+    ) -> impl Future<Output = Result<(), McpError>> + Send {
         let _ = (level, connection);
-        Ok(())
+        async { Ok(()) }
     }
 
     /// A client notification the runtime does not consume itself (it consumes
     /// `notifications/initialized` and `notifications/cancelled`). Runs one at a time per
     /// connection, in arrival order.
-    async fn on_notification(&self, notification: ClientNotification, connection: ConnectionInfo) {
+    fn on_notification(
+        &self,
+        notification: ClientNotification,
+        connection: ConnectionInfo,
+    ) -> impl Future<Output = ()> + Send {
         let _ = (notification, connection);
+        async {}
     }
 }

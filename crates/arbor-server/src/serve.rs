@@ -40,6 +40,7 @@ use tokio::sync::OnceCell;
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, ConnectionArgs, ConnectionHandle, Io};
+use crate::dyn_handler::DynServerHandler;
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
@@ -80,7 +81,7 @@ impl ConnectOptions {
 
 /// Read-only state shared by every connection of a server.
 pub(crate) struct Shared {
-    pub(crate) handler: Arc<dyn ServerHandler>,
+    pub(crate) handler: Arc<dyn DynServerHandler>,
     /// Where list changes, resource updates and the user's topics are published.
     pub(crate) bus: Arc<dyn Bus>,
     /// The user's subscription handlers, as registered (kept to rebuild `stream_handlers`).
@@ -101,7 +102,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn build(
-        handler: Arc<dyn ServerHandler>,
+        handler: Arc<dyn DynServerHandler>,
         config: ServerConfig,
         bus: Arc<dyn Bus>,
         user_handlers: Vec<Arc<dyn ErasedHandler>>,
@@ -183,7 +184,7 @@ impl Server {
     }
 
     /// A server for a shared handler.
-    pub fn from_arc(handler: Arc<dyn ServerHandler>, config: ServerConfig) -> Server {
+    pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
         let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new());
         Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
     }
@@ -287,7 +288,7 @@ impl Server {
     }
 
     /// The handler the server serves.
-    pub(crate) fn handler(&self) -> &Arc<dyn ServerHandler> {
+    pub(crate) fn handler(&self) -> &Arc<dyn DynServerHandler> {
         &self.shared.handler
     }
 
@@ -315,18 +316,10 @@ impl Server {
         let Some(mut changes) = self.shared.handler.list_changes() else { return };
         let bus = self.shared.bus.clone();
         let task = tokio::spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                let kinds = match changes.recv().await {
-                    Ok(kind) => vec![kind],
-                    // Missed some: every list may have changed.
-                    Err(RecvError::Lagged(_)) => vec![ListKind::Tools, ListKind::Prompts, ListKind::Resources],
-                    Err(RecvError::Closed) => break,
-                };
-                for kind in kinds {
-                    if bus.publish(topics::list_changed_message(kind)).is_err() {
-                        return;
-                    }
+            // A lagging `ListChanges` yields every kind once: every list may have changed.
+            while let Some(kind) = changes.recv().await {
+                if bus.publish(topics::list_changed_message(kind)).is_err() {
+                    return;
                 }
             }
         });

@@ -36,9 +36,6 @@ mod schemars_trait {
     pub use schemars::JsonSchema;
 }
 
-/// The attribute the runtime's object-safe traits (`ServerHandler`, `SubscriptionHandler`,
-/// `ClientHandler`) are implemented with: `#[arbor::async_trait]`.
-pub use async_trait::async_trait;
 /// `Stream` and `StreamExt` for the client's streams, the version the crates use.
 pub use futures;
 /// JSON values (`arbor::serde_json::Value`, `arbor::json!`), the runtime's own version.

@@ -15,7 +15,7 @@
 //! ```
 
 pub use crate::tool;
-pub use crate::{async_trait, JsonSchema};
+pub use crate::JsonSchema;
 pub use arbor_protocol::error::McpError;
 pub use serde::{Deserialize, Serialize};
 pub use serde_json::{json, Value};
@@ -42,8 +42,9 @@ pub use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, SubscribeOption
 pub use arbor_server::router::{completion, Json, NoArgs, PromptRoute, ResourceRoute, TemplateRoute, ToolRoute};
 #[cfg(feature = "server")]
 pub use arbor_server::{
-    Channel, ConnectOptions, Flow, InputRequired, Reply, RequestContext, Router, RouterHandle, Server, ServerConfig,
-    ServerHandler, Subscribe, SubscriptionCapabilities, SubscriptionHandler, ToolError,
+    Channel, ConnectOptions, Flow, InputRequired, ListChangeSender, ListChanges, ListKind, Reply, RequestContext,
+    Router, RouterHandle, Server, ServerConfig, ServerHandler, Subscribe, SubscriptionCapabilities,
+    SubscriptionHandler, ToolError,
 };
 
 #[cfg(feature = "redis")]

@@ -14,7 +14,6 @@ use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitResult, Elic
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::roots::ListRootsResult;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use async_trait::async_trait;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::{Map, Value};
@@ -28,13 +27,14 @@ type Hook<A> = Arc<dyn Fn(A, Map<String, Value>, NotificationContext) -> BoxFutu
 /// Builds a [`ClientHandler`] from closures; see the module docs.
 ///
 /// ```
-/// use arbor_client::handler::HandlerBuilder;
+/// use arbor_client::handler::{ClientHandler, HandlerBuilder};
 /// use arbor_protocol::model::roots::ListRootsResult;
 ///
 /// let handler = HandlerBuilder::new()
 ///     .roots(|_ctx| async { Ok(ListRootsResult { roots: vec![], meta: None, result_type: None, extra: Default::default() }) })
 ///     .build();
-/// assert!(handler.roots().is_some() && handler.sampling().is_none());
+/// // `ClientHandler::` spelled out: the builder has methods of those names too.
+/// assert!(ClientHandler::roots(&*handler).is_some() && ClientHandler::sampling(&*handler).is_none());
 /// ```
 #[derive(Default)]
 pub struct HandlerBuilder {
@@ -111,8 +111,8 @@ impl HandlerBuilder {
         self
     }
 
-    /// The handler.
-    pub fn build(self) -> Arc<dyn ClientHandler> {
+    /// The handler, shared (for [`ClientOptions::handler_arc`](crate::ClientOptions::handler_arc)).
+    pub fn build(self) -> Arc<HandlerBuilder> {
         Arc::new(self)
     }
 }
@@ -126,7 +126,6 @@ struct ElicitationFn {
 
 struct RootsFn(Callback<(), RequestContext, ListRootsResult>);
 
-#[async_trait]
 impl SamplingHandler for SamplingFn {
     async fn handle_sampling(
         &self,
@@ -137,7 +136,6 @@ impl SamplingHandler for SamplingFn {
     }
 }
 
-#[async_trait]
 impl ElicitationHandler for ElicitationFn {
     fn elicitation_modes(&self) -> Vec<ElicitationMode> {
         self.modes.clone()
@@ -152,25 +150,23 @@ impl ElicitationHandler for ElicitationFn {
     }
 }
 
-#[async_trait]
 impl RootsHandler for RootsFn {
     async fn list_roots(&self, ctx: &RequestContext) -> Result<ListRootsResult, McpError> {
         (self.0)((), ctx.clone()).await
     }
 }
 
-#[async_trait]
 impl ClientHandler for HandlerBuilder {
-    fn sampling(&self) -> Option<&dyn SamplingHandler> {
-        self.sampling.as_ref().map(|s| s as &dyn SamplingHandler)
+    fn sampling(&self) -> Option<&impl SamplingHandler> {
+        self.sampling.as_ref()
     }
 
-    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
-        self.elicitation.as_ref().map(|e| e as &dyn ElicitationHandler)
+    fn elicitation(&self) -> Option<&impl ElicitationHandler> {
+        self.elicitation.as_ref()
     }
 
-    fn roots(&self) -> Option<&dyn RootsHandler> {
-        self.roots.as_ref().map(|r| r as &dyn RootsHandler)
+    fn roots(&self) -> Option<&impl RootsHandler> {
+        self.roots.as_ref()
     }
 
     async fn handle_notification(&self, method: &str, params: &Map<String, Value>, ctx: &NotificationContext) {

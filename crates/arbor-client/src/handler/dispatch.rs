@@ -19,9 +19,11 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use super::context::{ElicitationContext, FieldInfo, RequestContext, UrlTarget};
+use super::erased::DynClientHandler;
 use super::error::{Failure, InputKind};
 use super::safety::rate::TokenBucket;
 use super::safety::{elicitation, form, roots, sampling, Refusal};
+use super::traits::{ElicitationHandler, RootsHandler, SamplingHandler};
 use super::{Assigns, CallLink, ClientHandler, ClientLimits, Era};
 
 /// How many client calls are in flight, as the connection counts them.
@@ -39,7 +41,7 @@ pub(crate) struct Declared {
 }
 
 impl Declared {
-    pub(crate) fn read(handler: &dyn ClientHandler) -> Declared {
+    pub(crate) fn read(handler: &impl ClientHandler) -> Declared {
         let sampling = handler.sampling();
         let roots = handler.roots();
         Declared {
@@ -98,7 +100,7 @@ impl Prepared {
 
 /// State every path of one runtime shares (the notification worker too).
 pub(crate) struct Shared {
-    pub(crate) handler: Arc<dyn ClientHandler>,
+    pub(crate) handler: Arc<dyn DynClientHandler>,
     pub(crate) limits: ClientLimits,
     pub(crate) declared: Declared,
     pub(crate) client: Arc<str>,
@@ -210,22 +212,22 @@ impl Shared {
         let undeclared = || Failure::Undeclared(kind);
         let encoded = match prepared {
             Prepared::Sampling(params) => {
-                let handler = self.handler.sampling().ok_or_else(undeclared)?;
-                let mut result = handler.handle_sampling(params, &ctx).await.map_err(Failure::Handler)?;
+                let answer = self.handler.sample(params, &ctx).ok_or_else(undeclared)?;
+                let mut result = answer.await.map_err(Failure::Handler)?;
                 result.result_type = None;
                 serde_json::to_value(result)
             }
             Prepared::Elicitation { params, mode, schema, url, fields } => {
-                let handler = self.handler.elicitation().ok_or_else(undeclared)?;
                 let ctx = ElicitationContext { request: ctx, mode, url, fields };
-                let mut result = handler.handle_elicitation(params, &ctx).await.map_err(Failure::Handler)?;
+                let answer = self.handler.elicit(params, &ctx).ok_or_else(undeclared)?;
+                let mut result = answer.await.map_err(Failure::Handler)?;
                 form::check_answer(&mut result, mode, schema.as_ref()).map_err(Failure::Refused)?;
                 result.result_type = None;
                 serde_json::to_value(result)
             }
             Prepared::Roots => {
-                let handler = self.handler.roots().ok_or_else(undeclared)?;
-                let mut result = handler.list_roots(&ctx).await.map_err(Failure::Handler)?;
+                let answer = self.handler.list_roots(&ctx).ok_or_else(undeclared)?;
+                let mut result = answer.await.map_err(Failure::Handler)?;
                 roots::check_answer(&mut result);
                 result.result_type = None;
                 serde_json::to_value(result)

@@ -16,6 +16,7 @@
 mod builder;
 mod context;
 mod dispatch;
+mod erased;
 mod error;
 mod inputs;
 mod limits;
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 
 pub use builder::HandlerBuilder;
 pub use context::{ElicitationContext, FieldInfo, NotificationContext, RequestContext, UrlTarget};
+pub(crate) use erased::DynClientHandler;
 pub use error::{HandlerStartError, InputHandlerError, InputKind};
 pub use limits::{ClientLimits, ElicitationLimits, RateLimit, SamplingLimits};
 pub use runtime::HandlerRuntime;

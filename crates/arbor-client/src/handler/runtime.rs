@@ -25,11 +25,11 @@ use serde_json::Map;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::dispatch::{Declared, InFlightProbe, Shared};
+use super::dispatch::{InFlightProbe, Shared};
 use super::error::HandlerStartError;
 use super::notifications::{self, Queued};
 use super::safety::rate::TokenBucket;
-use super::{Assigns, ClientHandler, ClientLimits, Era};
+use super::{Assigns, ClientHandler, ClientLimits, DynClientHandler, Era};
 
 /// The legacy requests running now, by the server's request id: a sequence number (so a
 /// finished task removes only its own entry) and the task's address for cancelling.
@@ -75,8 +75,19 @@ impl HandlerRuntime {
     /// Starts the runtime for one server: `server_id` is the operator-assigned id of the
     /// server, `client_name` the client's name, `client_assigns` the client's own assigns
     /// (given to callbacks not tied to a call). Must run inside a tokio runtime.
-    pub async fn new(
-        handler: Arc<dyn ClientHandler>,
+    pub async fn new<H: ClientHandler>(
+        handler: Arc<H>,
+        limits: ClientLimits,
+        server_id: String,
+        client_name: String,
+        client_assigns: Option<Assigns>,
+    ) -> Result<HandlerRuntime, HandlerStartError> {
+        HandlerRuntime::start(handler, limits, server_id, client_name, client_assigns).await
+    }
+
+    /// [`HandlerRuntime::new`] for a handler already erased (the client's options hold it so).
+    pub(crate) async fn start(
+        handler: Arc<dyn DynClientHandler>,
         limits: ClientLimits,
         server_id: String,
         client_name: String,
@@ -87,7 +98,7 @@ impl HandlerRuntime {
         let tasks = TaskSupervisor::start(spec).await.map_err(HandlerStartError::Supervisor)?;
         let now = tokio::time::Instant::now();
         let shared = Arc::new(Shared {
-            declared: Declared::read(handler.as_ref()),
+            declared: handler.declared(),
             handler,
             client: client_name.into(),
             server_id: server_id.into(),

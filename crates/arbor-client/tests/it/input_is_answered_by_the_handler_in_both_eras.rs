@@ -52,7 +52,6 @@ async fn legacy_elicitation_goes_through_the_handler_runtime_with_the_calls_assi
 /// Answers after 30 s: a user taking their time.
 struct SlowUser;
 
-#[async_trait::async_trait]
 impl arbor_client::handler::ElicitationHandler for SlowUser {
     async fn handle_elicitation(
         &self,
@@ -67,7 +66,7 @@ impl arbor_client::handler::ElicitationHandler for SlowUser {
 struct SlowHandler;
 
 impl arbor_client::handler::ClientHandler for SlowHandler {
-    fn elicitation(&self) -> Option<&dyn arbor_client::handler::ElicitationHandler> {
+    fn elicitation(&self) -> Option<&impl arbor_client::handler::ElicitationHandler> {
         Some(&SlowUser)
     }
 }
@@ -91,7 +90,6 @@ async fn a_legacy_server_request_pauses_its_calls_deadline_within_the_maximum() 
 /// Refuses every elicitation with an error.
 struct Refuser;
 
-#[async_trait::async_trait]
 impl arbor_client::handler::ElicitationHandler for Refuser {
     async fn handle_elicitation(
         &self,
@@ -105,7 +103,7 @@ impl arbor_client::handler::ElicitationHandler for Refuser {
 struct RefusingHandler;
 
 impl arbor_client::handler::ClientHandler for RefusingHandler {
-    fn elicitation(&self) -> Option<&dyn arbor_client::handler::ElicitationHandler> {
+    fn elicitation(&self) -> Option<&impl arbor_client::handler::ElicitationHandler> {
         Some(&Refuser)
     }
 }

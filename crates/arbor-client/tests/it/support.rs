@@ -64,7 +64,6 @@ fn text(t: impl Into<String>) -> CallToolResult {
     CallToolResult { content: vec![ContentBlock::text(t)], ..Default::default() }
 }
 
-#[async_trait::async_trait]
 impl ServerHandler for TestServer {
     fn info(&self) -> ServerInfo {
         ServerInfo::new("arbor-client-test", "0.0.1")
@@ -200,7 +199,6 @@ impl ServerHandler for TestServer {
 /// Answers every form elicitation with `{"name": <assigns.name or "Ada">}`.
 pub struct Answers;
 
-#[async_trait::async_trait]
 impl ElicitationHandler for Answers {
     async fn handle_elicitation(
         &self,
@@ -222,7 +220,7 @@ impl ElicitationHandler for Answers {
 pub struct AnsweringHandler;
 
 impl ClientHandler for AnsweringHandler {
-    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
+    fn elicitation(&self) -> Option<&impl ElicitationHandler> {
         Some(&Answers)
     }
 }

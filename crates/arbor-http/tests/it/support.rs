@@ -56,7 +56,6 @@ impl Drop for Dropped {
 
 struct Closes(mpsc::UnboundedSender<()>);
 
-#[async_trait::async_trait]
 impl SubscriptionHandler for Closes {
     type State = ();
     async fn subscribe(&self, _: &SubscriptionFilter, _: &Channel) -> Subscribe<()> {

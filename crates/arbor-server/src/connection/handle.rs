@@ -93,7 +93,6 @@ impl Drop for Abandon<'_> {
     }
 }
 
-#[async_trait::async_trait]
 impl ClientRequester for ConnectionHandle {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
         let (reply, answer) = oneshot::channel();

@@ -39,11 +39,10 @@ use std::future::Future;
 /// Dropping the returned future must forget the pending request: [`drive`] drops it
 /// when the request is cancelled, times out, or another request of its round failed.
 #[allow(dead_code)] // Implemented and called by the runtime's request execution.
-#[async_trait::async_trait]
 pub(crate) trait ClientRequester: Send + Sync {
     /// Sends `request` and waits for the client's result. `Err` is the client's
     /// JSON-RPC error, or a failure to reach the client.
-    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError>;
+    fn request(&self, request: InputRequest) -> impl Future<Output = Result<InputResponse, McpError>> + Send;
 }
 
 /// Calls the handler through `invoke` until it completes, answering each "input
@@ -60,7 +59,7 @@ pub(crate) trait ClientRequester: Send + Sync {
 #[allow(dead_code)] // Called by the runtime's request execution.
 pub(crate) async fn drive<T, F, Fut>(
     mut invoke: F,
-    requester: &dyn ClientRequester,
+    requester: &impl ClientRequester,
     caps: &ClientCapabilities,
     version: ProtocolVersion,
     max_rounds: usize,
@@ -120,7 +119,7 @@ where
 /// Sends a round's requests concurrently and collects the answers by key. The first
 /// failure ends the round, dropping (and so abandoning) the requests still waiting.
 async fn ask_all(
-    requester: &dyn ClientRequester,
+    requester: &impl ClientRequester,
     requests: InputRequests,
     version: ProtocolVersion,
 ) -> Result<InputResponses, McpError> {

@@ -53,7 +53,6 @@ fn method(request: &InputRequest) -> &'static str {
     }
 }
 
-#[async_trait::async_trait]
 impl ClientRequester for FakeClient {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
         self.sent.lock().push(request.clone());

@@ -3,7 +3,7 @@
 //! Each list (tools, prompts, resources, templates) is an immutable [`Registry`] behind an
 //! `ArcSwap`. A request loads the current one without locking; a change copies it, edits
 //! the copy and swaps it in, under a writer mutex that is never held across an `.await`.
-//! Each change is announced as a [`ListKind`] on a broadcast channel, which the runtime
+//! Each change is announced as a [`ListKind`] on a [`ListChangeSender`], which the runtime
 //! reads through [`ServerHandler::list_changes`](crate::ServerHandler::list_changes) to
 //! send `notifications/*/list_changed` where the client's revision has them.
 //!
@@ -15,12 +15,11 @@ use super::prompt::PromptRoute;
 use super::registry::Registry;
 use super::resource::{ResourceRoute, TemplateRoute};
 use super::tool::ToolRoute;
-use crate::handler::ListKind;
+use crate::handler::{ListChangeSender, ListChanges, ListKind};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
-use tokio::sync::broadcast;
 
 /// Bits of `Shared::served`: which capabilities the router has had something to serve.
 pub(crate) const TOOLS: u8 = 1;
@@ -30,10 +29,6 @@ pub(crate) const COMPLETIONS: u8 = 8;
 /// A tool that may run as a task (the tasks extension) has been registered.
 pub(crate) const TASKS: u8 = 16;
 
-/// How many unread changes a slow subscriber may fall behind before it sees `Lagged`
-/// (which the runtime takes as "everything may have changed").
-const CHANGE_BUFFER: usize = 64;
-
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) tools: ArcSwap<Registry<ToolRoute>>,
@@ -42,7 +37,7 @@ pub(crate) struct Shared {
     pub(crate) templates: ArcSwap<Registry<TemplateRoute>>,
     /// Serialises copy-on-write updates so that two concurrent changes cannot lose one.
     write: Mutex<()>,
-    changes: broadcast::Sender<ListKind>,
+    changes: ListChangeSender,
     /// Set once a [`RouterHandle`] exists: the lists may change while serving.
     pub(crate) dynamic: AtomicBool,
     /// Capabilities that have been served at some point. Sticky, so that a capability
@@ -58,7 +53,7 @@ impl Default for Shared {
             resources: Default::default(),
             templates: Default::default(),
             write: Mutex::new(()),
-            changes: broadcast::channel(CHANGE_BUFFER).0,
+            changes: ListChangeSender::default(),
             dynamic: AtomicBool::new(false),
             served: AtomicU8::new(0),
         }
@@ -74,7 +69,7 @@ impl Shared {
         self.served.fetch_or(bits, Ordering::AcqRel);
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ListKind> {
+    pub(crate) fn subscribe(&self) -> ListChanges {
         self.changes.subscribe()
     }
 
@@ -98,8 +93,7 @@ impl Shared {
             changed
         };
         if changed {
-            // No receiver means no connection is listening; there is nobody to tell.
-            let _ = self.changes.send(kind);
+            self.changes.send(kind);
         }
         changed
     }

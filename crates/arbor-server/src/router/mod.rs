@@ -49,7 +49,7 @@ pub use schemars;
 pub use tool::{Tool, ToolRoute};
 
 use crate::context::RequestContext;
-use crate::handler::{ListKind, ServerHandler, ServerInfo};
+use crate::handler::{ListChanges, ListKind, ServerHandler, ServerInfo};
 use crate::reply::Reply;
 use crate::tasks::TaskPolicy;
 use arbor_protocol::era::http::ParamHeader;
@@ -66,7 +66,6 @@ use arbor_protocol::model::resources::{
     ResourceSubscriptionParams,
 };
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
-use async_trait::async_trait;
 use completion::{CompletionRequest, IntoCompletion};
 use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TASKS, TOOLS};
 use pagination::ListId;
@@ -445,7 +444,6 @@ impl Router {
     }
 }
 
-#[async_trait]
 impl ServerHandler for Router {
     fn info(&self) -> ServerInfo {
         self.info.clone()
@@ -487,7 +485,7 @@ impl ServerHandler for Router {
         self.shared.tools.load().get(tool).map_or(TaskPolicy::FORBIDDEN, |t| t.task_policy)
     }
 
-    fn list_changes(&self) -> Option<tokio::sync::broadcast::Receiver<ListKind>> {
+    fn list_changes(&self) -> Option<ListChanges> {
         self.shared.dynamic.load(Ordering::Acquire).then(|| self.shared.subscribe())
     }
 

@@ -23,16 +23,16 @@ use arbor_protocol::model::capabilities::ServerCapabilities;
 use arbor_protocol::model::common::NotificationParams;
 use arbor_protocol::model::resources::ResourceSubscriptionParams;
 use arbor_protocol::model::subscriptions::{ResourceUpdatedNotificationParams, SubscriptionFilter};
-use async_trait::async_trait;
 
 use super::{topics, Channel, Flow, Subscribe, SubscriptionHandler};
 use crate::context::{ContextParts, RequestContext};
-use crate::handler::{ListKind, ServerHandler};
+use crate::dyn_handler::DynServerHandler;
+use crate::handler::ListKind;
 
 /// The built-in handler of a server.
 pub(crate) struct BuiltIn {
     pub(crate) capabilities: ServerCapabilities,
-    pub(crate) handler: Arc<dyn ServerHandler>,
+    pub(crate) handler: Arc<dyn DynServerHandler>,
 }
 
 impl BuiltIn {
@@ -83,7 +83,6 @@ fn context(id: &RequestId, channel: &Channel) -> RequestContext {
     })
 }
 
-#[async_trait]
 impl SubscriptionHandler for BuiltIn {
     type State = ();
 

@@ -35,7 +35,8 @@ use arbor_bus::BusMessage;
 use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::ServerCapabilities;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
-use async_trait::async_trait;
+use futures::future::BoxFuture;
+use std::future::Future;
 
 pub(crate) use builtin::BuiltIn;
 pub(crate) use channel::StreamShared;
@@ -106,7 +107,9 @@ impl SubscriptionCapabilities {
 /// [`SubscriptionHandler::State`]. Every callback of one stream runs on that stream's
 /// task, one at a time; a panic in a callback ends the stream with an internal error (in
 /// `subscribe`, a rejection) and never reaches the connection.
-#[async_trait]
+///
+/// As with [`ServerHandler`](crate::ServerHandler), the callbacks are declared
+/// `-> impl Future<Output = T> + Send` and implemented with plain `async fn`.
 pub trait SubscriptionHandler: Send + Sync + 'static {
     /// The handler's per-stream state.
     type State: Send + 'static;
@@ -115,18 +118,27 @@ pub trait SubscriptionHandler: Send + Sync + 'static {
     /// registered before this one), and joins the bus topics it needs with
     /// [`Channel::join`]. Use [`Channel::connection`] to authorize. Notifications sent
     /// from here are held back until the acknowledgement has gone out.
-    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> Subscribe<Self::State>;
+    fn subscribe(
+        &self,
+        filter: &SubscriptionFilter,
+        channel: &Channel,
+    ) -> impl Future<Output = Subscribe<Self::State>> + Send;
 
     /// One message from a topic this handler joined: send notifications with
     /// [`Channel::send`], then keep streaming or stop.
-    async fn handle_message(&self, message: Arc<BusMessage>, channel: &Channel, state: &mut Self::State) -> Flow;
+    fn handle_message(
+        &self,
+        message: Arc<BusMessage>,
+        channel: &Channel,
+        state: &mut Self::State,
+    ) -> impl Future<Output = Flow> + Send;
 
     /// Messages of `topic` were lost (a full queue, a reconnection to Redis). The default
     /// keeps streaming; a handler that can tell the client what it may have missed (a
     /// `list_changed`, an `updated`) does so here.
-    async fn handle_gap(&self, topic: &str, channel: &Channel, state: &mut Self::State) -> Flow {
+    fn handle_gap(&self, topic: &str, channel: &Channel, state: &mut Self::State) -> impl Future<Output = Flow> + Send {
         let _ = (topic, channel, state);
-        Flow::Stream
+        async { Flow::Stream }
     }
 
     /// The stream was torn down from outside (the client cancelled the listen or
@@ -134,8 +146,9 @@ pub trait SubscriptionHandler: Send + Sync + 'static {
     /// Runs exactly once per accepted stream, never after this handler's own
     /// [`Flow::Stop`]. The channel is already closed; the bus subscriptions joined
     /// through it are dropped by the runtime afterwards.
-    async fn handle_close(&self, channel: &Channel, state: Self::State) {
+    fn handle_close(&self, channel: &Channel, state: Self::State) -> impl Future<Output = ()> + Send {
         let _ = (channel, state);
+        async {}
     }
 
     /// The notification types this handler emits, folded into the capabilities the
@@ -146,13 +159,23 @@ pub trait SubscriptionHandler: Send + Sync + 'static {
     }
 }
 
-/// A handler with its state type erased, so one stream can run several.
-#[async_trait]
+/// A handler with its state type erased, so one stream can run several: the object-safe
+/// form of [`SubscriptionHandler`], one boxed future per callback.
 pub(crate) trait ErasedHandler: Send + Sync + 'static {
-    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> ErasedSubscribe;
-    async fn handle_message(&self, message: Arc<BusMessage>, channel: &Channel, state: &mut ErasedState) -> Flow;
-    async fn handle_gap(&self, topic: &str, channel: &Channel, state: &mut ErasedState) -> Flow;
-    async fn handle_close(&self, channel: &Channel, state: ErasedState);
+    fn subscribe<'a>(&'a self, filter: &'a SubscriptionFilter, channel: &'a Channel) -> BoxFuture<'a, ErasedSubscribe>;
+    fn handle_message<'a>(
+        &'a self,
+        message: Arc<BusMessage>,
+        channel: &'a Channel,
+        state: &'a mut ErasedState,
+    ) -> BoxFuture<'a, Flow>;
+    fn handle_gap<'a>(
+        &'a self,
+        topic: &'a str,
+        channel: &'a Channel,
+        state: &'a mut ErasedState,
+    ) -> BoxFuture<'a, Flow>;
+    fn handle_close<'a>(&'a self, channel: &'a Channel, state: ErasedState) -> BoxFuture<'a, ()>;
     fn capabilities(&self) -> SubscriptionCapabilities;
 }
 
@@ -166,27 +189,38 @@ fn typed<S: 'static>(state: &mut ErasedState) -> &mut S {
     state.downcast_mut::<S>().expect("a stream's state is the type its handler made")
 }
 
-#[async_trait]
 impl<H: SubscriptionHandler> ErasedHandler for Erased<H> {
-    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> ErasedSubscribe {
-        match self.0.subscribe(filter, channel).await {
-            Subscribe::Accept(s) => Subscribe::Accept(Box::new(s)),
-            Subscribe::Narrow(f, s) => Subscribe::Narrow(f, Box::new(s)),
-            Subscribe::Reject(e) => Subscribe::Reject(e),
-        }
+    fn subscribe<'a>(&'a self, filter: &'a SubscriptionFilter, channel: &'a Channel) -> BoxFuture<'a, ErasedSubscribe> {
+        Box::pin(async move {
+            match self.0.subscribe(filter, channel).await {
+                Subscribe::Accept(s) => Subscribe::Accept(Box::new(s) as ErasedState),
+                Subscribe::Narrow(f, s) => Subscribe::Narrow(f, Box::new(s) as ErasedState),
+                Subscribe::Reject(e) => Subscribe::Reject(e),
+            }
+        })
     }
 
-    async fn handle_message(&self, message: Arc<BusMessage>, channel: &Channel, state: &mut ErasedState) -> Flow {
-        self.0.handle_message(message, channel, typed::<H::State>(state)).await
+    fn handle_message<'a>(
+        &'a self,
+        message: Arc<BusMessage>,
+        channel: &'a Channel,
+        state: &'a mut ErasedState,
+    ) -> BoxFuture<'a, Flow> {
+        Box::pin(self.0.handle_message(message, channel, typed::<H::State>(state)))
     }
 
-    async fn handle_gap(&self, topic: &str, channel: &Channel, state: &mut ErasedState) -> Flow {
-        self.0.handle_gap(topic, channel, typed::<H::State>(state)).await
+    fn handle_gap<'a>(
+        &'a self,
+        topic: &'a str,
+        channel: &'a Channel,
+        state: &'a mut ErasedState,
+    ) -> BoxFuture<'a, Flow> {
+        Box::pin(self.0.handle_gap(topic, channel, typed::<H::State>(state)))
     }
 
-    async fn handle_close(&self, channel: &Channel, state: ErasedState) {
+    fn handle_close<'a>(&'a self, channel: &'a Channel, state: ErasedState) -> BoxFuture<'a, ()> {
         let state = *state.downcast::<H::State>().expect("a stream's state is the type its handler made");
-        self.0.handle_close(channel, state).await
+        Box::pin(self.0.handle_close(channel, state))
     }
 
     fn capabilities(&self) -> SubscriptionCapabilities {

@@ -17,7 +17,6 @@ use arbor_bus::BusMessage;
 use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_protocol::model::tasks::TaskStatusNotificationParams;
-use async_trait::async_trait;
 
 use super::run::{declares_extension, missing_extension};
 use super::store::{Owner, TaskStore};
@@ -35,7 +34,6 @@ pub(crate) struct TaskStreams {
     pub(crate) store: Arc<TaskStore>,
 }
 
-#[async_trait]
 impl SubscriptionHandler for TaskStreams {
     type State = ();
 

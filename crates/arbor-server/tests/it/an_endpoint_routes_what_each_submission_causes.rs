@@ -56,7 +56,6 @@ fn text(s: impl Into<String>) -> Reply<CallToolResult> {
     CallToolResult { content: vec![ContentBlock::text(s)], ..Default::default() }.into()
 }
 
-#[async_trait::async_trait]
 impl ServerHandler for Probe {
     fn info(&self) -> ServerInfo {
         ServerInfo::new("probe", "1")
@@ -119,7 +118,6 @@ impl ServerHandler for Probe {
 /// Accepts every listen and counts `handle_close`.
 struct Closing(Arc<AtomicUsize>);
 
-#[async_trait::async_trait]
 impl SubscriptionHandler for Closing {
     type State = ();
 

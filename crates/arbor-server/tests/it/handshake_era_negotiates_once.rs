@@ -67,11 +67,11 @@ async fn list_changes_reach_initialized_legacy_sessions() {
     h.peer.initialize("2025-06-18", json!({})).await;
     // Make sure `initialized` was processed before the change fires.
     h.peer.call(1, "ping", json!({})).await;
-    h.changes.send(ListKind::Tools).unwrap();
+    h.changes.send(ListKind::Tools);
     let note = h.peer.recv().await;
     assert_eq!(note["method"], "notifications/tools/list_changed");
     // Prompts did not advertise listChanged: nothing is sent.
-    h.changes.send(ListKind::Prompts).unwrap();
+    h.changes.send(ListKind::Prompts);
     h.peer.expect_silence(Duration::from_millis(50)).await;
     h.finish().await;
 }

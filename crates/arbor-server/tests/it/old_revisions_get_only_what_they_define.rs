@@ -32,7 +32,6 @@ fn icons() -> Value {
 
 struct Rich;
 
-#[async_trait::async_trait]
 impl ServerHandler for Rich {
     fn info(&self) -> ServerInfo {
         let implementation = from(json!({

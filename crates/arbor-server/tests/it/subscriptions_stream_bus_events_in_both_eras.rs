@@ -18,7 +18,6 @@ use arbor_server::{
     SubscriptionHandler, Transport,
 };
 use serde_json::{json, Value};
-use tokio::sync::broadcast;
 
 use crate::schema::check_message;
 use crate::support::{modern_meta, ScriptedPeer, TestHandler};
@@ -34,7 +33,6 @@ struct Feed {
     refused: Arc<AtomicUsize>,
 }
 
-#[async_trait::async_trait]
 impl SubscriptionHandler for Feed {
     type State = ();
 
@@ -93,7 +91,7 @@ struct Setup {
     server: Server,
     bus: Arc<LocalBus>,
     gauge: Gauge,
-    changes: broadcast::Sender<ListKind>,
+    changes: arbor_server::ListChangeSender,
     closed: Arc<AtomicUsize>,
     refused: Arc<AtomicUsize>,
 }
@@ -210,12 +208,12 @@ async fn the_acknowledgement_comes_first_and_every_notification_carries_the_list
         assert_eq!(updated["method"], "notifications/resources/updated");
         assert_eq!(updated["params"]["uri"], FEED);
         assert_eq!(subscription_id(&updated), &id);
-        s.changes.send(ListKind::Tools).unwrap();
+        s.changes.send(ListKind::Tools);
         let changed = p.recv(None).await;
         assert_eq!(changed["method"], "notifications/tools/list_changed");
         assert_eq!(subscription_id(&changed), &id);
         // Resources did not ask for list changes: nothing comes for them.
-        s.changes.send(ListKind::Resources).unwrap();
+        s.changes.send(ListKind::Resources);
         p.peer.expect_silence(Duration::from_millis(50)).await;
         p.cancel(id);
         p.peer.expect_silence(Duration::from_millis(50)).await;
@@ -238,7 +236,7 @@ async fn several_listens_share_a_connection_and_are_told_apart_by_id() {
         (first["method"].as_str().unwrap(), subscription_id(&first)),
         ("notifications/resources/updated", &json!("a"))
     );
-    s.changes.send(ListKind::Tools).unwrap();
+    s.changes.send(ListKind::Tools);
     let second = p.recv(None).await;
     assert_eq!(
         (second["method"].as_str().unwrap(), subscription_id(&second)),
@@ -399,7 +397,7 @@ async fn a_list_change_reaches_modern_and_legacy_subscribers_that_asked() {
     q.listen(json!("feed"), json!({"resourceSubscriptions": [FEED]}));
     q.recv(None).await;
     l.initialize("2025-11-25").await;
-    s.changes.send(ListKind::Tools).unwrap();
+    s.changes.send(ListKind::Tools);
     let note = m.recv(None).await;
     assert_eq!(
         (note["method"].as_str().unwrap(), subscription_id(&note)),

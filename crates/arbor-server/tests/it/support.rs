@@ -15,23 +15,23 @@ use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, Pr
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
 use arbor_server::{
-    CancellationToken, ConnectOptions, Connection, InputRequired, ListKind, Reply, RequestContext, Server,
-    ServerConfig, ServerHandler, ServerInfo, Transport,
+    CancellationToken, ConnectOptions, Connection, InputRequired, ListChangeSender, ListChanges, Reply, RequestContext,
+    Server, ServerConfig, ServerHandler, ServerInfo, Transport,
 };
 use arbor_transport::{FrameReader, FrameWriter};
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 /// A raw handler with a few tools that exercise the runtime.
 pub struct TestHandler {
-    pub changes: broadcast::Sender<ListKind>,
+    pub changes: ListChangeSender,
     /// Where the `token` tool hands its context and `cx.cancellation_token()`.
     pub contexts: Option<mpsc::UnboundedSender<(CancellationToken, RequestContext)>>,
 }
 
 impl TestHandler {
     pub fn new() -> TestHandler {
-        TestHandler { changes: broadcast::channel(16).0, contexts: None }
+        TestHandler { changes: ListChangeSender::default(), contexts: None }
     }
 }
 
@@ -39,7 +39,6 @@ fn text(result: impl Into<String>) -> CallToolResult {
     CallToolResult::from_text(result)
 }
 
-#[async_trait::async_trait]
 impl ServerHandler for TestHandler {
     fn info(&self) -> ServerInfo {
         ServerInfo { instructions: Some("test server".into()), ..ServerInfo::new("arbor-test", "0.0.1") }
@@ -63,7 +62,7 @@ impl ServerHandler for TestHandler {
         (tool == "hang_briefly").then(|| Duration::from_secs(1))
     }
 
-    fn list_changes(&self) -> Option<broadcast::Receiver<ListKind>> {
+    fn list_changes(&self) -> Option<ListChanges> {
         Some(self.changes.subscribe())
     }
 
@@ -284,7 +283,7 @@ pub struct Harness {
     pub connection: Connection,
     pub peer: ScriptedPeer,
     pub gauge: Gauge,
-    pub changes: broadcast::Sender<ListKind>,
+    pub changes: ListChangeSender,
     /// What the `token` tool hands over, one entry per call.
     pub contexts: mpsc::UnboundedReceiver<(CancellationToken, RequestContext)>,
 }

@@ -448,7 +448,6 @@ async fn a_listen_naming_a_task_hears_its_status_changes() {
 /// the extension: the runtime serves what is advertised, so calls run inline.
 struct Unadvertised;
 
-#[async_trait::async_trait]
 impl arbor_server::ServerHandler for Unadvertised {
     fn info(&self) -> arbor_server::ServerInfo {
         arbor_server::ServerInfo::new("unadvertised", "1")

@@ -13,7 +13,6 @@ use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitResult, Elic
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::roots::ListRootsResult;
 use arbor_protocol::model::sampling::{CreateMessageRequestParams, CreateMessageResult};
-use async_trait::async_trait;
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, Semaphore};
@@ -153,7 +152,6 @@ impl Drop for Abandon {
     }
 }
 
-#[async_trait]
 impl SamplingHandler for TestHandler {
     async fn handle_sampling(
         &self,
@@ -169,7 +167,6 @@ impl SamplingHandler for TestHandler {
     }
 }
 
-#[async_trait]
 impl ElicitationHandler for TestHandler {
     fn elicitation_modes(&self) -> Vec<ElicitationMode> {
         self.elicitation.clone().unwrap_or_default()
@@ -186,7 +183,6 @@ impl ElicitationHandler for TestHandler {
     }
 }
 
-#[async_trait]
 impl RootsHandler for TestHandler {
     async fn list_roots(&self, ctx: &RequestContext) -> Result<ListRootsResult, McpError> {
         self.act("roots", Value::Null, ctx, None, vec![]).await?;
@@ -194,18 +190,17 @@ impl RootsHandler for TestHandler {
     }
 }
 
-#[async_trait]
 impl ClientHandler for TestHandler {
-    fn sampling(&self) -> Option<&dyn SamplingHandler> {
-        self.sampling.then_some(self as &dyn SamplingHandler)
+    fn sampling(&self) -> Option<&impl SamplingHandler> {
+        self.sampling.then_some(self)
     }
 
-    fn elicitation(&self) -> Option<&dyn ElicitationHandler> {
-        self.elicitation.is_some().then_some(self as &dyn ElicitationHandler)
+    fn elicitation(&self) -> Option<&impl ElicitationHandler> {
+        self.elicitation.is_some().then_some(self)
     }
 
-    fn roots(&self) -> Option<&dyn RootsHandler> {
-        self.roots.then_some(self as &dyn RootsHandler)
+    fn roots(&self) -> Option<&impl RootsHandler> {
+        self.roots.then_some(self)
     }
 
     async fn handle_notification(&self, method: &str, params: &Map<String, Value>, ctx: &NotificationContext) {

@@ -5,7 +5,6 @@ use super::*;
 use crate::handler::ListKind;
 use crate::router::{NoArgs, ResourceRoute, RouteKind, RouterError, SchemaPart};
 use std::collections::HashMap;
-use tokio::sync::broadcast::error::TryRecvError;
 
 #[test]
 fn a_non_object_argument_type_is_a_schema_error() {
@@ -142,12 +141,12 @@ async fn run_time_registration_refuses_a_duplicate_without_announcing_it() {
     let handle = router.handle();
     let mut changes = router.list_changes().expect("a dynamic router announces changes");
     handle.try_add_tool(ToolRoute::try_new("add", add).unwrap()).unwrap();
-    assert_eq!(changes.try_recv(), Ok(ListKind::Tools));
+    assert_eq!(changes.try_recv(), Some(ListKind::Tools));
 
     let second = ToolRoute::try_new("add", |_: NoArgs| async { "second" }).unwrap();
     let err = handle.try_add_tool(second).unwrap_err();
     assert_eq!(err, RouterError::Duplicate { kind: RouteKind::Tool, name: "add".into() });
-    assert_eq!(changes.try_recv(), Err(TryRecvError::Empty), "a refused registration changes nothing");
+    assert_eq!(changes.try_recv(), None, "a refused registration changes nothing");
     assert_eq!(handle.tool_names(), ["add"]);
     assert_eq!(text_of(&call(&router, "add", json!({"a": 2, "b": 2})).await.unwrap()), "4");
 

@@ -1,0 +1,149 @@
+//! [`DynServerHandler`]: the object-safe twin of [`ServerHandler`], through which the
+//! runtime holds a handler of any type.
+//!
+//! [`ServerHandler`]'s callbacks return `impl Future`, so the trait has no `dyn` form; the
+//! runtime (`Shared`, the built-in subscription handler, request and notification tasks)
+//! keeps an `Arc<dyn DynServerHandler>` instead, and the blanket impl below boxes each
+//! callback's future: one allocation per call, as `async_trait` made before. This is not
+//! a second trait for users: it is crate-private and implemented for every
+//! `ServerHandler` and nothing else.
+//!
+//! Invariant: each method forwards to the `ServerHandler` method of the same name and
+//! adds nothing but the box.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arbor_protocol::era::http::ParamHeader;
+use arbor_protocol::error::McpError;
+use arbor_protocol::methods::ClientNotification;
+use arbor_protocol::model::capabilities::ServerCapabilities;
+use arbor_protocol::model::common::PaginatedRequestParams;
+use arbor_protocol::model::completion::{CompleteRequestParams, CompleteResult};
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult, ListPromptsResult};
+use arbor_protocol::model::resources::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
+    ResourceSubscriptionParams,
+};
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
+use futures::future::BoxFuture;
+
+use crate::context::{ConnectionInfo, RequestContext};
+use crate::handler::{ListChanges, ServerHandler, ServerInfo};
+use crate::reply::Reply;
+use crate::tasks::TaskPolicy;
+
+type Answer<'a, T> = BoxFuture<'a, Result<T, McpError>>;
+
+/// [`ServerHandler`] with every future boxed; see the module docs.
+pub(crate) trait DynServerHandler: Send + Sync + 'static {
+    fn info(&self) -> ServerInfo;
+    fn capabilities(&self) -> ServerCapabilities;
+    fn tool_deadline(&self, tool: &str) -> Option<Duration>;
+    fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>>;
+    fn tool_task_policy(&self, tool: &str) -> TaskPolicy;
+    fn list_changes(&self) -> Option<ListChanges>;
+    fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
+    fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>>;
+    fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult>;
+    fn list_resource_templates(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Answer<'_, ListResourceTemplatesResult>;
+    fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        cx: RequestContext,
+    ) -> Answer<'_, Reply<ReadResourceResult>>;
+    fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()>;
+    fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()>;
+    fn list_prompts(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListPromptsResult>;
+    fn get_prompt(&self, params: GetPromptRequestParams, cx: RequestContext) -> Answer<'_, Reply<GetPromptResult>>;
+    fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Answer<'_, CompleteResult>;
+    fn set_log_level(&self, level: LoggingLevel, connection: ConnectionInfo) -> Answer<'_, ()>;
+    fn on_notification(&self, notification: ClientNotification, connection: ConnectionInfo) -> BoxFuture<'_, ()>;
+}
+
+impl<H: ServerHandler> DynServerHandler for H {
+    fn info(&self) -> ServerInfo {
+        ServerHandler::info(self)
+    }
+
+    fn capabilities(&self) -> ServerCapabilities {
+        ServerHandler::capabilities(self)
+    }
+
+    fn tool_deadline(&self, tool: &str) -> Option<Duration> {
+        ServerHandler::tool_deadline(self, tool)
+    }
+
+    fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
+        ServerHandler::tool_param_headers(self, tool)
+    }
+
+    fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
+        ServerHandler::tool_task_policy(self, tool)
+    }
+
+    fn list_changes(&self) -> Option<ListChanges> {
+        ServerHandler::list_changes(self)
+    }
+
+    fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult> {
+        Box::pin(ServerHandler::list_tools(self, params, cx))
+    }
+
+    fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>> {
+        Box::pin(ServerHandler::call_tool(self, params, cx))
+    }
+
+    fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult> {
+        Box::pin(ServerHandler::list_resources(self, params, cx))
+    }
+
+    fn list_resource_templates(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> Answer<'_, ListResourceTemplatesResult> {
+        Box::pin(ServerHandler::list_resource_templates(self, params, cx))
+    }
+
+    fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        cx: RequestContext,
+    ) -> Answer<'_, Reply<ReadResourceResult>> {
+        Box::pin(ServerHandler::read_resource(self, params, cx))
+    }
+
+    fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()> {
+        Box::pin(ServerHandler::subscribe(self, params, cx))
+    }
+
+    fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()> {
+        Box::pin(ServerHandler::unsubscribe(self, params, cx))
+    }
+
+    fn list_prompts(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListPromptsResult> {
+        Box::pin(ServerHandler::list_prompts(self, params, cx))
+    }
+
+    fn get_prompt(&self, params: GetPromptRequestParams, cx: RequestContext) -> Answer<'_, Reply<GetPromptResult>> {
+        Box::pin(ServerHandler::get_prompt(self, params, cx))
+    }
+
+    fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Answer<'_, CompleteResult> {
+        Box::pin(ServerHandler::complete(self, params, cx))
+    }
+
+    fn set_log_level(&self, level: LoggingLevel, connection: ConnectionInfo) -> Answer<'_, ()> {
+        Box::pin(ServerHandler::set_log_level(self, level, connection))
+    }
+
+    fn on_notification(&self, notification: ClientNotification, connection: ConnectionInfo) -> BoxFuture<'_, ()> {
+        Box::pin(ServerHandler::on_notification(self, notification, connection))
+    }
+}
