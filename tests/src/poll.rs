@@ -22,3 +22,25 @@ pub async fn until(what: &str, within: Duration, mut done: impl FnMut() -> bool)
     .await
     .unwrap_or_else(|_| panic!("{what} in time"));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn until_returns_once_the_condition_holds() {
+        let mut checks = 0;
+        until("three checks", Duration::from_secs(1), || {
+            checks += 1;
+            checks == 3
+        })
+        .await;
+        assert_eq!(checks, 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[should_panic(expected = "never in time")]
+    async fn until_fails_the_test_when_the_bound_passes() {
+        until("never", Duration::from_secs(1), || false).await;
+    }
+}

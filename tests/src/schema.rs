@@ -146,3 +146,27 @@ pub fn message_problems(revision: &str, message: &Value, method: Option<&str>) -
     }
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_message_is_checked_as_a_message_and_as_what_its_method_names() {
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        assert!(message_problems("2025-06-18", &ping, Some("ping")).is_empty());
+        let bad_list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": 3}});
+        let found = message_problems("2025-06-18", &bad_list, Some("tools/list"));
+        assert!(found.iter().any(|p| p.starts_with("2025-06-18#ListToolsResult: ")), "{found:?}");
+        let unstamped = message_problems("2026-07-28", &ping, Some("ping"));
+        assert!(unstamped.iter().any(|p| p.contains("carry resultType")), "{unstamped:?}");
+    }
+
+    #[test]
+    fn a_missing_definition_fails_and_leaves_the_cache_usable() {
+        let missing = std::panic::catch_unwind(|| problems("2025-06-18", "NoSuchThing", &json!({})));
+        assert!(missing.is_err());
+        assert_valid("2025-06-18", "EmptyResult", &json!({}));
+    }
+}

@@ -82,3 +82,23 @@ impl EventBuffer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_cut_at_empty_lines_across_chunks_and_comments_are_skipped() {
+        let mut buf = EventBuffer::default();
+        buf.push(b": keep-alive\n\nid: 0-0\nretry: 1000\ndata:\n\nevent: message\nda");
+        let priming = buf.next_event().expect("the priming event");
+        assert_eq!(priming, Event { id: Some("0-0".into()), event: None, retry: Some(1000), data: String::new() });
+        assert_eq!(buf.next_event(), None, "the third event is not complete yet");
+        buf.push(b"ta: {\"a\":\ndata: 1}\n\nretry: 5\n\n");
+        let message = buf.next_event().expect("the message");
+        assert_eq!(message.event.as_deref(), Some("message"));
+        assert_eq!(message.data, "{\"a\":\n1}", "data lines are joined with a newline");
+        assert_eq!(message.json(), serde_json::json!({"a": 1}));
+        assert_eq!(buf.next_event(), None, "a lone retry is no event");
+    }
+}

@@ -126,3 +126,31 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Exchange for LinePeer<R, W> {
         self.client_info.clone().unwrap_or_else(|| serde_json::json!({"name": "tests", "version": "0.0.0"}))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    #[tokio::test]
+    async fn a_call_sets_notifications_aside_and_returns_its_response() {
+        let (client_out, server_in) = tokio::io::duplex(4096);
+        let (mut server_out, client_in) = tokio::io::duplex(4096);
+        let mut peer = LinePeer::new(client_in, client_out, Duration::from_secs(5));
+        let server = tokio::spawn(async move {
+            let mut lines = BufReader::new(server_in).lines();
+            let request: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(request["method"], "ping");
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}});
+            let response = json!({"jsonrpc": "2.0", "id": request["id"], "result": {}});
+            server_out.write_all(format!("{note}\n{response}\n").as_bytes()).await.unwrap();
+        });
+        let response = peer.call(7, "ping", json!({})).await;
+        assert_eq!(response, json!({"jsonrpc": "2.0", "id": 7, "result": {}}));
+        assert_eq!(peer.take_notifications("notifications/message").len(), 1);
+        assert!(peer.notifications.is_empty());
+        server.await.unwrap();
+        peer.expect_end().await;
+    }
+}
