@@ -5,8 +5,9 @@
 //! speaks JSON values, so any crate (the protocol crate too) can dev-depend on it without
 //! a cycle. It locates the official schemas and example messages vendored under
 //! `tests/fixtures/spec/` and validates against them ([`schema`]), drives servers as raw
-//! JSON-RPC peers ([`peer`]) and polls for conditions with a bound ([`poll`]). What only one
-//! crate's tests need stays in that crate's `tests/it/support.rs`.
+//! JSON-RPC peers ([`peer`]), polls for conditions with a bound ([`poll`]) and owns a
+//! throwaway `redis-server` ([`redis`]). What only one crate's tests need stays in that
+//! crate's `tests/it/support.rs`.
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 
 pub mod peer;
 pub mod poll;
+pub mod redis;
 pub mod schema;
 
 /// The folder holding the vendored MCP schemas and examples (`tests/fixtures/spec`).
