@@ -8,77 +8,14 @@
 //! with that instruction. Every wait is bounded, and Redis and both servers are killed when
 //! the test ends, however it ends.
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+// The shared throwaway `redis-server`: a free loopback port, killed on drop.
+use tests::redis::RedisServer as Redis;
 
 use crate::http::{answer, Client, ServerProcess, Sse};
 use crate::support::{modern_meta, Peer};
-
-/// A `redis-server` owned by the test, on a free loopback port, killed on drop.
-struct Redis {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Redis {
-    fn start() -> Redis {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut redis = Redis { port, child: None };
-        redis.spawn();
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn spawn(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let child = Command::new("redis-server")
-                .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "cannot start redis-server ({e}): this test needs a real Redis on PATH; \
-                         install it with `apt-get install -y redis-server`"
-                    )
-                });
-            self.child = Some(child);
-            // A just-killed server's port can take a moment to be free again.
-            while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-                let exited = self.child.as_mut().unwrap().try_wait().unwrap().is_some();
-                assert!(Instant::now() < deadline, "redis-server on port {} did not start within 10 s", self.port);
-                if exited {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 fn demo(redis: &Redis) -> Peer {
     Peer::spawn_with("demo_server", &["--redis", &redis.url(), "--feed-interval-ms", "0"])
@@ -134,8 +71,7 @@ async fn a_feed_item_published_on_one_process_reaches_subscribers_of_the_other_a
     assert_eq!(read_feed(&mut a, 2).await, "one");
 
     // Redis goes away and comes back empty on the same port.
-    redis.kill();
-    redis.spawn();
+    redis.restart();
     // B keeps publishing until an item crosses to A again (both reconnect with backoff).
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut id = 10;
@@ -228,8 +164,7 @@ async fn over_http_a_feed_item_published_on_one_server_reaches_the_streams_of_th
     assert_eq!(http_read_feed(&a, 2).await, "one");
 
     // Redis goes away and comes back empty on the same port.
-    redis.kill();
-    redis.spawn();
+    redis.restart();
     // B keeps publishing until an item crosses to A again (both reconnect with backoff).
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut id = 10;

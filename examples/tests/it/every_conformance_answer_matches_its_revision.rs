@@ -5,8 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::schema::check_message;
 use crate::support::{modern_meta, Peer};
+use tests::schema::message_problems;
 
 const REVISIONS: [&str; 5] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
 
@@ -136,7 +136,7 @@ async fn sweep(revision: &'static str) -> Vec<String> {
     assert!(s.peer.close().await.success());
 
     assert!(s.seen.len() > 40, "{revision}: only {} messages", s.seen.len());
-    s.seen.iter().flat_map(|(message, method)| check_message(revision, message, method.as_deref())).collect()
+    s.seen.iter().flat_map(|(message, method)| message_problems(revision, message, method.as_deref())).collect()
 }
 
 #[tokio::test]

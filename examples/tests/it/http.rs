@@ -1,6 +1,7 @@
 //! An example server run as a process serving Streamable HTTP on a port of its own
-//! choosing, and a raw HTTP client for it: JSON-RPC bodies and SSE streams read by hand,
-//! so the tests see exactly what went over the wire.
+//! choosing, and a raw HTTP client for it: JSON-RPC bodies and SSE streams read by hand
+//! (cut into events by the shared `tests::peer::http`), so the tests see exactly what went
+//! over the wire.
 //!
 //! The server is started with `--port 0` and prints its URL on stderr; [`ServerProcess`]
 //! reads that line (bounded), then keeps copying the rest of its stderr to the test's.
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use serde_json::{json, Value};
+use tests::peer::http::EventBuffer;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -176,11 +178,7 @@ impl Client {
     }
 
     fn post(&self, body: Value) -> reqwest::RequestBuilder {
-        self.http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string())
+        tests::peer::http::post(&self.http, &self.url, &body)
     }
 }
 
@@ -211,14 +209,14 @@ type Body = Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
 /// and events without data (priming) are skipped.
 pub struct Sse {
     body: Body,
-    buffer: Vec<u8>,
+    buffer: EventBuffer,
     /// The id of the last event read, for `Last-Event-ID`.
     pub last_event_id: Option<String>,
 }
 
 impl Sse {
     pub fn new(response: reqwest::Response) -> Sse {
-        Sse { body: Box::pin(response.bytes_stream()), buffer: Vec::new(), last_event_id: None }
+        Sse { body: Box::pin(response.bytes_stream()), buffer: EventBuffer::default(), last_event_id: None }
     }
 
     /// The next message; fails the test if the stream ends or none comes in time.
@@ -236,7 +234,7 @@ impl Sse {
             }
             match tokio::time::timeout_at(deadline, self.body.next()).await {
                 Err(_) => return None,
-                Ok(Some(Ok(chunk))) => self.buffer.extend_from_slice(&chunk),
+                Ok(Some(Ok(chunk))) => self.buffer.push(&chunk),
                 Ok(Some(Err(e))) => panic!("reading the SSE stream: {e}"),
                 Ok(None) => panic!("the server ended the SSE stream"),
             }
@@ -253,7 +251,7 @@ impl Sse {
             }
             match tokio::time::timeout_at(deadline, self.body.next()).await {
                 Err(_) => panic!("the server did not end the SSE stream in time"),
-                Ok(Some(Ok(chunk))) => self.buffer.extend_from_slice(&chunk),
+                Ok(Some(Ok(chunk))) => self.buffer.push(&chunk),
                 Ok(Some(Err(e))) => panic!("reading the SSE stream: {e}"),
                 Ok(None) => return messages,
             }
@@ -263,20 +261,11 @@ impl Sse {
     /// The first complete event with data in the buffer, parsed.
     fn take_event(&mut self) -> Option<Value> {
         loop {
-            // Events end with an empty line; the server writes `\n` line ends.
-            let end = self.buffer.windows(2).position(|w| w == b"\n\n")?;
-            let block: Vec<u8> = self.buffer.drain(..end + 2).collect();
-            let block = String::from_utf8(block).expect("SSE is UTF-8");
-            let mut data = Vec::new();
-            for line in block.lines() {
-                let line = line.trim_end_matches('\r');
-                if let Some(id) = line.strip_prefix("id:") {
-                    self.last_event_id = Some(id.trim().to_owned());
-                } else if let Some(value) = line.strip_prefix("data:") {
-                    data.push(value.strip_prefix(' ').unwrap_or(value));
-                }
+            let event = self.buffer.next_event()?;
+            if let Some(id) = event.id {
+                self.last_event_id = Some(id.trim().to_owned());
             }
-            let data = data.join("\n");
+            let data = event.data;
             if !data.trim().is_empty() {
                 return Some(serde_json::from_str(&data).unwrap_or_else(|e| panic!("SSE data not JSON ({e}): {data}")));
             }

@@ -4,7 +4,6 @@
 
 mod attack;
 mod http;
-mod schema;
 mod support;
 
 mod a_confirmation_is_bound_to_its_path;

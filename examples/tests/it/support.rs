@@ -4,13 +4,14 @@
 //! wait is bounded, and the child is killed when the peer is dropped, so a hung server
 //! fails the test instead of hanging it.
 
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tests::peer::stdio::LinePeer;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// How long any one expected message may take.
@@ -64,13 +65,11 @@ pub fn spawn_stdio(example_name: &str, args: &[&str]) -> Child {
         .expect("starting the example server")
 }
 
-/// One server process and the client end of its stdio.
+/// One server process and the client end of its stdio: the shared `tests` line peer
+/// (`send`, `recv`, `call`, `initialize`, … through `Deref`), plus the process.
 pub struct Peer {
     child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Lines<BufReader<ChildStdout>>,
-    /// Notifications received while waiting for responses, in arrival order.
-    pub notifications: Vec<Value>,
+    lines: LinePeer<ChildStdout, ChildStdin>,
 }
 
 impl Peer {
@@ -82,80 +81,15 @@ impl Peer {
     /// Starts `example --stdio` with more arguments.
     pub fn spawn_with(example_name: &str, args: &[&str]) -> Peer {
         let mut child = spawn_stdio(example_name, args);
-        let stdin = child.stdin.take();
-        let lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
-        Peer { child, stdin, lines, notifications: Vec::new() }
-    }
-
-    /// Writes one message as one line.
-    pub async fn send(&mut self, message: Value) {
-        let mut line = serde_json::to_vec(&message).expect("a JSON value serialises");
-        line.push(b'\n');
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(&line).await.expect("writing to the server");
-        stdin.flush().await.expect("flushing to the server");
-    }
-
-    /// The next message, or `None` if none arrives within `within`.
-    pub async fn recv_within(&mut self, within: Duration) -> Option<Value> {
-        match tokio::time::timeout(within, self.lines.next_line()).await {
-            Err(_) => None,
-            Ok(Ok(Some(line))) => {
-                Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
-            }
-            Ok(Ok(None)) => panic!("the server closed stdout"),
-            Ok(Err(e)) => panic!("reading from the server: {e}"),
-        }
-    }
-
-    /// The next message; fails the test if none arrives in time.
-    pub async fn recv(&mut self) -> Value {
-        self.recv_within(WAIT).await.expect("the server did not answer in time")
-    }
-
-    /// The next message that is not a notification; notifications are kept.
-    pub async fn next_non_notification(&mut self) -> Value {
-        loop {
-            let message = self.recv().await;
-            if message.get("id").is_some() {
-                return message;
-            }
-            self.notifications.push(message);
-        }
-    }
-
-    /// Sends a request and returns its response. A server-to-client request meanwhile
-    /// fails the test: use `send` and answer it by hand where one is expected.
-    pub async fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-        let response = self.next_non_notification().await;
-        assert!(response.get("method").is_none(), "expected the response to {method}, got a request: {response}");
-        assert_eq!(response["id"], id, "a response to another request: {response}");
-        response
-    }
-
-    /// The legacy handshake at `version`, declaring `capabilities`.
-    pub async fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "clientInfo": {"name": "arbor-examples-test", "version": "0.0.0"}
-        });
-        let response = self.call(0, "initialize", params).await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        response["result"].clone()
-    }
-
-    /// Takes the notifications received so far with `method`.
-    pub fn take_notifications(&mut self, method: &str) -> Vec<Value> {
-        let (taken, kept) = std::mem::take(&mut self.notifications).into_iter().partition(|n| n["method"] == method);
-        self.notifications = kept;
-        taken
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let lines = LinePeer::new(stdout, stdin, WAIT).with_client_info(client_info());
+        Peer { child, lines }
     }
 
     /// Closes stdin and waits for the server to exit on its own.
     pub async fn close(mut self) -> ExitStatus {
-        drop(self.stdin.take());
+        self.lines.close_input();
         tokio::time::timeout(WAIT, self.child.wait())
             .await
             .expect("the server did not exit after stdin closed")
@@ -163,13 +97,28 @@ impl Peer {
     }
 }
 
+impl Deref for Peer {
+    type Target = LinePeer<ChildStdout, ChildStdin>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.lines
+    }
+}
+
+impl DerefMut for Peer {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.lines
+    }
+}
+
+/// The `clientInfo` the tests declare.
+fn client_info() -> Value {
+    json!({"name": "arbor-examples-test", "version": "0.0.0"})
+}
+
 /// `_meta` of a 2026-07-28 request declaring `capabilities`.
 pub fn modern_meta(capabilities: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "arbor-examples-test", "version": "0.0.0"}
-    })
+    tests::peer::modern_meta(capabilities, Some(client_info()))
 }
 
 /// The text of a result's only text block.

@@ -3,7 +3,7 @@ use std::time::Duration;
 use arbor_bus::{Bus, BusMessage, PublishError, RedisBus, RedisBusOptions, RedisConnectError, SubscribeOptions};
 use serde_json::json;
 
-use crate::support::redis_server::RedisServer;
+use crate::support::redis_server::{Numsub, RedisServer};
 use crate::support::{next, payload};
 
 async fn node(server: &RedisServer) -> RedisBus {

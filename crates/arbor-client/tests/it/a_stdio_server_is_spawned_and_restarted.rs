@@ -26,13 +26,7 @@ fn text(r: &arbor_protocol::model::tools::CallToolResult) -> String {
 }
 
 async fn wait_connected(client: &Client) {
-    for _ in 0..500 {
-        if client.is_connected() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the client did not reconnect");
+    tests::poll::until("the client reconnected", Duration::from_secs(5), || client.is_connected()).await;
 }
 
 #[tokio::test]

@@ -42,13 +42,7 @@ struct Wrong {
 
 /// Waits (bounded: 5 s) until `done` holds.
 async fn until(what: &str, done: impl Fn() -> bool) {
-    for _ in 0..500 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{what} did not happen within 5 s");
+    tests::poll::until(what, Duration::from_secs(5), done).await;
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ use arbor_server::{
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tests::peer::http::EventBuffer;
 use tokio::sync::mpsc;
 
 /// Every wait in a test is bounded by this, so a broken server fails instead of hanging.
@@ -164,12 +165,7 @@ impl Served {
 
     /// A POST of `body` with the usual head and `headers`.
     pub fn post(&self, body: &Value, headers: &[(&str, &str)]) -> reqwest::RequestBuilder {
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
+        let mut request = tests::peer::http::post(&self.client, &self.url, body);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -210,62 +206,29 @@ impl Served {
     }
 }
 
-/// One SSE event as read.
-#[derive(Debug, Default, Clone)]
-pub struct Event {
-    pub id: Option<String>,
-    pub event: Option<String>,
-    pub retry: Option<u64>,
-    pub data: String,
-}
-
-impl Event {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {self:?}"))
-    }
-}
+/// One SSE event as read (the shared `tests` event).
+pub use tests::peer::http::Event;
 
 /// Reads events off an SSE response, skipping comments.
 pub struct SseReader {
     body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buf: String,
+    buf: EventBuffer,
 }
 
 impl SseReader {
     pub fn new(response: reqwest::Response) -> SseReader {
         assert_eq!(response.headers()["content-type"], "text/event-stream");
-        SseReader { body: response.bytes_stream().boxed(), buf: String::new() }
+        SseReader { body: response.bytes_stream().boxed(), buf: EventBuffer::default() }
     }
 
     /// The next event, `None` when the stream ended.
     pub async fn next(&mut self) -> Option<Event> {
         loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let mut event = Event::default();
-                let mut is_event = false;
-                for line in block.lines() {
-                    let (field, value) = line.split_once(':').unwrap_or((line, ""));
-                    let value = value.strip_prefix(' ').unwrap_or(value);
-                    match field {
-                        "" => {}
-                        "id" => (event.id, is_event) = (Some(value.to_owned()), true),
-                        "event" => (event.event, is_event) = (Some(value.to_owned()), true),
-                        "retry" => event.retry = value.parse().ok(),
-                        "data" => {
-                            event.data.push_str(value);
-                            is_event = true;
-                        }
-                        _ => {}
-                    }
-                }
-                if is_event {
-                    return Some(event);
-                }
-                continue;
+            if let Some(event) = self.buf.next_event() {
+                return Some(event);
             }
             let chunk = tokio::time::timeout(PATIENCE, self.body.next()).await.expect("an SSE event in time")?;
-            self.buf.push_str(std::str::from_utf8(&chunk.ok()?).unwrap());
+            self.buf.push(&chunk.ok()?);
         }
     }
 
@@ -285,13 +248,8 @@ pub async fn signalled(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
     tokio::time::timeout(PATIENCE, rx.recv()).await.unwrap_or_else(|_| panic!("{what} in time")).expect(what);
 }
 
-/// Polls `done` every 5 ms until it holds; fails the test with `what` after [`PATIENCE`].
-pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
-    tokio::time::timeout(PATIENCE, async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("{what} in time"));
+/// Polls `done` every 5 ms until it holds; fails the test with `what` after [`PATIENCE`]
+/// (the shared `tests::poll::until`).
+pub async fn until(what: &str, done: impl FnMut() -> bool) {
+    tests::poll::until(what, PATIENCE, done).await;
 }

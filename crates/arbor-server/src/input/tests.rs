@@ -378,15 +378,8 @@ fn undeclared_capabilities_are_refused_with_exactly_what_is_missing() {
 // ---- the 2026-07-28 schema ------------------------------------------------------
 
 fn assert_valid_input_required(instance: &Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/spec/2026-07-28/schema.json");
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    // The document is the wrapper: a root `$ref` to the definition, as in the protocol
-    // crate's schema tests.
-    doc.as_object_mut().unwrap().insert("$ref".into(), json!("#/$defs/InputRequiredResult"));
-    let validator = jsonschema::validator_for(&doc).unwrap();
-    let errors: Vec<String> =
-        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{instance:#} is not an InputRequiredResult:\n{}", errors.join("\n"));
+    // The shared schema oracle; `::` names the harness crate, not this `tests` module.
+    ::tests::schema::assert_valid("2026-07-28", "InputRequiredResult", instance);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The harness: a minimal raw `ServerHandler`, a `ScriptedPeer` that speaks raw JSON lines
-//! over the in-memory transport, and the leak check every test ends with.
+//! over the in-memory transport (the shared `tests::peer::Exchange` over its frames), and
+//! the leak check every test ends with.
 
 use std::time::Duration;
 
@@ -20,6 +21,7 @@ use arbor_server::{
 };
 use arbor_transport::{FrameReader, FrameWriter};
 use serde_json::{json, Value};
+use tests::peer::Exchange;
 use tokio::sync::mpsc;
 
 /// A raw handler with a few tools that exercise the runtime.
@@ -200,20 +202,12 @@ impl ScriptedPeer {
 
     /// The next message that is not a notification.
     pub async fn recv_response(&mut self) -> Value {
-        loop {
-            let message = self.recv().await;
-            if message.get("id").is_some() {
-                return message;
-            }
-        }
+        Exchange::next_response(self).await
     }
 
     /// Sends a request and returns its response, skipping notifications.
     pub async fn call(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let response = self.recv_response().await;
-        assert_eq!(response["id"], json!(id), "{response}");
-        response
+        Exchange::call(self, id, method, params).await
     }
 
     /// Sends a request and counts the notifications that arrive before its response.
@@ -248,19 +242,7 @@ impl ScriptedPeer {
 
     /// `initialize` at `version` plus `notifications/initialized`; returns the result.
     pub async fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
-        let response = self
-            .call(
-                0,
-                "initialize",
-                json!({
-                    "protocolVersion": version,
-                    "capabilities": capabilities,
-                    "clientInfo": {"name": "scripted", "version": "1"}
-                }),
-            )
-            .await;
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        response["result"].clone()
+        Exchange::initialize(self, version, capabilities).await
     }
 
     /// Closes the client's output: the server sees end of input.
@@ -269,12 +251,24 @@ impl ScriptedPeer {
     }
 }
 
+/// The shared request, response and handshake logic, over the in-memory transport.
+impl Exchange for ScriptedPeer {
+    async fn write_message(&mut self, message: Value) {
+        self.send(message);
+    }
+
+    async fn read_message(&mut self) -> Value {
+        self.recv().await
+    }
+
+    fn client_info(&self) -> Value {
+        json!({"name": "scripted", "version": "1"})
+    }
+}
+
 /// `_meta` of a 2026-07-28 request.
 pub fn modern_meta(capabilities: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    })
+    tests::peer::modern_meta(capabilities, None)
 }
 
 /// A running server with one connection over the in-memory transport.

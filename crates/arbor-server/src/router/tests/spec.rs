@@ -6,46 +6,14 @@
 //! to it; everything else must already be valid as the router made it.
 
 use super::*;
-use parking_lot::Mutex;
 use serde_json::Map;
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+// The shared schema oracle; `::` names the harness crate, not this `tests` module.
+use ::tests::schema::assert_valid;
 
 /// Every handshake-era revision: a result the router makes must suit each of them.
 const LEGACY: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 const MODERN: &str = "2026-07-28";
-
-fn schema(revision: &str) -> Value {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/spec").join(revision).join("schema.json");
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-/// Panics with every error when `instance` does not validate against `revision`'s
-/// definition `definition`.
-fn assert_valid(revision: &str, definition: &str, instance: &Value) {
-    static CACHE: OnceLock<Mutex<HashMap<(String, String), &'static jsonschema::Validator>>> = OnceLock::new();
-    let key = (revision.to_owned(), definition.to_owned());
-    let cached = CACHE.get_or_init(Default::default).lock().get(&key).copied();
-    let validator = match cached {
-        Some(v) => v,
-        None => {
-            // The whole document with a root `$ref` validates exactly the named definition;
-            // draft-07 revisions keep definitions under `definitions`, 2020-12 ones under `$defs`.
-            let mut doc = schema(revision);
-            let defs = if doc.get("$defs").is_some() { "$defs" } else { "definitions" };
-            assert!(doc[defs].get(definition).is_some(), "{revision} has no {definition}");
-            doc.as_object_mut().unwrap().insert("$ref".into(), Value::String(format!("#/{defs}/{definition}")));
-            let v: &'static jsonschema::Validator = Box::leak(Box::new(jsonschema::validator_for(&doc).unwrap()));
-            CACHE.get_or_init(Default::default).lock().insert(key, v);
-            v
-        }
-    };
-    let errors: Vec<String> =
-        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "{revision}#{definition} rejects {instance:#}:\n{}", errors.join("\n"));
-}
 
 /// What the runtime adds to a 2026-07-28 result.
 fn stamped(mut result: Value, cacheable: bool) -> Value {
