@@ -32,7 +32,7 @@ type Hook<A> = Arc<dyn Fn(A, Map<String, Value>, NotificationContext) -> BoxFutu
 /// use arbor_protocol::model::roots::ListRootsResult;
 ///
 /// let handler = HandlerBuilder::new()
-///     .roots(|_ctx| async { Ok(ListRootsResult { roots: vec![], meta: None, result_type: None, extra: Default::default() }) })
+///     .roots(|_ctx| async { Ok(ListRootsResult::new(vec![])) })
 ///     .build();
 /// assert!(handler.roots().is_some() && handler.sampling().is_none());
 /// ```

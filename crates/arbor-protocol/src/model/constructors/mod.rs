@@ -7,8 +7,12 @@
 //! member each, so `Resource::new("file:///a.txt", "a").with_mime_type("text/plain")`
 //! is the whole story. They live here, apart from the type definitions, so that the
 //! definitions stay a readable transcription of the schema: `content` for content
-//! blocks, `server` for what a server lists and answers, `client` for what a client
-//! asks and answers.
+//! blocks and sampling messages, `server` for what a server lists and answers,
+//! `client` for what a client asks and answers, `forms` for elicitation and the
+//! input requests, `lifecycle` for capabilities and the shared params and results,
+//! `tasks` for tasks, `utilities` for completion, logging, progress, cancellation and
+//! subscriptions. A member without a setter can still be assigned on a value
+//! (`result.ttl_ms = ttl;`), which suits the members that are set only sometimes.
 //!
 //! This module does not validate: it neither checks URIs nor base64 (see the type
 //! modules). Invariant: a constructor sets its arguments and nothing else: every other
@@ -40,4 +44,8 @@ fn base64(bytes: &[u8]) -> String {
 
 mod client;
 mod content;
+mod forms;
+mod lifecycle;
 mod server;
+mod tasks;
+mod utilities;

@@ -1,14 +1,20 @@
 //! Constructors for what a server lists, answers and asks (see the parent module).
 
-use crate::model::common::{Annotations, JsonObject, Role};
+use crate::meta::Meta;
+use crate::model::common::{Annotations, CacheScope, Icon, JsonObject, ResultType, Role};
 use crate::model::content::{ContentBlock, ResourceContents, SamplingContent, TextContent};
+use crate::model::tasks::TaskMetadata;
 use crate::model::prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 use crate::model::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceTemplate,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceSubscriptionParams,
+    ResourceTemplate,
 };
-use crate::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
+use crate::model::sampling::{
+    CreateMessageRequestParams, IncludeContext, ModelHint, ModelPreferences, SamplingMessage, SamplingMessageContent,
+    ToolChoice, ToolChoiceMode,
+};
 use crate::model::subscriptions::ResourceUpdatedNotificationParams;
-use crate::model::tools::{CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+use crate::model::tools::{CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use serde_json::Value;
 
 // ===== prompts =====
@@ -53,6 +59,10 @@ setters!(Prompt {
     with_title => title: String,
     /// What the prompt does.
     with_description => description: String,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl PromptMessage {
@@ -82,6 +92,10 @@ impl GetPromptResult {
 setters!(GetPromptResult {
     /// What the prompt is.
     with_description => description: String,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 impl ListPromptsResult {
@@ -94,6 +108,14 @@ impl ListPromptsResult {
 setters!(ListPromptsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 // ===== resources =====
@@ -116,6 +138,10 @@ setters!(Resource {
     with_size => size: u64,
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl ResourceTemplate {
@@ -134,6 +160,10 @@ setters!(ResourceTemplate {
     with_mime_type => mime_type: String,
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl ReadResourceResult {
@@ -148,6 +178,17 @@ impl ReadResourceResult {
     }
 }
 
+setters!(ReadResourceResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
 impl ListResourcesResult {
     /// One page of resources, the last one.
     pub fn new(resources: Vec<Resource>) -> Self {
@@ -158,6 +199,14 @@ impl ListResourcesResult {
 setters!(ListResourcesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 impl ListResourceTemplatesResult {
@@ -170,6 +219,14 @@ impl ListResourceTemplatesResult {
 setters!(ListResourceTemplatesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 impl ResourceUpdatedNotificationParams {
@@ -178,6 +235,18 @@ impl ResourceUpdatedNotificationParams {
         ResourceUpdatedNotificationParams { uri: uri.into(), ..Default::default() }
     }
 }
+
+impl ResourceSubscriptionParams {
+    /// (Un)subscribe the resource at `uri` (up to 2025-11-25).
+    pub fn new(uri: impl Into<String>) -> Self {
+        ResourceSubscriptionParams { uri: uri.into(), ..Default::default() }
+    }
+}
+
+setters!(ResourceSubscriptionParams {
+    /// Request metadata.
+    with_meta => meta: Meta,
+});
 
 // ===== tools =====
 
@@ -217,6 +286,17 @@ setters!(Tool {
     with_output_schema => output_schema: JsonObject,
     /// Behaviour hints (2025-03-26 on).
     with_annotations => annotations: ToolAnnotations,
+    /// Execution properties (2025-11-25).
+    with_execution => execution: ToolExecution,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
+});
+
+setters!(ToolExecution {
+    /// Whether the tool may run as a task.
+    with_task_support => task_support: TaskSupport,
 });
 
 impl ListToolsResult {
@@ -229,6 +309,14 @@ impl ListToolsResult {
 setters!(ListToolsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 // The accessors `text()` and `structured()` are read-side and live with the type; the
@@ -257,6 +345,15 @@ impl CallToolResult {
     }
 }
 
+setters!(CallToolResult {
+    /// Whether the tool failed (`isError`).
+    with_is_error => is_error: bool,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
 // ===== sampling =====
 
 impl SamplingMessage {
@@ -279,6 +376,41 @@ impl SamplingMessage {
     pub fn assistant(text: impl Into<String>) -> Self {
         SamplingMessage::new(Role::Assistant, TextContent::new(text))
     }
+
+    /// A message of several content blocks (2025-11-25 on), sent as an array.
+    pub fn from_blocks(role: Role, blocks: Vec<SamplingContent>) -> Self {
+        SamplingMessage { role, content: SamplingMessageContent::Many(blocks), meta: None, extra: Default::default() }
+    }
+}
+
+setters!(SamplingMessage {
+    /// Metadata.
+    with_meta => meta: Meta,
+});
+
+impl ModelHint {
+    /// A hint naming (a substring of) a model name.
+    pub fn new(name: impl Into<String>) -> Self {
+        ModelHint { name: Some(name.into()), extra: Default::default() }
+    }
+}
+
+setters!(ModelPreferences {
+    /// Model name hints, in order of preference.
+    with_hints => hints: Vec<ModelHint>,
+    /// How much cost matters, from 0 to 1.
+    with_cost_priority => cost_priority: serde_json::Number,
+    /// How much speed matters, from 0 to 1.
+    with_speed_priority => speed_priority: serde_json::Number,
+    /// How much intelligence matters, from 0 to 1.
+    with_intelligence_priority => intelligence_priority: serde_json::Number,
+});
+
+impl ToolChoice {
+    /// Let the model call tools as `mode` says.
+    pub fn new(mode: ToolChoiceMode) -> Self {
+        ToolChoice { mode: Some(mode), extra: Default::default() }
+    }
 }
 
 impl CreateMessageRequestParams {
@@ -291,4 +423,22 @@ impl CreateMessageRequestParams {
 setters!(CreateMessageRequestParams {
     /// A system prompt.
     with_system_prompt => system_prompt: String,
+    /// Which model to prefer.
+    with_model_preferences => model_preferences: ModelPreferences,
+    /// Which servers' context to include.
+    with_include_context => include_context: IncludeContext,
+    /// The sampling temperature.
+    with_temperature => temperature: serde_json::Number,
+    /// Sequences that stop sampling.
+    with_stop_sequences => stop_sequences: Vec<String>,
+    /// Provider-specific metadata.
+    with_metadata => metadata: JsonObject,
+    /// Tools the model may call (2025-11-25 on).
+    with_tools => tools: Vec<Tool>,
+    /// How the model may call them (2025-11-25 on).
+    with_tool_choice => tool_choice: ToolChoice,
+    /// Ask for the request to run as a task (2025-11-25).
+    with_task => task: TaskMetadata,
+    /// Request metadata.
+    with_meta => meta: Meta,
 });
