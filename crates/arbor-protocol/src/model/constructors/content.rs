@@ -108,14 +108,17 @@ setters!(ResourceLink {
     with_description => description: String,
     /// The MIME type.
     with_mime_type => mime_type: String,
-    /// The size in bytes.
-    with_size => size: u64,
     /// Client hints.
     with_annotations => annotations: Annotations,
     /// Icons (2025-11-25 on).
     with_icons => icons: Vec<Icon>,
     /// Metadata.
     with_meta => meta: Meta,
+});
+
+exact_setters!(ResourceLink {
+    /// The size in bytes.
+    with_size => size: u64,
 });
 
 impl EmbeddedResource {

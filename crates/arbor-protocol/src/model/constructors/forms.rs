@@ -133,14 +133,17 @@ setters!(StringSchema {
     with_title => title: String,
     /// What the field is for.
     with_description => description: String,
-    /// The shortest answer allowed, in characters.
-    with_min_length => min_length: u64,
-    /// The longest answer allowed, in characters.
-    with_max_length => max_length: u64,
     /// The format the answer must have.
     with_format => format: StringFormat,
     /// The value the form starts with (2025-11-25 on).
     with_default => default: String,
+});
+
+exact_setters!(StringSchema {
+    /// The shortest answer allowed, in characters.
+    with_min_length => min_length: u64,
+    /// The longest answer allowed, in characters.
+    with_max_length => max_length: u64,
 });
 
 impl NumberSchema {
@@ -256,12 +259,15 @@ setters!(UntitledMultiSelectEnumSchema {
     with_title => title: String,
     /// What the field is for.
     with_description => description: String,
+    /// The values the form starts with.
+    with_default => default: Vec<String>,
+});
+
+exact_setters!(UntitledMultiSelectEnumSchema {
     /// The fewest choices allowed.
     with_min_items => min_items: u64,
     /// The most choices allowed.
     with_max_items => max_items: u64,
-    /// The values the form starts with.
-    with_default => default: Vec<String>,
 });
 
 impl TitledEnumItems {
@@ -283,12 +289,15 @@ setters!(TitledMultiSelectEnumSchema {
     with_title => title: String,
     /// What the field is for.
     with_description => description: String,
+    /// The values the form starts with.
+    with_default => default: Vec<String>,
+});
+
+exact_setters!(TitledMultiSelectEnumSchema {
     /// The fewest choices allowed.
     with_min_items => min_items: u64,
     /// The most choices allowed.
     with_max_items => max_items: u64,
-    /// The values the form starts with.
-    with_default => default: Vec<String>,
 });
 
 impl LegacyTitledEnumSchema {

@@ -215,12 +215,15 @@ impl DiscoverResult {
 setters!(DiscoverResult {
     /// How to use the server, for the model.
     with_instructions => instructions: String,
-    /// Freshness in milliseconds.
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing.
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata (the server info travels here).
     with_meta => meta: Meta,
     /// `"complete"`.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(DiscoverResult {
+    /// Freshness in milliseconds.
+    with_ttl_ms => ttl_ms: u64,
 });

@@ -37,6 +37,24 @@ macro_rules! setters {
     };
 }
 
+/// `with_*` setters that take the member's own type, for `u64` members: an integer
+/// literal (an `i32` by default) does not convert into a `u64`, so `with_size(12)`
+/// only compiles when the argument type is exact.
+macro_rules! exact_setters {
+    ($ty:ty { $( $(#[$doc:meta])* $method:ident => $field:ident : $arg:ty ),* $(,)? }) => {
+        impl $ty {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $method(mut self, value: $arg) -> Self {
+                    self.$field = Some(value);
+                    self
+                }
+            )*
+        }
+    };
+}
+
 /// Standard base64, as `data` and `blob` members carry it.
 fn base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)

@@ -108,14 +108,17 @@ impl ListPromptsResult {
 setters!(ListPromptsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
-    /// Freshness in milliseconds (2026-07-28).
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing (2026-07-28).
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata.
     with_meta => meta: Meta,
     /// `"complete"` in 2026-07-28.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListPromptsResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 // ===== resources =====
@@ -134,14 +137,17 @@ setters!(Resource {
     with_description => description: String,
     /// The MIME type.
     with_mime_type => mime_type: String,
-    /// The size in bytes.
-    with_size => size: u64,
     /// Client hints.
     with_annotations => annotations: Annotations,
     /// Icons (2025-11-25 on).
     with_icons => icons: Vec<Icon>,
     /// Metadata (2025-06-18 on).
     with_meta => meta: Meta,
+});
+
+exact_setters!(Resource {
+    /// The size in bytes.
+    with_size => size: u64,
 });
 
 impl ResourceTemplate {
@@ -179,14 +185,17 @@ impl ReadResourceResult {
 }
 
 setters!(ReadResourceResult {
-    /// Freshness in milliseconds (2026-07-28).
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing (2026-07-28).
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata.
     with_meta => meta: Meta,
     /// `"complete"` in 2026-07-28.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ReadResourceResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 impl ListResourcesResult {
@@ -199,14 +208,17 @@ impl ListResourcesResult {
 setters!(ListResourcesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
-    /// Freshness in milliseconds (2026-07-28).
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing (2026-07-28).
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata.
     with_meta => meta: Meta,
     /// `"complete"` in 2026-07-28.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListResourcesResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 impl ListResourceTemplatesResult {
@@ -219,14 +231,17 @@ impl ListResourceTemplatesResult {
 setters!(ListResourceTemplatesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
-    /// Freshness in milliseconds (2026-07-28).
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing (2026-07-28).
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata.
     with_meta => meta: Meta,
     /// `"complete"` in 2026-07-28.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListResourceTemplatesResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 impl ResourceUpdatedNotificationParams {
@@ -309,14 +324,17 @@ impl ListToolsResult {
 setters!(ListToolsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
-    /// Freshness in milliseconds (2026-07-28).
-    with_ttl_ms => ttl_ms: u64,
     /// Cache sharing (2026-07-28).
     with_cache_scope => cache_scope: CacheScope,
     /// Result metadata.
     with_meta => meta: Meta,
     /// `"complete"` in 2026-07-28.
     with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListToolsResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 // The accessors `text()` and `structured()` are read-side and live with the type; the

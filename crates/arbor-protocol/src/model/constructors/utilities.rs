@@ -93,10 +93,13 @@ impl Completion {
 }
 
 setters!(Completion {
-    /// How many values exist in all.
-    with_total => total: u64,
     /// Whether more values exist than were sent.
     with_has_more => has_more: bool,
+});
+
+exact_setters!(Completion {
+    /// How many values exist in all.
+    with_total => total: u64,
 });
 
 impl CompleteResult {
