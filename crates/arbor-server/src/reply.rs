@@ -55,10 +55,7 @@ impl InputRequired {
 
     /// Asks the client's model for a completion (`sampling/createMessage`) under `key`.
     pub fn sample(mut self, key: impl Into<String>, params: CreateMessageRequestParams) -> Self {
-        self.requests.insert(
-            key.into(),
-            InputRequest::CreateMessage(CreateMessageRequest::new(params)),
-        );
+        self.requests.insert(key.into(), InputRequest::CreateMessage(CreateMessageRequest::new(params)));
         self
     }
 

@@ -55,10 +55,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
             level.meta = rmeta.clone();
             out.push(("SetLevelRequest", cr(CR::SetLevel(level))));
         } else {
-            out.push((
-                "DiscoverRequest",
-                cr(CR::Discover(b.request_params())),
-            ));
+            out.push(("DiscoverRequest", cr(CR::Discover(b.request_params()))));
             let mut listen = SubscriptionsListenRequestParams::new(
                 SubscriptionFilter::default()
                     .with_tools_list_changed(true)
@@ -94,8 +91,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         for reference in [Reference::Prompt(prompt), Reference::resource_template("file:///{path}")] {
             let mut complete = CompleteRequestParams::new(reference, CompleteArgument::new("who", "wo"));
             complete.meta = rmeta.clone();
-            complete.context =
-                b.at_least(V2025_06_18).then(|| CompleteContext::default().with_argument("lang", "en"));
+            complete.context = b.at_least(V2025_06_18).then(|| CompleteContext::default().with_argument("lang", "en"));
             out.push(("CompleteRequest", cr(CR::Complete(complete))));
         }
     }
@@ -173,10 +169,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
             created.error = None;
             out.push(("CreateTaskResult", enc(&created)));
         }
-        out.push((
-            "CancelTaskResult",
-            enc(&CancelTaskResult::complete()),
-        ));
+        out.push(("CancelTaskResult", enc(&CancelTaskResult::complete())));
         out.push(("UpdateTaskResult", enc(&EmptyResult::complete())));
     }
 
@@ -194,7 +187,8 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         if legacy {
             out.push(("ProgressNotification", cn(CN::Progress(progress))));
         }
-        let log = LoggingMessageNotificationParams::new(LoggingLevel::Error, json!({"error": "down"})).with_logger("db");
+        let log =
+            LoggingMessageNotificationParams::new(LoggingLevel::Error, json!({"error": "down"})).with_logger("db");
         out.push(("LoggingMessageNotification", sn(SN::LoggingMessage(log))));
         let mut changed = NotificationParams::default();
         changed.meta = note_meta.clone();
@@ -208,8 +202,9 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
             out.push(("InitializedNotification", cn(CN::Initialized(NotificationParams::default()))));
             out.push(("RootsListChangedNotification", cn(CN::RootsListChanged(changed))));
         } else {
-            let mut ack =
-                SubscriptionsAcknowledgedNotificationParams::new(SubscriptionFilter::default().with_tools_list_changed(true));
+            let mut ack = SubscriptionsAcknowledgedNotificationParams::new(
+                SubscriptionFilter::default().with_tools_list_changed(true),
+            );
             ack.meta = note_meta.clone();
             out.push(("SubscriptionsAcknowledgedNotification", sn(SN::SubscriptionsAcknowledged(ack))));
         }

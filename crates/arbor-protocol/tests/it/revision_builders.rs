@@ -154,9 +154,10 @@ impl Build {
             }
         });
         caps.tasks = (r == V2025_11_25).then(|| {
-            TasksCapability::default().with_list(Map::new()).with_cancel(Map::new()).with_requests(obj(
-                json!({"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}),
-            ))
+            TasksCapability::default()
+                .with_list(Map::new())
+                .with_cancel(Map::new())
+                .with_requests(obj(json!({"sampling": {"createMessage": {}}, "elicitation": {"create": {}}})))
         });
         caps.extensions = r.per_request().then(|| obj(json!({"io.modelcontextprotocol/tasks": {}})));
         caps
@@ -252,8 +253,7 @@ impl Build {
                 .with_idempotent_hint(true)
                 .with_open_world_hint(true)
         });
-        tool.execution =
-            (r == V2025_11_25).then(|| ToolExecution::default().with_task_support(TaskSupport::Optional));
+        tool.execution = (r == V2025_11_25).then(|| ToolExecution::default().with_task_support(TaskSupport::Optional));
         tool.icons = self.icons();
         tool.meta = self.item_meta();
         tool
@@ -409,7 +409,8 @@ impl Build {
 
     pub fn task_fields(&self, status: TaskStatus) -> Task {
         let ext = self.0 == ExtTasks;
-        let mut task = Task::new("t-1", status, "2025-01-12T15:00:58Z", "2025-01-12T15:01:58Z").with_status_message("ok");
+        let mut task =
+            Task::new("t-1", status, "2025-01-12T15:00:58Z", "2025-01-12T15:01:58Z").with_status_message("ok");
         if ext {
             task = task.with_ttl_ms(None).with_poll_interval_ms(1000);
         } else {

@@ -334,7 +334,8 @@ fn discover(shared: &Shared) -> DiscoverResult {
     let mut meta = Meta::new();
     meta.insert(SERVER_INFO, serde_json::to_value(&shared.info.implementation).unwrap_or(Value::Null));
     let mut result =
-        DiscoverResult::new(shared.config.supported_versions.strings(), shared.modern_capabilities.clone()).with_meta(meta);
+        DiscoverResult::new(shared.config.supported_versions.strings(), shared.modern_capabilities.clone())
+            .with_meta(meta);
     result.instructions = shared.info.instructions.clone();
     result
 }

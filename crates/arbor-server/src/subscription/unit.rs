@@ -275,7 +275,8 @@ impl Stream {
             None => {
                 let mut meta = Meta::new();
                 meta.set_subscription_id(id);
-                let result = SubscriptionsListenResult::default().with_meta(meta).with_result_type(ResultType::Complete);
+                let result =
+                    SubscriptionsListenResult::default().with_meta(meta).with_result_type(ResultType::Complete);
                 let _ = output.send_vec(Kind::Response, encode_response(id, &result));
             }
             Some(error) => {

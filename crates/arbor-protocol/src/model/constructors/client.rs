@@ -3,16 +3,16 @@
 
 use crate::meta::Meta;
 use crate::model::common::{JsonObject, ResultType, Role};
-use crate::model::mrtr::InputResponses;
-use crate::model::tasks::TaskMetadata;
-use std::collections::BTreeMap;
 use crate::model::content::SamplingContent;
 use crate::model::elicitation::{ElicitAction, ElicitResult};
+use crate::model::mrtr::InputResponses;
 use crate::model::prompts::GetPromptRequestParams;
 use crate::model::resources::ReadResourceRequestParams;
 use crate::model::roots::{ListRootsResult, Root};
 use crate::model::sampling::{CreateMessageResult, SamplingMessageContent};
+use crate::model::tasks::TaskMetadata;
 use crate::model::tools::CallToolRequestParams;
+use std::collections::BTreeMap;
 
 // ===== requests =====
 

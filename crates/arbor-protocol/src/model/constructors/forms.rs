@@ -10,10 +10,11 @@
 use crate::meta::Meta;
 use crate::model::common::RequestParams;
 use crate::model::elicitation::{
-    BooleanSchema, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams, ElicitationCompleteNotificationParams,
-    ElicitationMode, EnumOption, LegacyTitledEnumSchema, NumberKind, NumberSchema, PrimitiveSchema, RequestedSchema,
-    StringFormat, StringSchema, TitledEnumItems, TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema,
-    UntitledEnumItems, UntitledMultiSelectEnumSchema, UntitledSingleSelectEnumSchema,
+    BooleanSchema, ElicitRequestFormParams, ElicitRequestParams, ElicitRequestUrlParams,
+    ElicitationCompleteNotificationParams, ElicitationMode, EnumOption, LegacyTitledEnumSchema, NumberKind,
+    NumberSchema, PrimitiveSchema, RequestedSchema, StringFormat, StringSchema, TitledEnumItems,
+    TitledMultiSelectEnumSchema, TitledSingleSelectEnumSchema, UntitledEnumItems, UntitledMultiSelectEnumSchema,
+    UntitledSingleSelectEnumSchema,
 };
 use crate::model::mrtr::{CreateMessageRequest, ElicitRequest, ListRootsRequest};
 use crate::model::sampling::CreateMessageRequestParams;
@@ -96,7 +97,11 @@ impl From<ElicitRequestUrlParams> for ElicitRequestParams {
 impl ElicitationCompleteNotificationParams {
     /// The URL-mode elicitation `elicitation_id` is done.
     pub fn new(elicitation_id: impl Into<String>) -> Self {
-        ElicitationCompleteNotificationParams { meta: None, elicitation_id: elicitation_id.into(), extra: Default::default() }
+        ElicitationCompleteNotificationParams {
+            meta: None,
+            elicitation_id: elicitation_id.into(),
+            extra: Default::default(),
+        }
     }
 }
 

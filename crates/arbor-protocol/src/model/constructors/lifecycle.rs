@@ -172,7 +172,13 @@ impl InitializeRequestParams {
         capabilities: ClientCapabilities,
         client_info: Implementation,
     ) -> Self {
-        InitializeRequestParams { meta: None, protocol_version: protocol_version.into(), capabilities, client_info, extra: Default::default() }
+        InitializeRequestParams {
+            meta: None,
+            protocol_version: protocol_version.into(),
+            capabilities,
+            client_info,
+            extra: Default::default(),
+        }
     }
 }
 
@@ -183,7 +189,11 @@ setters!(InitializeRequestParams {
 
 impl InitializeResult {
     /// The server `server_info` agreeing on `protocol_version`, supporting `capabilities`.
-    pub fn new(protocol_version: impl Into<String>, capabilities: ServerCapabilities, server_info: Implementation) -> Self {
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ServerCapabilities,
+        server_info: Implementation,
+    ) -> Self {
         InitializeResult {
             meta: None,
             result_type: None,

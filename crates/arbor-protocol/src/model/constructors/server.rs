@@ -3,7 +3,6 @@
 use crate::meta::Meta;
 use crate::model::common::{Annotations, CacheScope, Icon, JsonObject, ResultType, Role};
 use crate::model::content::{ContentBlock, ResourceContents, SamplingContent, TextContent};
-use crate::model::tasks::TaskMetadata;
 use crate::model::prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 use crate::model::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceSubscriptionParams,
@@ -14,6 +13,7 @@ use crate::model::sampling::{
     ToolChoice, ToolChoiceMode,
 };
 use crate::model::subscriptions::ResourceUpdatedNotificationParams;
+use crate::model::tasks::TaskMetadata;
 use crate::model::tools::{CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use serde_json::Value;
 

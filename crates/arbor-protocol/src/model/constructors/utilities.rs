@@ -74,7 +74,13 @@ setters!(CompleteContext {
 impl CompleteRequestParams {
     /// Complete `argument` of what `reference` names.
     pub fn new(reference: impl Into<Reference>, argument: CompleteArgument) -> Self {
-        CompleteRequestParams { meta: None, reference: reference.into(), argument, context: None, extra: Default::default() }
+        CompleteRequestParams {
+            meta: None,
+            reference: reference.into(),
+            argument,
+            context: None,
+            extra: Default::default(),
+        }
     }
 }
 

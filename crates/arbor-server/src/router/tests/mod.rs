@@ -58,8 +58,8 @@ fn code(e: &McpError) -> i64 {
 
 /// The `CallToolResult` of a call that must complete.
 async fn call(router: &Router, name: &str, arguments: Value) -> Result<CallToolResult, McpError> {
-    let params =
-        CallToolRequestParams::new(name).with_arguments(arguments.as_object().expect("arguments are an object").clone());
+    let params = CallToolRequestParams::new(name)
+        .with_arguments(arguments.as_object().expect("arguments are an object").clone());
     match router.call_tool(params, cx()).await? {
         Reply::Complete(result) => Ok(result),
         Reply::InputRequired(_) => panic!("{name} asked for input"),

@@ -1,9 +1,7 @@
 //! Prompts and completion.
 
 use super::*;
-use arbor_protocol::model::completion::{
-    CompleteArgument, CompleteContext, CompleteRequestParams, Reference,
-};
+use arbor_protocol::model::completion::{CompleteArgument, CompleteContext, CompleteRequestParams, Reference};
 use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult};
 use std::collections::BTreeMap;
 

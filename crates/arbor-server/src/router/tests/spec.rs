@@ -99,12 +99,13 @@ async fn tool_schemas_of_awkward_argument_types_are_valid_in_every_revision() {
         maybe: Option<Inner>,
         map: HashMap<String, u32>,
     }
-    let router = Router::new("s", "1")
-        .tool("awkward", "", |_: Awkward| async { "" })
-        .tool("shape", "", |_: Shape| async { "" })
-        .tool_route(ToolRoute::new("noargs", |_: crate::router::NoArgs| async { "" }).icon(
-            arbor_protocol::model::common::Icon::new("data:image/png;base64,AA==").with_mime_type("image/png"),
-        ));
+    let router =
+        Router::new("s", "1")
+            .tool("awkward", "", |_: Awkward| async { "" })
+            .tool("shape", "", |_: Shape| async { "" })
+            .tool_route(ToolRoute::new("noargs", |_: crate::router::NoArgs| async { "" }).icon(
+                arbor_protocol::model::common::Icon::new("data:image/png;base64,AA==").with_mime_type("image/png"),
+            ));
     let list = router.list_tools(first_page(), cx()).await.unwrap();
     check("ListToolsResult", &list, true);
     let awkward = Value::Object(list.tools[0].input_schema.clone());
