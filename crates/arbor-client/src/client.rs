@@ -477,7 +477,7 @@ impl Client {
 
     /// `resources/read` with per-call options.
     pub async fn read_resource_with(&self, uri: &str, opts: CallOptions) -> Result<ReadResourceResult, ClientError> {
-        let params = ReadResourceRequestParams { uri: uri.to_owned(), ..Default::default() };
+        let params = ReadResourceRequestParams::new(uri);
         complete(self.request_with::<methods::ReadResource>(params, opts).await?)
     }
 
@@ -507,8 +507,8 @@ impl Client {
         arguments: BTreeMap<String, String>,
         opts: CallOptions,
     ) -> Result<GetPromptResult, ClientError> {
-        let arguments = (!arguments.is_empty()).then_some(arguments);
-        let params = GetPromptRequestParams { name: name.to_owned(), arguments, ..Default::default() };
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = (!arguments.is_empty()).then_some(arguments);
         complete(self.request_with::<methods::GetPrompt>(params, opts).await?)
     }
 
@@ -519,7 +519,7 @@ impl Client {
 
     /// `logging/setLevel` (legacy; the modern era has no session-wide level).
     pub async fn set_level(&self, level: LoggingLevel) -> Result<(), ClientError> {
-        let params = SetLevelRequestParams { meta: None, level, extra: Default::default() };
+        let params = SetLevelRequestParams::new(level);
         self.request::<methods::SetLevel>(params).await.map(drop)
     }
 
@@ -604,7 +604,9 @@ page! {
 }
 
 fn page(cursor: Option<String>) -> PaginatedRequestParams {
-    PaginatedRequestParams { cursor, ..Default::default() }
+    let mut params = PaginatedRequestParams::default();
+    params.cursor = cursor;
+    params
 }
 
 /// The method's own result, once MRTR is done: a task nobody asked for is a violation.

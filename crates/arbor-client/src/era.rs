@@ -206,12 +206,11 @@ fn modern_refusal(e: McpError) -> Result<Session, Probe> {
 async fn initialize(shared: &Arc<Shared>) -> Result<Session, ConnectError> {
     shared.set_session(None);
     let link = shared.link().ok_or(ConnectError::Closed)?;
-    let params = InitializeRequestParams {
-        protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().to_owned(),
-        capabilities: shared.runtime.as_ref().map(|r| r.capabilities()).unwrap_or_default(),
-        client_info: shared.options.info.clone(),
-        ..Default::default()
-    };
+    let params = InitializeRequestParams::new(
+        ProtocolVersion::LATEST_LEGACY.as_str(),
+        shared.runtime.as_ref().map(|r| r.capabilities()).unwrap_or_default(),
+        shared.options.info.clone(),
+    );
     let mut params =
         serde_json::to_value(params).map_err(|e| ConnectError::Initialize(Box::new(ClientError::Encode(e))))?;
     let ctl = CallCtl::internal(shared.options.timeout);

@@ -108,7 +108,7 @@ impl Drop for ResourceSubscription {
             let (client, uri) = (self.client.clone(), self.uri.clone());
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 rt.spawn(async move {
-                    let params = ResourceSubscriptionParams { uri, ..Default::default() };
+                    let params = ResourceSubscriptionParams::new(uri);
                     let _ = client.request::<methods::Unsubscribe>(params).await;
                 });
             }
@@ -132,7 +132,7 @@ impl Client {
         shared.pending.lock().insert(id, Pending { tx, call: None, kind: PendingKind::Other, abort: None });
         // From here on, dropping `sub` cleans up.
         let mut sub = Subscription { rx: nrx, honoured: SubscriptionFilter::default(), id, shared: shared.clone() };
-        let params = SubscriptionsListenRequestParams { notifications: filter, ..Default::default() };
+        let params = SubscriptionsListenRequestParams::new(filter);
         let mut params = serde_json::to_value(params).map_err(ClientError::Encode)?;
         shape_params(&shared, true, &mut params, None, None);
         let rid = RequestId::from(id);
@@ -188,7 +188,7 @@ impl Client {
         };
         let sub = ResourceSubscription { rx, uri: uri.to_owned(), key, shared, client: self.clone() };
         if first {
-            let params = ResourceSubscriptionParams { uri: uri.to_owned(), ..Default::default() };
+            let params = ResourceSubscriptionParams::new(uri);
             self.request::<methods::Subscribe>(params).await?;
         }
         Ok(sub)

@@ -101,8 +101,7 @@ impl Client {
     pub async fn watch_resource(&self, uri: &str) -> Result<ResourceWatch, ClientError> {
         let inner = match self.era().ok_or(ClientError::Disconnected)? {
             Era::Modern => {
-                let filter =
-                    SubscriptionFilter { resource_subscriptions: Some(vec![uri.to_owned()]), ..Default::default() };
+                let filter = SubscriptionFilter::default().with_resource_subscriptions(vec![uri.to_owned()]);
                 let sub = self.listen(filter).await?;
                 let honoured = sub.acknowledged().resource_subscriptions.as_deref().unwrap_or_default();
                 if !honoured.iter().any(|u| u == uri) {

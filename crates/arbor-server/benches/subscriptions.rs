@@ -82,10 +82,7 @@ impl ServerHandler for Feed {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            resources: Some(ResourcesCapability { subscribe: Some(true), ..Default::default() }),
-            ..Default::default()
-        }
+        ServerCapabilities::default().with_resources(ResourcesCapability::default().with_subscribe(true))
     }
 
     async fn subscribe(&self, _: ResourceSubscriptionParams, _: RequestContext) -> Result<(), McpError> {

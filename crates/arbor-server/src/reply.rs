@@ -49,16 +49,13 @@ impl InputRequired {
 
     /// Asks the user for input (`elicitation/create`) under `key`.
     pub fn elicit(mut self, key: impl Into<String>, params: ElicitRequestParams) -> Self {
-        self.requests.insert(key.into(), InputRequest::Elicit(ElicitRequest { params, extra: Default::default() }));
+        self.requests.insert(key.into(), InputRequest::Elicit(ElicitRequest::new(params)));
         self
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`) under `key`.
     pub fn sample(mut self, key: impl Into<String>, params: CreateMessageRequestParams) -> Self {
-        self.requests.insert(
-            key.into(),
-            InputRequest::CreateMessage(CreateMessageRequest { params, extra: Default::default() }),
-        );
+        self.requests.insert(key.into(), InputRequest::CreateMessage(CreateMessageRequest::new(params)));
         self
     }
 

@@ -78,10 +78,8 @@ async fn quickstart_serves_its_tool_resource_and_live_update_in_both_eras() {
         // The live update arrives through whichever mechanism the era has.
         let update = match era {
             EraMode::ForceModern => {
-                let filter = SubscriptionFilter {
-                    resource_subscriptions: Some(vec!["clock://ticks".into()]),
-                    ..Default::default()
-                };
+                let filter =
+                    SubscriptionFilter::default().with_resource_subscriptions(vec!["clock://ticks".to_owned()]);
                 let mut listen = client.listen(filter).await.expect("listen");
                 tokio::time::timeout(WAIT, listen.next()).await.expect("a tick within the wait")
             }

@@ -31,7 +31,7 @@ type Hook<A> = Arc<dyn Fn(A, Map<String, Value>, NotificationContext) -> BoxFutu
 /// use arbor_protocol::model::roots::ListRootsResult;
 ///
 /// let handler = HandlerBuilder::new()
-///     .roots(|_ctx| async { Ok(ListRootsResult { roots: vec![], meta: None, result_type: None, extra: Default::default() }) })
+///     .roots(|_ctx| async { Ok(ListRootsResult::new(vec![])) })
 ///     .build();
 /// // `ClientHandler::` spelled out: the builder has methods of those names too.
 /// assert!(ClientHandler::roots(&*handler).is_some() && ClientHandler::sampling(&*handler).is_none());

@@ -131,23 +131,25 @@ impl HandlerRuntime {
         let shared = &self.inner.shared;
         let declared = &shared.declared;
         let present = |on: bool| on.then(Map::new);
-        ClientCapabilities {
-            sampling: declared.sampling.then(|| SamplingCapability {
-                context: present(shared.limits.sampling.allow_context),
-                tools: present(declared.sampling_tools),
-                ..Default::default()
-            }),
-            elicitation: declared.elicitation.as_ref().filter(|m| !m.is_empty()).map(|modes| ElicitationCapability {
-                form: present(modes.contains(&ElicitationMode::Form)),
-                url: present(modes.contains(&ElicitationMode::Url)),
-                ..Default::default()
-            }),
-            roots: declared.roots.then(|| RootsCapability {
-                list_changed: declared.roots_list_changed.then_some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = declared.sampling.then(|| {
+            let mut sampling = SamplingCapability::default();
+            sampling.context = present(shared.limits.sampling.allow_context);
+            sampling.tools = present(declared.sampling_tools);
+            sampling
+        });
+        caps.elicitation = declared.elicitation.as_ref().filter(|m| !m.is_empty()).map(|modes| {
+            let mut elicitation = ElicitationCapability::default();
+            elicitation.form = present(modes.contains(&ElicitationMode::Form));
+            elicitation.url = present(modes.contains(&ElicitationMode::Url));
+            elicitation
+        });
+        caps.roots = declared.roots.then(|| {
+            let mut roots = RootsCapability::default();
+            roots.list_changed = declared.roots_list_changed.then_some(true);
+            roots
+        });
+        caps
     }
 
     /// The server's origin as the transport reports it (HTTP), for URL-mode origin checks;

@@ -11,9 +11,9 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::{
     PromptsCapability, ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use arbor_protocol::model::common::PaginatedRequestParams;
+use arbor_protocol::model::common::{JsonObject, PaginatedRequestParams};
 use arbor_protocol::model::content::ContentBlock;
-use arbor_protocol::model::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
+use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitResult};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
@@ -61,7 +61,7 @@ fn schema(tool: &str) -> Value {
 }
 
 fn text(t: impl Into<String>) -> CallToolResult {
-    CallToolResult { content: vec![ContentBlock::text(t)], ..Default::default() }
+    CallToolResult::from_text(t)
 }
 
 impl ServerHandler for TestServer {
@@ -70,13 +70,11 @@ impl ServerHandler for TestServer {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            logging: Some(Default::default()),
-            resources: Some(ResourcesCapability { subscribe: Some(true), ..Default::default() }),
-            prompts: Some(PromptsCapability::default()),
-            ..Default::default()
-        }
+        ServerCapabilities::default()
+            .with_tools(ToolsCapability::default().with_list_changed(true))
+            .with_logging(JsonObject::new())
+            .with_resources(ResourcesCapability::default().with_subscribe(true))
+            .with_prompts(PromptsCapability::default())
     }
 
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
@@ -97,14 +95,12 @@ impl ServerHandler for TestServer {
             .iter()
             .skip(start)
             .take(2)
-            .map(|name| Tool {
-                name: (*name).into(),
-                input_schema: schema(name).as_object().unwrap().clone(),
-                ..Default::default()
-            })
+            .map(|name| Tool::new(*name, schema(name).as_object().unwrap().clone()))
             .collect();
         let next = start + 2;
-        Ok(ListToolsResult { tools, next_cursor: (next < TOOLS.len()).then(|| next.to_string()), ..Default::default() })
+        let mut result = ListToolsResult::new(tools);
+        result.next_cursor = (next < TOOLS.len()).then(|| next.to_string());
+        Ok(result)
     }
 
     async fn call_tool(
@@ -131,17 +127,14 @@ impl ServerHandler for TestServer {
             // Unlisted: `{"sum": a + b}` as structured content and as JSON text.
             "sum" => {
                 let sum = json!({"sum": arg("a").as_i64().unwrap_or(0) + arg("b").as_i64().unwrap_or(0)});
-                Ok(CallToolResult { structured_content: Some(sum.clone()), ..text(sum.to_string()) }.into())
+                Ok(text(sum.to_string()).with_structured_content(sum).into())
             }
             // Unlisted: the JSON in a single text block only, as before 2025-06-18.
             "sum_text" => Ok(text(json!({"sum": 7}).to_string()).into()),
             // Unlisted: a tool that fails, in two text blocks.
-            "fails" => Ok(CallToolResult {
-                content: vec![ContentBlock::text("no"), ContentBlock::text("such luck")],
-                is_error: Some(true),
-                ..Default::default()
-            }
-            .into()),
+            "fails" => Ok(CallToolResult::new(vec![ContentBlock::text("no"), ContentBlock::text("such luck")])
+                .with_is_error(true)
+                .into()),
             "hang" => {
                 let mut guard = StopGuard(self.seen.clone(), format!("hang {}", cx.request_id()), false);
                 std::future::pending::<()>().await;
@@ -192,7 +185,7 @@ impl ServerHandler for TestServer {
         _: RequestContext,
     ) -> Result<Reply<ReadResourceResult>, McpError> {
         let contents = serde_json::from_value(json!([{"uri": params.uri, "text": "hello"}])).unwrap();
-        Ok(ReadResourceResult { contents, ..Default::default() }.into())
+        Ok(ReadResourceResult::new(contents).into())
     }
 }
 
@@ -207,13 +200,7 @@ impl ElicitationHandler for Answers {
     ) -> Result<ElicitResult, McpError> {
         let name = ctx.assigns.as_ref().and_then(|a| a.get("name")).cloned().unwrap_or_else(|| json!("Ada"));
         let content = json!({ "name": name }).as_object().unwrap().clone();
-        Ok(ElicitResult {
-            meta: None,
-            result_type: None,
-            action: ElicitAction::Accept,
-            content: Some(content),
-            extra: Default::default(),
-        })
+        Ok(ElicitResult::accept(content))
     }
 }
 

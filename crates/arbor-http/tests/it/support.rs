@@ -112,7 +112,7 @@ pub fn fixture() -> (Server, RouterHandle, Probe) {
                     let name = reply.content.as_ref().and_then(|c| c.get("name")).and_then(|n| n.as_str());
                     let text = format!("hello {}", name.unwrap_or("?"));
                     let content = vec![ContentBlock::text(text)];
-                    Reply::Complete(CallToolResult { content, ..Default::default() })
+                    Reply::Complete(CallToolResult::new(content))
                 }
                 _ => {
                     let params = serde_json::from_value(json!({

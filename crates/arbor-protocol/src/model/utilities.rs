@@ -26,6 +26,7 @@ wire_struct! {
 
 wire_struct! {
     /// The params of `notifications/cancelled`.
+    #[derive(Default)]
     pub struct CancelledNotificationParams {
         /// Notification metadata.
         opt meta: Meta = "_meta",

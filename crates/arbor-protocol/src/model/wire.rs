@@ -58,6 +58,7 @@ macro_rules! wire_struct {
     ) => {
         $(#[$attr])*
         #[derive(Clone, Debug, PartialEq)]
+        #[non_exhaustive]
         pub struct $name {
             $(
                 $(#[$fattr])*

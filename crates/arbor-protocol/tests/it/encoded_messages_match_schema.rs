@@ -23,7 +23,7 @@ use arbor_protocol::model::subscriptions::*;
 use arbor_protocol::model::tasks::*;
 use arbor_protocol::model::tools::*;
 use arbor_protocol::model::utilities::*;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 /// Every instance this revision gets, with the definition it must validate against.
@@ -46,80 +46,52 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         if legacy {
             let init = lifecycle_init(&b);
             out.push(("InitializeRequest", cr(CR::Initialize(init))));
-            out.push(("PingRequest", cr(CR::Ping(RequestParams { meta: rmeta.clone(), ..Default::default() }))));
-            let sub =
-                ResourceSubscriptionParams { meta: rmeta.clone(), uri: "file:///a.txt".into(), extra: Map::new() };
+            out.push(("PingRequest", cr(CR::Ping(b.request_params()))));
+            let mut sub = ResourceSubscriptionParams::new("file:///a.txt");
+            sub.meta = rmeta.clone();
             out.push(("SubscribeRequest", cr(CR::Subscribe(sub.clone()))));
             out.push(("UnsubscribeRequest", cr(CR::Unsubscribe(sub))));
-            let level = SetLevelRequestParams { meta: rmeta.clone(), level: LoggingLevel::Warning, extra: Map::new() };
+            let mut level = SetLevelRequestParams::new(LoggingLevel::Warning);
+            level.meta = rmeta.clone();
             out.push(("SetLevelRequest", cr(CR::SetLevel(level))));
         } else {
-            out.push((
-                "DiscoverRequest",
-                cr(CR::Discover(RequestParams { meta: rmeta.clone(), ..Default::default() })),
-            ));
-            let listen = SubscriptionsListenRequestParams {
-                meta: rmeta.clone(),
-                notifications: SubscriptionFilter {
-                    tools_list_changed: Some(true),
-                    prompts_list_changed: Some(false),
-                    resources_list_changed: Some(true),
-                    resource_subscriptions: Some(vec!["file:///a.txt".into()]),
-                    ..Default::default()
-                },
-                extra: Map::new(),
-            };
+            out.push(("DiscoverRequest", cr(CR::Discover(b.request_params()))));
+            let mut listen = SubscriptionsListenRequestParams::new(
+                SubscriptionFilter::default()
+                    .with_tools_list_changed(true)
+                    .with_prompts_list_changed(false)
+                    .with_resources_list_changed(true)
+                    .with_resource_subscriptions(vec!["file:///a.txt".to_owned()]),
+            );
+            listen.meta = rmeta.clone();
             out.push(("SubscriptionsListenRequest", cr(CR::SubscriptionsListen(listen))));
         }
         out.push(("ListToolsRequest", cr(CR::ListTools(b.paginated()))));
         out.push(("ListResourcesRequest", cr(CR::ListResources(b.paginated()))));
         out.push(("ListResourceTemplatesRequest", cr(CR::ListResourceTemplates(b.paginated()))));
         out.push(("ListPromptsRequest", cr(CR::ListPrompts(b.paginated()))));
-        let call = CallToolRequestParams {
-            meta: rmeta.clone(),
-            name: "get_weather".into(),
-            arguments: Some(obj(json!({"city": "Paris"}))),
-            task: (rev == V2025_11_25).then(|| TaskMetadata { ttl: Some(60_000), extra: Map::new() }),
-            input_responses: rev.per_request().then(|| b.input_responses()),
-            request_state: rev.per_request().then(|| "opaque".into()),
-            extra: Map::new(),
-        };
+        let mut call = CallToolRequestParams::new("get_weather").with_arguments(obj(json!({"city": "Paris"})));
+        call.meta = rmeta.clone();
+        call.task = (rev == V2025_11_25).then(|| TaskMetadata::default().with_ttl(60_000));
+        call.input_responses = rev.per_request().then(|| b.input_responses());
+        call.request_state = rev.per_request().then(|| "opaque".into());
         out.push(("CallToolRequest", cr(CR::CallTool(call))));
-        let read = ReadResourceRequestParams {
-            meta: rmeta.clone(),
-            uri: "file:///a.txt".into(),
-            input_responses: rev.per_request().then(|| b.input_responses()),
-            request_state: rev.per_request().then(|| "opaque".into()),
-            extra: Map::new(),
-        };
+        let mut read = ReadResourceRequestParams::new("file:///a.txt");
+        read.meta = rmeta.clone();
+        read.input_responses = rev.per_request().then(|| b.input_responses());
+        read.request_state = rev.per_request().then(|| "opaque".into());
         out.push(("ReadResourceRequest", cr(CR::ReadResource(read))));
-        let get = GetPromptRequestParams {
-            meta: rmeta.clone(),
-            name: "greet".into(),
-            arguments: Some([("who".to_owned(), "world".to_owned())].into()),
-            input_responses: rev.per_request().then(|| b.input_responses()),
-            request_state: rev.per_request().then(|| "opaque".into()),
-            extra: Map::new(),
-        };
+        let mut get = GetPromptRequestParams::new("greet").with_argument("who", "world");
+        get.meta = rmeta.clone();
+        get.input_responses = rev.per_request().then(|| b.input_responses());
+        get.request_state = rev.per_request().then(|| "opaque".into());
         out.push(("GetPromptRequest", cr(CR::GetPrompt(get))));
-        for reference in [
-            Reference::Prompt(PromptReference {
-                name: "greet".into(),
-                title: b.at_least(V2025_06_18).then(|| "Greet".into()),
-                extra: Map::new(),
-            }),
-            Reference::ResourceTemplate(ResourceTemplateReference { uri: "file:///{path}".into(), extra: Map::new() }),
-        ] {
-            let complete = CompleteRequestParams {
-                meta: rmeta.clone(),
-                reference,
-                argument: CompleteArgument { name: "who".into(), value: "wo".into(), extra: Map::new() },
-                context: b.at_least(V2025_06_18).then(|| CompleteContext {
-                    arguments: Some([("lang".to_owned(), "en".to_owned())].into()),
-                    extra: Map::new(),
-                }),
-                extra: Map::new(),
-            };
+        let mut prompt = PromptReference::new("greet");
+        prompt.title = b.at_least(V2025_06_18).then(|| "Greet".into());
+        for reference in [Reference::Prompt(prompt), Reference::resource_template("file:///{path}")] {
+            let mut complete = CompleteRequestParams::new(reference, CompleteArgument::new("who", "wo"));
+            complete.meta = rmeta.clone();
+            complete.context = b.at_least(V2025_06_18).then(|| CompleteContext::default().with_argument("lang", "en"));
             out.push(("CompleteRequest", cr(CR::Complete(complete))));
         }
     }
@@ -127,7 +99,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
     // Client features: server requests up to 2025-11-25, input requests after.
     if legacy {
         out.push(("CreateMessageRequest", sr(SR::CreateMessage(b.create_message_params()))));
-        out.push(("ListRootsRequest", sr(SR::ListRoots(RequestParams { meta: rmeta.clone(), ..Default::default() }))));
+        out.push(("ListRootsRequest", sr(SR::ListRoots(b.request_params()))));
         if b.at_least(V2025_06_18) {
             out.push(("ElicitRequest", sr(SR::Elicit(b.elicit_form()))));
         }
@@ -149,53 +121,37 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
 
     // Tasks.
     if rev == V2025_11_25 {
-        let task = TaskIdParams { meta: rmeta.clone(), task_id: "t-1".into(), extra: Map::new() };
+        let mut task = TaskIdParams::new("t-1");
+        task.meta = rmeta.clone();
         out.push(("GetTaskRequest", cr(CR::GetTask(task.clone()))));
         out.push(("GetTaskPayloadRequest", cr(CR::GetTaskPayload(task.clone()))));
         out.push(("CancelTaskRequest", sr(SR::CancelTask(task))));
         out.push(("ListTasksRequest", sr(SR::ListTasks(b.paginated()))));
         let t = b.get_task_result(TaskStatus::Working);
         out.push(("GetTaskResult", enc(&t)));
-        let c = CancelTaskResult {
-            task_id: Some(t.task_id.clone()),
-            status: Some(TaskStatus::Cancelled),
-            status_message: t.status_message.clone(),
-            created_at: Some(t.created_at.clone()),
-            last_updated_at: Some(t.last_updated_at.clone()),
-            ttl: t.ttl,
-            poll_interval: t.poll_interval,
-            ..Default::default()
-        };
+        let c = CancelTaskResult::from_task(b.task_fields(TaskStatus::Cancelled));
         out.push(("CancelTaskResult", enc(&c)));
-        let created =
-            ExperimentalCreateTaskResult { meta: None, task: b.task_fields(TaskStatus::Working), extra: Map::new() };
+        let created = ExperimentalCreateTaskResult::new(b.task_fields(TaskStatus::Working));
         out.push(("CreateTaskResult", enc(&created)));
-        let payload = GetTaskPayloadResult { extra: obj(enc(&b.call_tool_result())), ..Default::default() };
+        let payload = GetTaskPayloadResult::new(obj(enc(&b.call_tool_result())));
         out.push(("GetTaskPayloadResult", enc(&payload)));
-        let list = ListTasksResult {
-            tasks: vec![b.task_fields(TaskStatus::Completed)],
-            next_cursor: Some("n".into()),
-            ..Default::default()
-        };
+        let list = ListTasksResult::new(vec![b.task_fields(TaskStatus::Completed)]).with_next_cursor("n");
         out.push(("ListTasksResult", enc(&list)));
         out.push(("TaskStatusNotification", sn(SN::ExperimentalTaskStatus(b.task_notification(TaskStatus::Working)))));
-        let done =
-            ElicitationCompleteNotificationParams { meta: None, elicitation_id: "e-1".into(), extra: Map::new() };
+        let done = ElicitationCompleteNotificationParams::new("e-1");
         out.push(("ElicitationCompleteNotification", sn(SN::ElicitationComplete(done))));
     }
     if rev == ExtTasks {
-        let task = TaskIdParams { meta: rmeta.clone(), task_id: "t-1".into(), extra: Map::new() };
+        let mut task = TaskIdParams::new("t-1");
+        task.meta = rmeta.clone();
         out.push(("GetTaskRequest", cr(CR::GetTask(task.clone()))));
         out.push(("CancelTaskRequest", cr(CR::CancelTask(task))));
-        let update = UpdateTaskRequestParams {
-            meta: rmeta.clone(),
-            task_id: "t-1".into(),
-            input_responses: match serde_json::to_value(b.input_responses()) {
-                Ok(Value::Object(answers)) => answers,
-                _ => unreachable!("input responses serialise to an object"),
-            },
-            extra: Map::new(),
+        let answers = match serde_json::to_value(b.input_responses()) {
+            Ok(Value::Object(answers)) => answers,
+            _ => unreachable!("input responses serialise to an object"),
         };
+        let mut update = UpdateTaskRequestParams::new("t-1", answers);
+        update.meta = rmeta.clone();
         out.push(("UpdateTaskRequest", cr(CR::UpdateTask(update))));
         for status in [
             TaskStatus::Working,
@@ -207,84 +163,49 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
             out.push(("GetTaskResult", enc(&b.get_task_result(status))));
             out.push(("TaskStatusNotification", sn(SN::TaskStatus(b.task_notification(status)))));
             let t = b.task_fields(status);
-            let created = CreateTaskResult {
-                meta: None,
-                result_type: ResultType::Task,
-                task_id: t.task_id,
-                status: t.status,
-                status_message: t.status_message,
-                created_at: t.created_at,
-                last_updated_at: t.last_updated_at,
-                ttl: None,
-                ttl_ms: t.ttl_ms,
-                poll_interval: None,
-                poll_interval_ms: t.poll_interval_ms,
-                input_requests: None,
-                result: None,
-                error: None,
-                extra: Map::new(),
-            };
+            let mut created = CreateTaskResult::from_task(t);
+            created.input_requests = None;
+            created.result = None;
+            created.error = None;
             out.push(("CreateTaskResult", enc(&created)));
         }
-        out.push((
-            "CancelTaskResult",
-            enc(&CancelTaskResult { result_type: Some(ResultType::Complete), ..Default::default() }),
-        ));
+        out.push(("CancelTaskResult", enc(&CancelTaskResult::complete())));
         out.push(("UpdateTaskResult", enc(&EmptyResult::complete())));
     }
 
     // Notifications.
     if core {
-        let cancel = CancelledNotificationParams {
-            meta: None,
-            request_id: Some(RequestId::from("r-1")),
-            reason: Some("user".into()),
-            extra: Map::new(),
-        };
+        let cancel = CancelledNotificationParams::new(RequestId::from("r-1")).with_reason("user");
         out.push(("CancelledNotification", cn(CN::Cancelled(cancel.clone()))));
         out.push(("CancelledNotification", sn(SN::Cancelled(cancel.clone()))));
         if !legacy {
             out.push(("ClientNotification", cn(CN::Cancelled(cancel))));
         }
-        let progress = ProgressNotificationParams {
-            meta: None,
-            progress_token: RequestId::from("p-1"),
-            progress: 50.into(),
-            total: Some(100.into()),
-            message: b.at_least(V2025_03_26).then(|| "Halfway".into()),
-            extra: Map::new(),
-        };
+        let mut progress = ProgressNotificationParams::new(RequestId::from("p-1"), 50).with_total(100);
+        progress.message = b.at_least(V2025_03_26).then(|| "Halfway".into());
         out.push(("ProgressNotification", sn(SN::Progress(progress.clone()))));
         if legacy {
             out.push(("ProgressNotification", cn(CN::Progress(progress))));
         }
-        let log = LoggingMessageNotificationParams {
-            meta: None,
-            level: LoggingLevel::Error,
-            logger: Some("db".into()),
-            data: json!({"error": "down"}),
-            extra: Map::new(),
-        };
+        let log =
+            LoggingMessageNotificationParams::new(LoggingLevel::Error, json!({"error": "down"})).with_logger("db");
         out.push(("LoggingMessageNotification", sn(SN::LoggingMessage(log))));
-        let changed = NotificationParams { meta: note_meta.clone(), ..Default::default() };
+        let mut changed = NotificationParams::default();
+        changed.meta = note_meta.clone();
         out.push(("PromptListChangedNotification", sn(SN::PromptListChanged(changed.clone()))));
         out.push(("ResourceListChangedNotification", sn(SN::ResourceListChanged(changed.clone()))));
         out.push(("ToolListChangedNotification", sn(SN::ToolListChanged(changed.clone()))));
-        let updated = ResourceUpdatedNotificationParams {
-            meta: note_meta.clone(),
-            uri: "file:///a.txt".into(),
-            extra: Map::new(),
-        };
+        let mut updated = ResourceUpdatedNotificationParams::new("file:///a.txt");
+        updated.meta = note_meta.clone();
         out.push(("ResourceUpdatedNotification", sn(SN::ResourceUpdated(updated))));
         if legacy {
             out.push(("InitializedNotification", cn(CN::Initialized(NotificationParams::default()))));
             out.push(("RootsListChangedNotification", cn(CN::RootsListChanged(changed))));
         } else {
-            let ack = SubscriptionsAcknowledgedNotificationParams {
-                meta: note_meta.clone(),
-                notifications: SubscriptionFilter { tools_list_changed: Some(true), ..Default::default() },
-                extra: Map::new(),
-            };
+            let mut ack = SubscriptionsAcknowledgedNotificationParams::new(
+                SubscriptionFilter::default().with_tools_list_changed(true),
+            );
+            ack.meta = note_meta.clone();
             out.push(("SubscriptionsAcknowledgedNotification", sn(SN::SubscriptionsAcknowledged(ack))));
         }
     }
@@ -296,159 +217,79 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         let call = b.call_tool_result();
         out.push(("CallToolResult", enc(&Outcome::Complete(call.clone()))));
         out.push(("ServerResult", enc(&call)));
-        let complete = CompleteResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            completion: Completion {
-                values: vec!["world".into()],
-                total: Some(1),
-                has_more: Some(false),
-                extra: Map::new(),
-            },
-            extra: Map::new(),
-        };
+        let mut complete =
+            CompleteResult::new(Completion::new(vec!["world".into()]).with_total(1).with_has_more(false));
+        (complete.meta, complete.result_type) = (rm.clone(), rt.clone());
         out.push(("CompleteResult", enc(&complete)));
-        let empty = EmptyResult { meta: rm.clone(), result_type: rt.clone(), extra: Map::new() };
+        let mut empty = EmptyResult::default();
+        (empty.meta, empty.result_type) = (rm.clone(), rt.clone());
         out.push(("EmptyResult", enc(&empty)));
         out.push(("Result", enc(&empty)));
-        let prompt = GetPromptResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            description: Some("A greeting".into()),
-            messages: b
-                .content_blocks()
-                .into_iter()
-                .map(|content| PromptMessage { role: Role::User, content, extra: Map::new() })
-                .collect(),
-            extra: Map::new(),
-        };
+        let mut prompt = GetPromptResult::new(b.content_blocks().into_iter().map(PromptMessage::user).collect())
+            .with_description("A greeting");
+        (prompt.meta, prompt.result_type) = (rm.clone(), rt.clone());
         out.push(("GetPromptResult", enc(&Outcome::Complete(prompt))));
-        let prompts = ListPromptsResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            prompts: vec![Prompt {
-                name: "greet".into(),
-                title: b.at_least(V2025_06_18).then(|| "Greet".into()),
-                description: Some("Greets".into()),
-                arguments: Some(vec![PromptArgument {
-                    name: "who".into(),
-                    title: b.at_least(V2025_06_18).then(|| "Who".into()),
-                    description: Some("Whom to greet".into()),
-                    required: Some(true),
-                    extra: Map::new(),
-                }]),
-                icons: b.icons(),
-                meta: b.item_meta(),
-                extra: Map::new(),
-            }],
-            next_cursor: Some("".into()),
-            ttl_ms,
-            cache_scope,
-            extra: Map::new(),
-        };
+        let mut argument = PromptArgument::new("who").with_description("Whom to greet").required();
+        argument.title = b.at_least(V2025_06_18).then(|| "Who".into());
+        let mut greet = Prompt::new("greet").with_description("Greets").with_argument(argument);
+        greet.title = b.at_least(V2025_06_18).then(|| "Greet".into());
+        (greet.icons, greet.meta) = (b.icons(), b.item_meta());
+        let mut prompts = ListPromptsResult::new(vec![greet]).with_next_cursor("");
+        (prompts.meta, prompts.result_type) = (rm.clone(), rt.clone());
+        (prompts.ttl_ms, prompts.cache_scope) = (ttl_ms, cache_scope);
         out.push(("ListPromptsResult", enc(&prompts)));
-        let resources = ListResourcesResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            resources: vec![Resource {
-                uri: "file:///a.txt".into(),
-                name: "a".into(),
-                title: b.at_least(V2025_06_18).then(|| "A".into()),
-                description: Some("The a file".into()),
-                mime_type: Some("text/plain".into()),
-                size: Some(1),
-                icons: b.icons(),
-                annotations: Some(b.annotations()),
-                meta: b.item_meta(),
-                extra: Map::new(),
-            }],
-            next_cursor: None,
-            ttl_ms,
-            cache_scope,
-            extra: Map::new(),
-        };
+        let mut resource = Resource::new("file:///a.txt", "a")
+            .with_description("The a file")
+            .with_mime_type("text/plain")
+            .with_size(1)
+            .with_annotations(b.annotations());
+        resource.title = b.at_least(V2025_06_18).then(|| "A".into());
+        (resource.icons, resource.meta) = (b.icons(), b.item_meta());
+        let mut resources = ListResourcesResult::new(vec![resource]);
+        (resources.meta, resources.result_type) = (rm.clone(), rt.clone());
+        (resources.ttl_ms, resources.cache_scope) = (ttl_ms, cache_scope);
         out.push(("ListResourcesResult", enc(&resources)));
-        let templates = ListResourceTemplatesResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            resource_templates: vec![ResourceTemplate {
-                uri_template: "file:///{path}".into(),
-                name: "files".into(),
-                title: b.at_least(V2025_06_18).then(|| "Files".into()),
-                description: Some("Any file".into()),
-                mime_type: Some("text/plain".into()),
-                icons: b.icons(),
-                annotations: Some(b.annotations()),
-                meta: b.item_meta(),
-                extra: Map::new(),
-            }],
-            next_cursor: None,
-            ttl_ms,
-            cache_scope,
-            extra: Map::new(),
-        };
+        let mut template = ResourceTemplate::new("file:///{path}", "files")
+            .with_description("Any file")
+            .with_mime_type("text/plain")
+            .with_annotations(b.annotations());
+        template.title = b.at_least(V2025_06_18).then(|| "Files".into());
+        (template.icons, template.meta) = (b.icons(), b.item_meta());
+        let mut templates = ListResourceTemplatesResult::new(vec![template]);
+        (templates.meta, templates.result_type) = (rm.clone(), rt.clone());
+        (templates.ttl_ms, templates.cache_scope) = (ttl_ms, cache_scope);
         out.push(("ListResourceTemplatesResult", enc(&templates)));
-        let tools = ListToolsResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            tools: vec![b.tool()],
-            next_cursor: Some("n".into()),
-            ttl_ms,
-            cache_scope,
-            extra: Map::new(),
-        };
+        let mut tools = ListToolsResult::new(vec![b.tool()]).with_next_cursor("n");
+        (tools.meta, tools.result_type) = (rm.clone(), rt.clone());
+        (tools.ttl_ms, tools.cache_scope) = (ttl_ms, cache_scope);
         out.push(("ListToolsResult", enc(&tools)));
         out.push(("PaginatedResult", enc(&tools)));
-        let read = ReadResourceResult {
-            meta: rm.clone(),
-            result_type: rt.clone(),
-            contents: vec![ResourceContents::Text(TextResourceContents {
-                uri: "file:///a.txt".into(),
-                mime_type: Some("text/plain".into()),
-                text: "a".into(),
-                meta: b.item_meta(),
-                extra: Map::new(),
-            })],
-            ttl_ms,
-            cache_scope,
-            extra: Map::new(),
-        };
+        let mut text = TextResourceContents::new("file:///a.txt", "a").with_mime_type("text/plain");
+        text.meta = b.item_meta();
+        let mut read = ReadResourceResult::new(vec![ResourceContents::Text(text)]);
+        (read.meta, read.result_type) = (rm.clone(), rt.clone());
+        (read.ttl_ms, read.cache_scope) = (ttl_ms, cache_scope);
         out.push(("ReadResourceResult", enc(&Outcome::Complete(read))));
         if legacy {
-            let init = InitializeResult {
-                meta: None,
-                result_type: None,
-                protocol_version: rev.folder().into(),
-                capabilities: b.server_capabilities(),
-                server_info: b.implementation("server"),
-                instructions: Some("Use the weather tool.".into()),
-                extra: Map::new(),
-            };
+            let init = InitializeResult::new(rev.folder(), b.server_capabilities(), b.implementation("server"))
+                .with_instructions("Use the weather tool.");
             out.push(("InitializeResult", enc(&init)));
             out.push(("ClientResult", enc(&b.roots_result())));
         } else {
             out.push(("CacheableResult", enc(&tools)));
             out.push(("ClientResult", enc(&EmptyResult::complete())));
-            let discover = DiscoverResult {
-                meta: rm.clone(),
-                result_type: rt.clone(),
-                supported_versions: vec!["2025-11-25".into(), "2026-07-28".into()],
-                capabilities: b.server_capabilities(),
-                instructions: Some("Use the weather tool.".into()),
-                ttl_ms,
-                cache_scope: Some(CacheScope::Private),
-                extra: Map::new(),
-            };
+            let mut discover =
+                DiscoverResult::new(vec!["2025-11-25".into(), "2026-07-28".into()], b.server_capabilities())
+                    .with_instructions("Use the weather tool.")
+                    .with_cache_scope(CacheScope::Private);
+            (discover.meta, discover.result_type, discover.ttl_ms) = (rm.clone(), rt.clone(), ttl_ms);
             out.push(("DiscoverResult", enc(&discover)));
             let needs = InputRequiredResult::new(Some(b.input_requests()), Some("opaque".into()));
             out.push(("InputRequiredResult", enc(&Outcome::<CallToolResult>::InputRequired(needs))));
             let state_only = InputRequiredResult::new(None, Some("retry-later".into()));
             out.push(("InputRequiredResult", enc(&state_only)));
-            let closed = SubscriptionsListenResult {
-                meta: Some(meta(json!({ meta::SUBSCRIPTION_ID: 9 }))),
-                result_type: rt.clone(),
-                extra: Map::new(),
-            };
+            let mut closed = SubscriptionsListenResult::default().with_meta(meta(json!({ meta::SUBSCRIPTION_ID: 9 })));
+            closed.result_type = rt.clone();
             out.push(("SubscriptionsListenResult", enc(&closed)));
         }
     }
@@ -465,13 +306,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
 }
 
 fn lifecycle_init(b: &Build) -> InitializeRequestParams {
-    InitializeRequestParams {
-        meta: None,
-        protocol_version: b.0.folder().into(),
-        capabilities: b.client_capabilities(),
-        client_info: b.implementation("client"),
-        extra: Map::new(),
-    }
+    InitializeRequestParams::new(b.0.folder(), b.client_capabilities(), b.implementation("client"))
 }
 
 fn check(rev: Rev) {

@@ -90,6 +90,12 @@ impl Build {
         })
     }
 
+    pub fn request_params(&self) -> RequestParams {
+        let mut params = RequestParams::default();
+        params.meta = self.request_meta();
+        params
+    }
+
     pub fn result_meta(&self) -> Option<Meta> {
         self.0.per_request().then(|| meta(json!({ meta::SERVER_INFO: enc(&self.implementation("server")) })))
     }
@@ -108,13 +114,10 @@ impl Build {
 
     pub fn icons(&self) -> Option<Vec<Icon>> {
         self.at_least(V2025_11_25).then(|| {
-            vec![Icon {
-                src: "https://example.com/icon.png".into(),
-                mime_type: Some("image/png".into()),
-                sizes: Some(vec!["48x48".into()]),
-                theme: Some(IconTheme::Dark),
-                extra: Map::new(),
-            }]
+            vec![Icon::new("https://example.com/icon.png")
+                .with_mime_type("image/png")
+                .with_sizes(vec!["48x48".to_owned()])
+                .with_theme(IconTheme::Dark)]
         })
     }
 
@@ -133,63 +136,58 @@ impl Build {
 
     pub fn client_capabilities(&self) -> ClientCapabilities {
         let r = self.0;
-        ClientCapabilities {
-            experimental: Some(obj(json!({"x.example/feature": {}}))),
-            roots: Some(RootsCapability { list_changed: (r < V2026_07_28).then_some(true), ..Default::default() }),
-            sampling: Some(if r >= V2025_11_25 {
-                SamplingCapability { context: Some(Map::new()), tools: Some(Map::new()), ..Default::default() }
+        let mut roots = RootsCapability::default();
+        roots.list_changed = (r < V2026_07_28).then_some(true);
+        let mut caps = ClientCapabilities::default()
+            .with_experimental(obj(json!({"x.example/feature": {}})))
+            .with_roots(roots)
+            .with_sampling(if r >= V2025_11_25 {
+                SamplingCapability::default().with_context(Map::new()).with_tools(Map::new())
             } else {
                 SamplingCapability::default()
-            }),
-            elicitation: (r >= V2025_06_18).then(|| {
-                if r >= V2025_11_25 {
-                    ElicitationCapability { form: Some(Map::new()), url: Some(Map::new()), ..Default::default() }
-                } else {
-                    ElicitationCapability::default()
-                }
-            }),
-            tasks: (r == V2025_11_25).then(|| TasksCapability {
-                list: Some(Map::new()),
-                cancel: Some(Map::new()),
-                requests: Some(obj(json!({"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}))),
-                ..Default::default()
-            }),
-            extensions: r.per_request().then(|| obj(json!({"io.modelcontextprotocol/tasks": {}}))),
-            extra: Map::new(),
-        }
+            });
+        caps.elicitation = (r >= V2025_06_18).then(|| {
+            if r >= V2025_11_25 {
+                ElicitationCapability::default().with_form(Map::new()).with_url(Map::new())
+            } else {
+                ElicitationCapability::default()
+            }
+        });
+        caps.tasks = (r == V2025_11_25).then(|| {
+            TasksCapability::default()
+                .with_list(Map::new())
+                .with_cancel(Map::new())
+                .with_requests(obj(json!({"sampling": {"createMessage": {}}, "elicitation": {"create": {}}})))
+        });
+        caps.extensions = r.per_request().then(|| obj(json!({"io.modelcontextprotocol/tasks": {}})));
+        caps
     }
 
     pub fn server_capabilities(&self) -> ServerCapabilities {
         let r = self.0;
-        ServerCapabilities {
-            experimental: Some(Map::new()),
-            logging: Some(Map::new()),
-            completions: (r >= V2025_03_26).then(Map::new),
-            prompts: Some(PromptsCapability { list_changed: Some(true), ..Default::default() }),
-            resources: Some(ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            tasks: (r == V2025_11_25).then(|| TasksCapability {
-                list: Some(Map::new()),
-                cancel: Some(Map::new()),
-                requests: Some(obj(json!({"tools": {"call": {}}}))),
-                ..Default::default()
-            }),
-            extensions: r.per_request().then(|| obj(json!({"io.modelcontextprotocol/tasks": {}}))),
-            extra: Map::new(),
-        }
+        let mut caps = ServerCapabilities::default()
+            .with_experimental(Map::new())
+            .with_logging(Map::new())
+            .with_prompts(PromptsCapability::default().with_list_changed(true))
+            .with_resources(ResourcesCapability::default().with_subscribe(true).with_list_changed(true))
+            .with_tools(ToolsCapability::default().with_list_changed(true));
+        caps.completions = (r >= V2025_03_26).then(Map::new);
+        caps.tasks = (r == V2025_11_25).then(|| {
+            TasksCapability::default()
+                .with_list(Map::new())
+                .with_cancel(Map::new())
+                .with_requests(obj(json!({"tools": {"call": {}}})))
+        });
+        caps.extensions = r.per_request().then(|| obj(json!({"io.modelcontextprotocol/tasks": {}})));
+        caps
     }
 
     pub fn annotations(&self) -> Annotations {
-        Annotations {
-            audience: Some(vec![Role::User, Role::Assistant]),
-            priority: Some(serde_json::Number::from_f64(0.5).unwrap()),
-            last_modified: self.at_least(V2025_06_18).then(|| "2025-01-12T15:00:58Z".into()),
-            extra: Map::new(),
-        }
+        let mut a = Annotations::default()
+            .with_audience(vec![Role::User, Role::Assistant])
+            .with_priority(serde_json::Number::from_f64(0.5).unwrap());
+        a.last_modified = self.at_least(V2025_06_18).then(|| "2025-01-12T15:00:58Z".into());
+        a
     }
 
     pub fn item_meta(&self) -> Option<Meta> {
@@ -197,304 +195,193 @@ impl Build {
     }
 
     pub fn text(&self) -> TextContent {
-        TextContent { annotations: Some(self.annotations()), meta: self.item_meta(), ..TextContent::new("hello") }
+        let mut t = TextContent::new("hello").with_annotations(self.annotations());
+        t.meta = self.item_meta();
+        t
     }
 
     pub fn content_blocks(&self) -> Vec<ContentBlock> {
+        let mut image = ImageContent::new("aGk=", "image/png").with_annotations(self.annotations());
+        image.meta = self.item_meta();
+        let mut text = TextResourceContents::new("file:///a.txt", "a").with_mime_type("text/plain");
+        text.meta = self.item_meta();
+        let mut embedded = EmbeddedResource::new(ResourceContents::Text(text)).with_annotations(self.annotations());
+        embedded.meta = self.item_meta();
         let mut blocks = vec![
             ContentBlock::Text(self.text()),
-            ContentBlock::Image(ImageContent {
-                data: "aGk=".into(),
-                mime_type: "image/png".into(),
-                annotations: Some(self.annotations()),
-                meta: self.item_meta(),
-                extra: Map::new(),
-            }),
-            ContentBlock::Resource(EmbeddedResource {
-                resource: ResourceContents::Text(TextResourceContents {
-                    uri: "file:///a.txt".into(),
-                    mime_type: Some("text/plain".into()),
-                    text: "a".into(),
-                    meta: self.item_meta(),
-                    extra: Map::new(),
-                }),
-                annotations: Some(self.annotations()),
-                meta: self.item_meta(),
-                extra: Map::new(),
-            }),
-            ContentBlock::Resource(EmbeddedResource {
-                resource: ResourceContents::Blob(BlobResourceContents {
-                    uri: "file:///a.bin".into(),
-                    mime_type: None,
-                    blob: "AAE=".into(),
-                    meta: None,
-                    extra: Map::new(),
-                }),
-                annotations: None,
-                meta: None,
-                extra: Map::new(),
-            }),
+            ContentBlock::Image(image),
+            ContentBlock::Resource(embedded),
+            ContentBlock::Resource(EmbeddedResource::new(ResourceContents::Blob(BlobResourceContents::new(
+                "file:///a.bin",
+                "AAE=",
+            )))),
         ];
         if self.at_least(V2025_03_26) {
-            blocks.push(ContentBlock::Audio(AudioContent {
-                data: "aGk=".into(),
-                mime_type: "audio/wav".into(),
-                annotations: None,
-                meta: self.item_meta(),
-                extra: Map::new(),
-            }));
+            let mut audio = AudioContent::new("aGk=", "audio/wav");
+            audio.meta = self.item_meta();
+            blocks.push(ContentBlock::Audio(audio));
         }
         if self.at_least(V2025_06_18) {
-            blocks.push(ContentBlock::ResourceLink(ResourceLink {
-                uri: "file:///b.txt".into(),
-                name: "b".into(),
-                title: Some("B".into()),
-                description: Some("The b file".into()),
-                mime_type: Some("text/plain".into()),
-                size: Some(12),
-                icons: self.icons(),
-                annotations: Some(self.annotations()),
-                meta: self.item_meta(),
-                extra: Map::new(),
-            }));
+            let mut link = ResourceLink::new("file:///b.txt", "b")
+                .with_title("B")
+                .with_description("The b file")
+                .with_mime_type("text/plain")
+                .with_size(12)
+                .with_annotations(self.annotations());
+            link.icons = self.icons();
+            link.meta = self.item_meta();
+            blocks.push(ContentBlock::ResourceLink(link));
         }
         blocks
     }
 
     pub fn tool(&self) -> Tool {
         let r = self.0;
-        Tool {
-            name: "get_weather".into(),
-            title: (r >= V2025_06_18).then(|| "Weather".into()),
-            description: Some("Gets the weather.".into()),
-            input_schema: obj(
-                json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-            ),
-            output_schema: (r >= V2025_06_18)
-                .then(|| obj(json!({"type": "object", "properties": {"t": {"type": "number"}}}))),
-            annotations: (r >= V2025_03_26).then(|| ToolAnnotations {
-                title: Some("Weather".into()),
-                read_only_hint: Some(true),
-                destructive_hint: Some(false),
-                idempotent_hint: Some(true),
-                open_world_hint: Some(true),
-                extra: Map::new(),
-            }),
-            execution: (r == V2025_11_25)
-                .then(|| ToolExecution { task_support: Some(TaskSupport::Optional), extra: Map::new() }),
-            icons: self.icons(),
-            meta: self.item_meta(),
-            extra: Map::new(),
-        }
+        let mut tool = Tool::new(
+            "get_weather",
+            obj(json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})),
+        )
+        .with_description("Gets the weather.");
+        tool.title = (r >= V2025_06_18).then(|| "Weather".into());
+        tool.output_schema =
+            (r >= V2025_06_18).then(|| obj(json!({"type": "object", "properties": {"t": {"type": "number"}}})));
+        tool.annotations = (r >= V2025_03_26).then(|| {
+            ToolAnnotations::new()
+                .with_title("Weather")
+                .with_read_only_hint(true)
+                .with_destructive_hint(false)
+                .with_idempotent_hint(true)
+                .with_open_world_hint(true)
+        });
+        tool.execution = (r == V2025_11_25).then(|| ToolExecution::default().with_task_support(TaskSupport::Optional));
+        tool.icons = self.icons();
+        tool.meta = self.item_meta();
+        tool
     }
 
     pub fn call_tool_result(&self) -> CallToolResult {
-        CallToolResult {
-            meta: self.result_meta(),
-            result_type: self.result_type(),
-            content: self.content_blocks(),
-            structured_content: self.at_least(V2025_06_18).then(|| json!({"t": 21.5})),
-            is_error: Some(false),
-            extra: Map::new(),
-        }
+        let mut result = CallToolResult::new(self.content_blocks()).with_is_error(false);
+        result.meta = self.result_meta();
+        result.result_type = self.result_type();
+        result.structured_content = self.at_least(V2025_06_18).then(|| json!({"t": 21.5}));
+        result
     }
 
     pub fn sampling_message(&self) -> SamplingMessage {
-        let content = if self.at_least(V2025_11_25) {
-            SamplingMessageContent::Many(vec![
-                SamplingContent::Text(TextContent::new("Weather?")),
-                SamplingContent::ToolUse(ToolUseContent {
-                    id: "u1".into(),
-                    name: "get_weather".into(),
-                    input: obj(json!({"city": "Paris"})),
-                    meta: None,
-                    extra: Map::new(),
-                }),
-                SamplingContent::ToolResult(ToolResultContent {
-                    tool_use_id: "u1".into(),
-                    content: vec![ContentBlock::text("21.5")],
-                    structured_content: Some(json!({"t": 21.5})),
-                    is_error: Some(false),
-                    meta: None,
-                    extra: Map::new(),
-                }),
-            ])
+        if self.at_least(V2025_11_25) {
+            SamplingMessage::from_blocks(
+                Role::User,
+                vec![
+                    SamplingContent::Text(TextContent::new("Weather?")),
+                    SamplingContent::ToolUse(ToolUseContent::new("u1", "get_weather", obj(json!({"city": "Paris"})))),
+                    SamplingContent::ToolResult(
+                        ToolResultContent::new("u1", vec![ContentBlock::text("21.5")])
+                            .with_structured_content(json!({"t": 21.5}))
+                            .with_is_error(false),
+                    ),
+                ],
+            )
         } else {
-            SamplingMessageContent::One(SamplingContent::Text(TextContent::new("Weather?")))
-        };
-        SamplingMessage { role: Role::User, content, meta: None, extra: Map::new() }
+            SamplingMessage::user("Weather?")
+        }
     }
 
     pub fn create_message_params(&self) -> CreateMessageRequestParams {
         let r = self.0;
-        CreateMessageRequestParams {
-            meta: (!r.per_request()).then(|| meta(json!({"progressToken": "s"}))),
-            messages: vec![self.sampling_message()],
-            model_preferences: Some(ModelPreferences {
-                hints: Some(vec![ModelHint { name: Some("claude".into()), extra: Map::new() }]),
-                cost_priority: Some(serde_json::Number::from_f64(0.3).unwrap()),
-                speed_priority: Some(1.into()),
-                intelligence_priority: Some(serde_json::Number::from_f64(0.8).unwrap()),
-                extra: Map::new(),
-            }),
-            system_prompt: Some("Be brief.".into()),
-            include_context: Some(IncludeContext::None),
-            temperature: Some(serde_json::Number::from_f64(0.7).unwrap()),
-            max_tokens: 100,
-            stop_sequences: Some(vec!["\n\n".into()]),
-            metadata: Some(obj(json!({"k": "v"}))),
-            tools: (r >= V2025_11_25).then(|| vec![self.tool()]),
-            tool_choice: (r >= V2025_11_25).then(|| ToolChoice { mode: Some(ToolChoiceMode::Auto), extra: Map::new() }),
-            task: (r == V2025_11_25).then(|| TaskMetadata { ttl: Some(60_000), extra: Map::new() }),
-            extra: Map::new(),
-        }
+        let mut params = CreateMessageRequestParams::new(vec![self.sampling_message()], 100)
+            .with_model_preferences(
+                ModelPreferences::default()
+                    .with_hints(vec![ModelHint::new("claude")])
+                    .with_cost_priority(serde_json::Number::from_f64(0.3).unwrap())
+                    .with_speed_priority(1)
+                    .with_intelligence_priority(serde_json::Number::from_f64(0.8).unwrap()),
+            )
+            .with_system_prompt("Be brief.")
+            .with_include_context(IncludeContext::None)
+            .with_temperature(serde_json::Number::from_f64(0.7).unwrap())
+            .with_stop_sequences(vec!["\n\n".to_owned()])
+            .with_metadata(obj(json!({"k": "v"})));
+        params.meta = (!r.per_request()).then(|| meta(json!({"progressToken": "s"})));
+        params.tools = (r >= V2025_11_25).then(|| vec![self.tool()]);
+        params.tool_choice = (r >= V2025_11_25).then(|| ToolChoice::new(ToolChoiceMode::Auto));
+        params.task = (r == V2025_11_25).then(|| TaskMetadata::default().with_ttl(60_000));
+        params
     }
 
     pub fn create_message_result(&self) -> CreateMessageResult {
-        let content = if self.at_least(V2025_11_25) {
-            SamplingMessageContent::One(SamplingContent::ToolUse(ToolUseContent {
-                id: "u2".into(),
-                name: "get_weather".into(),
-                input: obj(json!({"city": "Rome"})),
-                meta: None,
-                extra: Map::new(),
-            }))
+        if self.at_least(V2025_11_25) {
+            CreateMessageResult::new("claude", ToolUseContent::new("u2", "get_weather", obj(json!({"city": "Rome"}))))
+                .with_stop_reason("toolUse")
         } else {
-            SamplingMessageContent::One(SamplingContent::Text(TextContent::new("Sunny.")))
-        };
-        CreateMessageResult {
-            meta: None,
-            result_type: None,
-            role: Role::Assistant,
-            content,
-            model: "claude".into(),
-            stop_reason: Some(if self.at_least(V2025_11_25) { "toolUse" } else { "endTurn" }.into()),
-            extra: Map::new(),
+            CreateMessageResult::new("claude", TextContent::new("Sunny.")).with_stop_reason("endTurn")
         }
     }
 
     /// The form fields this revision's elicitation schema allows.
     pub fn form_fields(&self) -> BTreeMap<String, PrimitiveSchema> {
         let new_forms = self.at_least(V2025_11_25);
+        let mut email = StringSchema::default()
+            .with_title("Email")
+            .with_description("Where to write")
+            .with_min_length(3)
+            .with_max_length(100)
+            .with_format(StringFormat::Email);
+        email.default = new_forms.then(|| "a@example.com".into());
+        let mut age = NumberSchema::new(NumberKind::Integer).with_title("Age").with_minimum(18).with_maximum(130);
+        age.default = new_forms.then(|| 30.into());
+        let mut plain = UntitledSingleSelectEnumSchema::new(vec!["a".into(), "b".into()]);
+        plain.default = new_forms.then(|| "a".into());
         let mut f = BTreeMap::new();
-        f.insert(
-            "email".into(),
-            PrimitiveSchema::String(StringSchema {
-                title: Some("Email".into()),
-                description: Some("Where to write".into()),
-                min_length: Some(3),
-                max_length: Some(100),
-                format: Some(StringFormat::Email),
-                default: new_forms.then(|| "a@example.com".into()),
-                extra: Map::new(),
-            }),
-        );
-        f.insert(
-            "age".into(),
-            PrimitiveSchema::Number(NumberSchema {
-                kind: NumberKind::Integer,
-                title: Some("Age".into()),
-                description: None,
-                minimum: Some(18.into()),
-                maximum: Some(130.into()),
-                default: new_forms.then(|| 30.into()),
-                extra: Map::new(),
-            }),
-        );
-        f.insert("ok".into(), PrimitiveSchema::Boolean(BooleanSchema { default: Some(true), ..Default::default() }));
+        f.insert("email".into(), email.into());
+        f.insert("age".into(), age.into());
+        f.insert("ok".into(), BooleanSchema::default().with_default(true).into());
         f.insert(
             "legacy".into(),
-            PrimitiveSchema::LegacyTitled(LegacyTitledEnumSchema {
-                values: vec!["r".into(), "g".into()],
-                enum_names: Some(vec!["Red".into(), "Green".into()]),
-                ..Default::default()
-            }),
+            LegacyTitledEnumSchema::new(vec!["r".into(), "g".into()])
+                .with_enum_names(vec!["Red".to_owned(), "Green".to_owned()])
+                .into(),
         );
-        f.insert(
-            "plain".into(),
-            PrimitiveSchema::UntitledSingleSelect(UntitledSingleSelectEnumSchema {
-                values: vec!["a".into(), "b".into()],
-                default: new_forms.then(|| "a".into()),
-                ..Default::default()
-            }),
-        );
+        f.insert("plain".into(), plain.into());
         if new_forms {
-            let options = vec![
-                EnumOption { value: "r".into(), title: "Red".into(), extra: Map::new() },
-                EnumOption { value: "g".into(), title: "Green".into(), extra: Map::new() },
-            ];
-            f.insert(
-                "titled".into(),
-                PrimitiveSchema::TitledSingleSelect(TitledSingleSelectEnumSchema {
-                    one_of: options.clone(),
-                    default: Some("g".into()),
-                    ..Default::default()
-                }),
-            );
+            let options = vec![EnumOption::new("r", "Red"), EnumOption::new("g", "Green")];
+            f.insert("titled".into(), TitledSingleSelectEnumSchema::new(options.clone()).with_default("g").into());
             f.insert(
                 "many".into(),
-                PrimitiveSchema::UntitledMultiSelect(UntitledMultiSelectEnumSchema {
-                    min_items: Some(1),
-                    max_items: Some(2),
-                    items: UntitledEnumItems { values: vec!["x".into(), "y".into()], extra: Map::new() },
-                    default: Some(vec!["x".into()]),
-                    ..Default::default()
-                }),
+                UntitledMultiSelectEnumSchema::new(vec!["x".into(), "y".into()])
+                    .with_min_items(1)
+                    .with_max_items(2)
+                    .with_default(vec!["x".to_owned()])
+                    .into(),
             );
             f.insert(
                 "many_titled".into(),
-                PrimitiveSchema::TitledMultiSelect(TitledMultiSelectEnumSchema {
-                    items: TitledEnumItems { any_of: options, extra: Map::new() },
-                    default: Some(vec!["r".into()]),
-                    ..Default::default()
-                }),
+                TitledMultiSelectEnumSchema::new(options).with_default(vec!["r".to_owned()]).into(),
             );
         }
         f
     }
 
     pub fn elicit_form(&self) -> ElicitRequestParams {
-        ElicitRequestParams::Form(ElicitRequestFormParams {
-            mode: self.at_least(V2025_11_25).then_some(ElicitationMode::Form),
-            message: "Tell us about you".into(),
-            requested_schema: RequestedSchema {
-                properties: self.form_fields(),
-                required: Some(vec!["email".into()]),
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+        let mut schema = RequestedSchema::new();
+        schema.properties = self.form_fields();
+        schema.required = Some(vec!["email".into()]);
+        let mut params = ElicitRequestFormParams::new("Tell us about you", schema);
+        params.mode = self.at_least(V2025_11_25).then_some(ElicitationMode::Form);
+        params.into()
     }
 
     pub fn elicit_url(&self) -> ElicitRequestParams {
-        ElicitRequestParams::Url(ElicitRequestUrlParams {
-            message: "Sign in".into(),
-            url: "https://example.com/login".into(),
-            elicitation_id: (self.0 == V2025_11_25).then(|| "e-1".into()),
-            ..Default::default()
-        })
+        let mut params = ElicitRequestUrlParams::new("Sign in", "https://example.com/login");
+        params.elicitation_id = (self.0 == V2025_11_25).then(|| "e-1".into());
+        params.into()
     }
 
     pub fn elicit_result(&self) -> ElicitResult {
-        ElicitResult {
-            meta: None,
-            result_type: None,
-            action: ElicitAction::Accept,
-            content: Some(obj(json!({"email": "a@example.com", "age": 30, "ok": true}))),
-            extra: Map::new(),
-        }
+        ElicitResult::accept(obj(json!({"email": "a@example.com", "age": 30, "ok": true})))
     }
 
     pub fn roots_result(&self) -> ListRootsResult {
-        ListRootsResult {
-            roots: vec![Root {
-                uri: "file:///home/a".into(),
-                name: Some("home".into()),
-                meta: None,
-                extra: Map::new(),
-            }],
-            ..Default::default()
-        }
+        ListRootsResult::new(vec![Root::new("file:///home/a").with_name("home")])
     }
 
     pub fn input_responses(&self) -> InputResponses {
@@ -507,84 +394,47 @@ impl Build {
 
     pub fn input_requests(&self) -> InputRequests {
         let mut r = InputRequests::new();
-        r.insert("form".into(), InputRequest::Elicit(ElicitRequest { params: self.elicit_form(), extra: Map::new() }));
-        r.insert("url".into(), InputRequest::Elicit(ElicitRequest { params: self.elicit_url(), extra: Map::new() }));
-        r.insert(
-            "sample".into(),
-            InputRequest::CreateMessage(CreateMessageRequest {
-                params: self.create_message_params(),
-                extra: Map::new(),
-            }),
-        );
+        r.insert("form".into(), ElicitRequest::new(self.elicit_form()).into());
+        r.insert("url".into(), ElicitRequest::new(self.elicit_url()).into());
+        r.insert("sample".into(), CreateMessageRequest::new(self.create_message_params()).into());
         r.insert("roots".into(), InputRequest::ListRoots(ListRootsRequest::default()));
         r
     }
 
     pub fn paginated(&self) -> PaginatedRequestParams {
-        PaginatedRequestParams { meta: self.request_meta(), cursor: Some("c-2".into()), extra: Map::new() }
+        let mut params = PaginatedRequestParams::default().with_cursor("c-2");
+        params.meta = self.request_meta();
+        params
     }
 
     pub fn task_fields(&self, status: TaskStatus) -> Task {
         let ext = self.0 == ExtTasks;
-        Task {
-            task_id: "t-1".into(),
-            status,
-            status_message: Some("ok".into()),
-            created_at: "2025-01-12T15:00:58Z".into(),
-            last_updated_at: "2025-01-12T15:01:58Z".into(),
-            ttl: (!ext).then_some(Some(60_000)),
-            ttl_ms: ext.then_some(None),
-            poll_interval: (!ext).then_some(1000),
-            poll_interval_ms: ext.then_some(1000),
-            input_requests: (ext && status == TaskStatus::InputRequired).then(|| self.input_requests()),
-            result: (ext && status == TaskStatus::Completed).then(|| obj(enc(&self.call_tool_result()))),
-            error: (ext && status == TaskStatus::Failed).then(|| ErrorObject {
-                code: -32603,
-                message: "boom".into(),
-                data: None,
-            }),
-            extra: Map::new(),
+        let mut task =
+            Task::new("t-1", status, "2025-01-12T15:00:58Z", "2025-01-12T15:01:58Z").with_status_message("ok");
+        if ext {
+            task = task.with_ttl_ms(None).with_poll_interval_ms(1000);
+        } else {
+            task = task.with_ttl(60_000).with_poll_interval(1000);
         }
+        task.input_requests = (ext && status == TaskStatus::InputRequired).then(|| self.input_requests());
+        task.result = (ext && status == TaskStatus::Completed).then(|| obj(enc(&self.call_tool_result())));
+        task.error = (ext && status == TaskStatus::Failed).then(|| ErrorObject {
+            code: -32603,
+            message: "boom".into(),
+            data: None,
+        });
+        task
     }
 
     pub fn get_task_result(&self, status: TaskStatus) -> GetTaskResult {
-        let t = self.task_fields(status);
-        GetTaskResult {
-            meta: None,
-            result_type: self.result_type(),
-            task_id: t.task_id,
-            status: t.status,
-            status_message: t.status_message,
-            created_at: t.created_at,
-            last_updated_at: t.last_updated_at,
-            ttl: t.ttl,
-            ttl_ms: t.ttl_ms,
-            poll_interval: t.poll_interval,
-            poll_interval_ms: t.poll_interval_ms,
-            input_requests: t.input_requests,
-            result: t.result,
-            error: t.error,
-            extra: Map::new(),
-        }
+        let mut result = GetTaskResult::from_task(self.task_fields(status));
+        result.result_type = self.result_type();
+        result
     }
 
     pub fn task_notification(&self, status: TaskStatus) -> TaskStatusNotificationParams {
-        let t = self.get_task_result(status);
-        TaskStatusNotificationParams {
-            meta: self.0.per_request().then(|| meta(json!({ meta::SUBSCRIPTION_ID: 3 }))),
-            task_id: t.task_id,
-            status: t.status,
-            status_message: t.status_message,
-            created_at: t.created_at,
-            last_updated_at: t.last_updated_at,
-            ttl: t.ttl,
-            ttl_ms: t.ttl_ms,
-            poll_interval: t.poll_interval,
-            poll_interval_ms: t.poll_interval_ms,
-            input_requests: t.input_requests,
-            result: t.result,
-            error: t.error,
-            extra: Map::new(),
-        }
+        let mut params = TaskStatusNotificationParams::from_task(self.task_fields(status));
+        params.meta = self.0.per_request().then(|| meta(json!({ meta::SUBSCRIPTION_ID: 3 })));
+        params
     }
 }

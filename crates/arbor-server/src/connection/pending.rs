@@ -63,12 +63,8 @@ impl Pending {
     /// The waiter of `id` went away: forget it, and tell the client it need not answer.
     pub(crate) fn forget(&mut self, id: &RequestId) {
         if let Some((_, _, output)) = self.waiting.remove(id) {
-            let params = CancelledNotificationParams {
-                meta: None,
-                request_id: Some(id.clone()),
-                reason: Some("the request that needed this input was cancelled or timed out".to_owned()),
-                extra: Default::default(),
-            };
+            let params = CancelledNotificationParams::new(id.clone())
+                .with_reason("the request that needed this input was cancelled or timed out");
             crate::request::sink::notify::<Cancelled>(&output, &params);
         }
     }

@@ -277,13 +277,12 @@ impl ConnState {
         if let Some(endpoint) = &self.endpoint {
             let _ = endpoint.negotiated.set(version);
         }
-        let mut result = InitializeResult {
-            protocol_version: version.as_str().to_owned(),
-            capabilities: self.shared.legacy_capabilities(version),
-            server_info: self.shared.info.implementation.clone(),
-            instructions: self.shared.info.instructions.clone(),
-            ..Default::default()
-        };
+        let mut result = InitializeResult::new(
+            version.as_str(),
+            self.shared.legacy_capabilities(version),
+            self.shared.info.implementation.clone(),
+        );
+        result.instructions = self.shared.info.instructions.clone();
         // The server's title, icons and website exist from their revisions on only.
         result.lower(version);
         self.reply(&id, &result);

@@ -148,7 +148,7 @@ impl ConnState {
             let _ = reply.send(Err(McpError::internal("Internal error: no session to subscribe in")));
             return;
         };
-        let filter = SubscriptionFilter { resource_subscriptions: Some(vec![uri.clone()]), ..Default::default() };
+        let filter = SubscriptionFilter::default().with_resource_subscriptions(vec![uri.clone()]);
         let info = legacy.info.clone();
         let slot = match self.stream_slot() {
             Ok(slot) => slot,
@@ -177,12 +177,10 @@ impl ConnState {
         }
         let caps = &self.shared.capabilities;
         let flag = |on: Option<bool>| (on == Some(true)).then_some(true);
-        let filter = SubscriptionFilter {
-            tools_list_changed: flag(caps.tools.as_ref().and_then(|t| t.list_changed)),
-            prompts_list_changed: flag(caps.prompts.as_ref().and_then(|p| p.list_changed)),
-            resources_list_changed: flag(caps.resources.as_ref().and_then(|r| r.list_changed)),
-            ..Default::default()
-        };
+        let mut filter = SubscriptionFilter::default();
+        filter.tools_list_changed = flag(caps.tools.as_ref().and_then(|t| t.list_changed));
+        filter.prompts_list_changed = flag(caps.prompts.as_ref().and_then(|p| p.list_changed));
+        filter.resources_list_changed = flag(caps.resources.as_ref().and_then(|r| r.list_changed));
         if filter == SubscriptionFilter::default() {
             return;
         }

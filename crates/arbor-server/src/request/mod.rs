@@ -333,16 +333,11 @@ fn empty(id: &RequestId, modern: bool) -> Vec<u8> {
 fn discover(shared: &Shared) -> DiscoverResult {
     let mut meta = Meta::new();
     meta.insert(SERVER_INFO, serde_json::to_value(&shared.info.implementation).unwrap_or(Value::Null));
-    DiscoverResult {
-        meta: Some(meta),
-        result_type: None,
-        supported_versions: shared.config.supported_versions.strings(),
-        capabilities: shared.modern_capabilities.clone(),
-        instructions: shared.info.instructions.clone(),
-        ttl_ms: None,
-        cache_scope: None,
-        extra: Default::default(),
-    }
+    let mut result =
+        DiscoverResult::new(shared.config.supported_versions.strings(), shared.modern_capabilities.clone())
+            .with_meta(meta);
+    result.instructions = shared.info.instructions.clone();
+    result
 }
 
 /// The error response to `id`.

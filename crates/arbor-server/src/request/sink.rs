@@ -58,25 +58,15 @@ fn number(value: f64) -> Number {
 
 impl RequestSink for ConnectionSink {
     fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>) {
-        let params = ProgressNotificationParams {
-            meta: None,
-            progress_token: token.clone(),
-            progress: number(progress),
-            total: total.map(number),
-            message,
-            extra: Default::default(),
-        };
+        let mut params = ProgressNotificationParams::new(token.clone(), number(progress));
+        params.total = total.map(number);
+        params.message = message;
         notify::<Progress>(&self.output, &params);
     }
 
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        let params = LoggingMessageNotificationParams {
-            meta: None,
-            level,
-            logger: logger.map(str::to_owned),
-            data,
-            extra: Default::default(),
-        };
+        let mut params = LoggingMessageNotificationParams::new(level, data);
+        params.logger = logger.map(str::to_owned);
         notify::<LoggingMessage>(&self.output, &params);
     }
 }

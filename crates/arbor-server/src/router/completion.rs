@@ -49,7 +49,7 @@ pub trait IntoCompletion {
 
 impl IntoCompletion for Vec<String> {
     fn into_completion(self) -> Result<Completion, McpError> {
-        Ok(Completion { values: self, ..Default::default() })
+        Ok(Completion::new(self))
     }
 }
 

@@ -11,7 +11,6 @@
 //! This module is not the JSON-RPC conversion of protocol errors: [`McpError`] owns that.
 
 use arbor_protocol::error::McpError;
-use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::tools::CallToolResult;
 use std::fmt::Display;
 
@@ -70,7 +69,7 @@ impl ToolError {
 
 /// A result with `isError: true` and `message` as its only text block.
 pub(crate) fn error_result(message: String) -> CallToolResult {
-    CallToolResult { content: vec![ContentBlock::text(message)], is_error: Some(true), ..Default::default() }
+    CallToolResult::from_error_text(message)
 }
 
 impl From<String> for ToolError {

@@ -452,24 +452,31 @@ impl ServerHandler for Router {
     fn capabilities(&self) -> ServerCapabilities {
         let list_changed = self.shared.dynamic.load(Ordering::Acquire).then_some(true);
         let serves = |bit| self.shared.serves(bit);
-        ServerCapabilities {
-            // The runtime serves logging itself (`RequestContext::log`, `logging/setLevel`).
-            logging: Some(JsonObject::new()),
-            completions: serves(COMPLETIONS).then(JsonObject::new),
-            prompts: serves(PROMPTS).then(|| PromptsCapability { list_changed, ..Default::default() }),
-            resources: serves(RESOURCES).then(|| ResourcesCapability {
-                subscribe: self.subscriptions.then_some(true),
-                list_changed,
-                ..Default::default()
-            }),
-            tools: serves(TOOLS).then(|| ToolsCapability { list_changed, ..Default::default() }),
-            extensions: serves(TASKS).then(|| {
-                let mut extensions = JsonObject::new();
-                extensions.insert(crate::tasks::TASKS_EXTENSION.to_owned(), Value::Object(Default::default()));
-                extensions
-            }),
-            ..Default::default()
-        }
+        // The runtime serves logging itself (`RequestContext::log`, `logging/setLevel`).
+        let mut caps = ServerCapabilities::default().with_logging(JsonObject::new());
+        caps.completions = serves(COMPLETIONS).then(JsonObject::new);
+        caps.prompts = serves(PROMPTS).then(|| {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = list_changed;
+            prompts
+        });
+        caps.resources = serves(RESOURCES).then(|| {
+            let mut resources = ResourcesCapability::default();
+            resources.subscribe = self.subscriptions.then_some(true);
+            resources.list_changed = list_changed;
+            resources
+        });
+        caps.tools = serves(TOOLS).then(|| {
+            let mut tools = ToolsCapability::default();
+            tools.list_changed = list_changed;
+            tools
+        });
+        caps.extensions = serves(TASKS).then(|| {
+            let mut extensions = JsonObject::new();
+            extensions.insert(crate::tasks::TASKS_EXTENSION.to_owned(), Value::Object(Default::default()));
+            extensions
+        });
+        caps
     }
 
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
@@ -498,7 +505,9 @@ impl ServerHandler for Router {
         let (page, next_cursor) =
             pagination::page(&self.shared.tools.load(), ListId::Tools, params.cursor.as_deref(), self.page_size)?;
         let tools = page.iter().map(|t| t.tool.clone()).collect();
-        Ok(ListToolsResult { tools, next_cursor, ..Default::default() })
+        let mut result = ListToolsResult::new(tools);
+        result.next_cursor = next_cursor;
+        Ok(result)
     }
 
     async fn call_tool(
@@ -530,7 +539,9 @@ impl ServerHandler for Router {
             self.page_size,
         )?;
         let resources = page.iter().map(|r| r.resource.clone()).collect();
-        Ok(ListResourcesResult { resources, next_cursor, ..Default::default() })
+        let mut result = ListResourcesResult::new(resources);
+        result.next_cursor = next_cursor;
+        Ok(result)
     }
 
     async fn list_resource_templates(
@@ -546,7 +557,9 @@ impl ServerHandler for Router {
             self.page_size,
         )?;
         let resource_templates = page.iter().map(|t| t.template.clone()).collect();
-        Ok(ListResourceTemplatesResult { resource_templates, next_cursor, ..Default::default() })
+        let mut result = ListResourceTemplatesResult::new(resource_templates);
+        result.next_cursor = next_cursor;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -599,7 +612,9 @@ impl ServerHandler for Router {
         let (page, next_cursor) =
             pagination::page(&self.shared.prompts.load(), ListId::Prompts, params.cursor.as_deref(), self.page_size)?;
         let prompts = page.iter().map(|p| p.prompt.clone()).collect();
-        Ok(ListPromptsResult { prompts, next_cursor, ..Default::default() })
+        let mut result = ListPromptsResult::new(prompts);
+        result.next_cursor = next_cursor;
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -649,6 +664,6 @@ impl ServerHandler for Router {
             // An argument without a completion function has no suggestions.
             None => Vec::<String>::new().into_completion().map(completion::clamp)?,
         };
-        Ok(CompleteResult { completion, ..Default::default() })
+        Ok(CompleteResult::new(completion))
     }
 }

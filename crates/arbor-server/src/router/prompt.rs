@@ -124,7 +124,8 @@ impl PromptRoute {
                 futures::future::ready(Err(error)).boxed()
             }
         });
-        let prompt = Prompt { arguments: (!arguments.is_empty()).then_some(arguments), ..Prompt::new(name) };
+        let mut prompt = Prompt::new(name);
+        prompt.arguments = (!arguments.is_empty()).then_some(arguments);
         Ok(PromptRoute { prompt, handler, takes_string, completers: HashMap::new() })
     }
 
@@ -243,13 +244,12 @@ fn arguments_of(schema: &JsonObject) -> (Vec<PromptArgument>, HashMap<String, bo
     let mut takes_string = HashMap::new();
     for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
         let text = |key: &str| property.get(key).and_then(Value::as_str).map(str::to_owned);
-        arguments.push(PromptArgument {
-            title: text("title"),
-            description: text("description"),
-            // Listed as `false` too, not left out: clients show which ones they may skip.
-            required: Some(required.contains(name.as_str())),
-            ..PromptArgument::new(name.clone())
-        });
+        let mut argument = PromptArgument::new(name.clone());
+        argument.title = text("title");
+        argument.description = text("description");
+        // Listed as `false` too, not left out: clients show which ones they may skip.
+        argument.required = Some(required.contains(name.as_str()));
+        arguments.push(argument);
         takes_string.insert(name.clone(), accepts_string(property));
     }
     (arguments, takes_string)

@@ -111,7 +111,7 @@ impl ResourceRoute {
             let version = cx.connection().protocol_version;
             reader.call(cx).map(move |out| finish(&call, version, out)).boxed()
         });
-        let resource = Resource { uri: uri.into(), name: name.into(), ..Default::default() };
+        let resource = Resource::new(uri, name);
         ResourceRoute { resource, cache: None, reader }
     }
 
@@ -255,7 +255,7 @@ impl TemplateRoute {
             let version = cx.connection().protocol_version;
             Some(reader.call(vars, cx).map(move |out| finish(&call, version, out)).boxed())
         });
-        let template = ResourceTemplate { uri_template, name: name.into(), ..Default::default() };
+        let template = ResourceTemplate::new(uri_template, name);
         Ok(TemplateRoute { template, parsed, cache: None, reader, completers: HashMap::new() })
     }
 

@@ -115,7 +115,9 @@ pub(crate) fn structured(value: Value) -> CallToolResult {
     // Serialising a `Value` cannot fail: its map keys are strings.
     let text = serde_json::to_string(&value).unwrap_or_default();
     let structured_content = value.is_object().then_some(value);
-    CallToolResult { structured_content, ..CallToolResult::from_text(text) }
+    let mut result = CallToolResult::from_text(text);
+    result.structured_content = structured_content;
+    result
 }
 
 /// What a tool with a typed output (`tool_with_output`) returns: `Result<T, E>` or
@@ -249,14 +251,16 @@ impl ReadTarget<'_> {
 
     /// Text contents for this URI.
     pub fn text(&self, text: impl Into<String>) -> ResourceContents {
-        let contents = TextResourceContents::new(self.uri, text);
-        ResourceContents::Text(TextResourceContents { mime_type: self.mime_type.map(str::to_owned), ..contents })
+        let mut contents = TextResourceContents::new(self.uri, text);
+        contents.mime_type = self.mime_type.map(str::to_owned);
+        ResourceContents::Text(contents)
     }
 
     /// Binary contents for this URI, base64-encoded.
     pub fn blob(&self, bytes: &[u8]) -> ResourceContents {
-        let contents = BlobResourceContents::from_bytes(self.uri, bytes);
-        ResourceContents::Blob(BlobResourceContents { mime_type: self.mime_type.map(str::to_owned), ..contents })
+        let mut contents = BlobResourceContents::from_bytes(self.uri, bytes);
+        contents.mime_type = self.mime_type.map(str::to_owned);
+        ResourceContents::Blob(contents)
     }
 }
 

@@ -231,7 +231,8 @@ impl ToolRoute {
         if !is_conventional_name(&name) {
             tracing::warn!(tool = %name, "tool names should be 1-128 characters of A-Z, a-z, 0-9, '_', '-' and '.'");
         }
-        let tool = ToolDefinition { name, input_schema, output_schema, ..Default::default() };
+        let mut tool = ToolDefinition::new(name, input_schema);
+        tool.output_schema = output_schema;
         let param_headers =
             Arc::from(arbor_protocol::era::http::param_headers(&Value::Object(tool.input_schema.clone())));
         Ok(ToolRoute { tool, deadline: None, task_policy: TaskPolicy::FORBIDDEN, input, param_headers, handler: call })

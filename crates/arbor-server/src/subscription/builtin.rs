@@ -58,7 +58,7 @@ impl BuiltIn {
         };
         let mut agreed = Vec::with_capacity(uris.len());
         for uri in uris {
-            let params = ResourceSubscriptionParams { meta: None, uri: uri.clone(), extra: Default::default() };
+            let params = ResourceSubscriptionParams::new(uri.clone());
             if self.handler.subscribe(params, context(id, channel)).await.is_ok() {
                 agreed.push(uri.clone());
             }
@@ -92,15 +92,13 @@ impl SubscriptionHandler for BuiltIn {
             (Some(uris), true) => Some(self.agreed(uris, channel).await).filter(|u| !u.is_empty()),
             _ => None,
         };
-        let honoured = SubscriptionFilter {
-            tools_list_changed: flag(filter.tools_list_changed, ListKind::Tools),
-            prompts_list_changed: flag(filter.prompts_list_changed, ListKind::Prompts),
-            resources_list_changed: flag(filter.resources_list_changed, ListKind::Resources),
-            resource_subscriptions: uris,
-            // Task ids are the tasks extension's to honour (`crate::tasks::TaskStreams`, next).
-            task_ids: filter.task_ids.clone(),
-            ..Default::default()
-        };
+        let mut honoured = SubscriptionFilter::default();
+        honoured.tools_list_changed = flag(filter.tools_list_changed, ListKind::Tools);
+        honoured.prompts_list_changed = flag(filter.prompts_list_changed, ListKind::Prompts);
+        honoured.resources_list_changed = flag(filter.resources_list_changed, ListKind::Resources);
+        honoured.resource_subscriptions = uris;
+        // Task ids are the tasks extension's to honour (`crate::tasks::TaskStreams`, next).
+        honoured.task_ids = filter.task_ids.clone();
         let options = channel.shared.options;
         let lists = [
             (honoured.tools_list_changed, ListKind::Tools),
@@ -140,11 +138,7 @@ fn announce(topic: &str, channel: &Channel) {
             ListKind::Resources => ServerNotification::ResourceListChanged(params),
         }
     } else if let Some(uri) = topics::updated_uri(topic) {
-        ServerNotification::ResourceUpdated(ResourceUpdatedNotificationParams {
-            meta: None,
-            uri: uri.to_owned(),
-            extra: Default::default(),
-        })
+        ServerNotification::ResourceUpdated(ResourceUpdatedNotificationParams::new(uri))
     } else {
         return;
     };

@@ -341,7 +341,7 @@ mod tests {
                 Default::default(),
             );
             let uri = "demo://feed/\u{e9}\"x".to_owned();
-            let params = ResourceUpdatedNotificationParams { meta: None, uri: uri.clone(), extra: Default::default() };
+            let params = ResourceUpdatedNotificationParams::new(uri.clone());
             let notification = ServerNotification::ResourceUpdated(params);
             let method = notification.method().as_str();
             let general = shared.encode(method, serde_json::to_value(&notification).unwrap());

@@ -239,13 +239,12 @@ pub(crate) fn intersect(requested: &SubscriptionFilter, honoured: &SubscriptionF
         }
         _ => None,
     };
-    SubscriptionFilter {
-        tools_list_changed: flag(requested.tools_list_changed, honoured.tools_list_changed),
-        prompts_list_changed: flag(requested.prompts_list_changed, honoured.prompts_list_changed),
-        resources_list_changed: flag(requested.resources_list_changed, honoured.resources_list_changed),
-        resource_subscriptions: list(&requested.resource_subscriptions, &honoured.resource_subscriptions),
-        task_ids: list(&requested.task_ids, &honoured.task_ids),
-        // Unknown members are types this server does not know: never honoured.
-        extra: Default::default(),
-    }
+    // Unknown members are types this server does not know: never honoured (`extra` stays empty).
+    let mut kept = SubscriptionFilter::default();
+    kept.tools_list_changed = flag(requested.tools_list_changed, honoured.tools_list_changed);
+    kept.prompts_list_changed = flag(requested.prompts_list_changed, honoured.prompts_list_changed);
+    kept.resources_list_changed = flag(requested.resources_list_changed, honoured.resources_list_changed);
+    kept.resource_subscriptions = list(&requested.resource_subscriptions, &honoured.resource_subscriptions);
+    kept.task_ids = list(&requested.task_ids, &honoured.task_ids);
+    kept
 }

@@ -151,11 +151,7 @@ impl Unit {
         let ack = stream.shared.id.as_ref().map(|id| {
             let mut meta = Meta::new();
             meta.set_subscription_id(id);
-            let params = SubscriptionsAcknowledgedNotificationParams {
-                meta: Some(meta),
-                notifications: filter,
-                extra: Default::default(),
-            };
+            let params = SubscriptionsAcknowledgedNotificationParams::new(filter).with_meta(meta);
             let params = serde_json::to_value(params).expect("a model type serialises");
             // `encode` stamps the id again, in place: harmless and keeps one encoder.
             stream.shared.encode(MethodName::SubscriptionsAcknowledged.as_str(), params)
@@ -279,11 +275,8 @@ impl Stream {
             None => {
                 let mut meta = Meta::new();
                 meta.set_subscription_id(id);
-                let result = SubscriptionsListenResult {
-                    meta: Some(meta),
-                    result_type: Some(ResultType::Complete),
-                    extra: Default::default(),
-                };
+                let result =
+                    SubscriptionsListenResult::default().with_meta(meta).with_result_type(ResultType::Complete);
                 let _ = output.send_vec(Kind::Response, encode_response(id, &result));
             }
             Some(error) => {

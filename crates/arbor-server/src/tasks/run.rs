@@ -221,42 +221,23 @@ pub(crate) fn serve_task_method(
 }
 
 fn created(t: Task) -> CreateTaskResult {
-    CreateTaskResult {
-        meta: None,
-        result_type: ResultType::Task,
-        task_id: t.task_id,
-        status: t.status,
-        status_message: t.status_message,
-        created_at: t.created_at,
-        last_updated_at: t.last_updated_at,
-        ttl: None,
-        ttl_ms: t.ttl_ms,
-        poll_interval: None,
-        poll_interval_ms: t.poll_interval_ms,
-        // A new task's result, error and input requests are read with tasks/get.
-        input_requests: None,
-        result: None,
-        error: None,
-        extra: Default::default(),
-    }
+    let mut created = CreateTaskResult::from_task(t);
+    // The extension has no `ttl` or `pollInterval`; a new task's result, error and input
+    // requests are read with tasks/get.
+    created.ttl = None;
+    created.poll_interval = None;
+    created.input_requests = None;
+    created.result = None;
+    created.error = None;
+    created.extra = Default::default();
+    created
 }
 
 fn got(t: Task) -> GetTaskResult {
-    GetTaskResult {
-        meta: None,
-        result_type: Some(ResultType::Complete),
-        task_id: t.task_id,
-        status: t.status,
-        status_message: t.status_message,
-        created_at: t.created_at,
-        last_updated_at: t.last_updated_at,
-        ttl: None,
-        ttl_ms: t.ttl_ms,
-        poll_interval: None,
-        poll_interval_ms: t.poll_interval_ms,
-        input_requests: t.input_requests,
-        result: t.result,
-        error: t.error,
-        extra: Default::default(),
-    }
+    let mut got = GetTaskResult::from_task(t).with_result_type(ResultType::Complete);
+    // The extension has no `ttl` or `pollInterval`.
+    got.ttl = None;
+    got.poll_interval = None;
+    got.extra = Default::default();
+    got
 }

@@ -300,21 +300,14 @@ impl Entry {
         let state = self.state.lock();
         let input_requests = (state.status == TaskStatus::InputRequired)
             .then(|| state.pending.iter().map(|(k, (_, r))| (k.clone(), r.clone())).collect::<InputRequests>());
-        Task {
-            task_id: self.id.clone(),
-            status: state.status,
-            status_message: state.message.clone(),
-            created_at: iso8601(self.created_at),
-            last_updated_at: iso8601(state.updated_at),
-            ttl: None,
-            ttl_ms: Some(Some(self.ttl_ms)),
-            poll_interval: None,
-            poll_interval_ms: Some(self.poll_ms),
-            input_requests,
-            result: state.result.clone(),
-            error: state.error.clone(),
-            extra: Default::default(),
-        }
+        let mut task = Task::new(self.id.clone(), state.status, iso8601(self.created_at), iso8601(state.updated_at))
+            .with_ttl_ms(self.ttl_ms)
+            .with_poll_interval_ms(self.poll_ms);
+        task.status_message = state.message.clone();
+        task.input_requests = input_requests;
+        task.result = state.result.clone();
+        task.error = state.error.clone();
+        task
     }
 
     /// Moves to a terminal status with `apply`, unless already terminal.

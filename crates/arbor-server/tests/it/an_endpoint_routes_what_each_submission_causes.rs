@@ -14,7 +14,6 @@ use arbor_bus::BusMessage;
 use arbor_otp::Gauge;
 use arbor_protocol::error::McpError;
 use arbor_protocol::model::capabilities::{ServerCapabilities, ToolsCapability};
-use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
@@ -53,7 +52,7 @@ impl Drop for DropGuard {
 struct Probe(Counters);
 
 fn text(s: impl Into<String>) -> Reply<CallToolResult> {
-    CallToolResult { content: vec![ContentBlock::text(s)], ..Default::default() }.into()
+    CallToolResult::from_text(s).into()
 }
 
 impl ServerHandler for Probe {
@@ -62,11 +61,9 @@ impl ServerHandler for Probe {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            logging: Some(Default::default()),
-            ..Default::default()
-        }
+        ServerCapabilities::default()
+            .with_tools(ToolsCapability::default().with_list_changed(true))
+            .with_logging(serde_json::Map::new())
     }
 
     async fn call_tool(

@@ -42,12 +42,10 @@ impl ServerHandler for Rich {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ToolsCapability::default()),
-            prompts: Some(PromptsCapability::default()),
-            resources: Some(ResourcesCapability::default()),
-            ..Default::default()
-        }
+        ServerCapabilities::default()
+            .with_tools(ToolsCapability::default())
+            .with_prompts(PromptsCapability::default())
+            .with_resources(ResourcesCapability::default())
     }
 
     async fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Result<ListToolsResult, McpError> {

@@ -47,17 +47,11 @@ impl ServerHandler for TestHandler {
     }
 
     fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ToolsCapability { list_changed: Some(true), ..Default::default() }),
-            resources: Some(ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            prompts: Some(PromptsCapability::default()),
-            logging: Some(Default::default()),
-            ..Default::default()
-        }
+        ServerCapabilities::default()
+            .with_tools(ToolsCapability::default().with_list_changed(true))
+            .with_resources(ResourcesCapability::default().with_subscribe(true).with_list_changed(true))
+            .with_prompts(PromptsCapability::default())
+            .with_logging(serde_json::Map::new())
     }
 
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
@@ -69,12 +63,8 @@ impl ServerHandler for TestHandler {
     }
 
     async fn list_tools(&self, _: PaginatedRequestParams, _: RequestContext) -> Result<ListToolsResult, McpError> {
-        let tool = |name: &str| Tool {
-            name: name.into(),
-            input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
-            ..Default::default()
-        };
-        Ok(ListToolsResult { tools: vec![tool("echo"), tool("hang")], ..Default::default() })
+        let tool = |name: &str| Tool::new(name, json!({"type": "object"}).as_object().unwrap().clone());
+        Ok(ListToolsResult::new(vec![tool("echo"), tool("hang")]))
     }
 
     async fn call_tool(
@@ -140,7 +130,7 @@ impl ServerHandler for TestHandler {
         _: RequestContext,
     ) -> Result<Reply<ReadResourceResult>, McpError> {
         let contents = serde_json::from_value(json!([{"uri": params.uri, "text": "hello"}])).unwrap();
-        Ok(ReadResourceResult { contents, ..Default::default() }.into())
+        Ok(ReadResourceResult::new(contents).into())
     }
 
     async fn get_prompt(

@@ -66,10 +66,7 @@ async fn ask_twice(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
         }
         return Reply::InputRequired(ask);
     }
-    Reply::Complete(CallToolResult {
-        content: vec![arbor_protocol::model::content::ContentBlock::text("both answered")],
-        ..Default::default()
-    })
+    Reply::Complete(CallToolResult::from_text("both answered"))
 }
 
 fn router(dropped: Dropped) -> Router {
@@ -454,10 +451,8 @@ impl arbor_server::ServerHandler for Unadvertised {
     }
 
     fn capabilities(&self) -> arbor_protocol::model::capabilities::ServerCapabilities {
-        arbor_protocol::model::capabilities::ServerCapabilities {
-            tools: Some(Default::default()),
-            ..Default::default()
-        }
+        arbor_protocol::model::capabilities::ServerCapabilities::default()
+            .with_tools(arbor_protocol::model::capabilities::ToolsCapability::default())
     }
 
     fn tool_task_policy(&self, _tool: &str) -> arbor_server::TaskPolicy {
@@ -469,10 +464,7 @@ impl arbor_server::ServerHandler for Unadvertised {
         _params: arbor_protocol::model::tools::CallToolRequestParams,
         _cx: RequestContext,
     ) -> Result<Reply<CallToolResult>, arbor_server::McpError> {
-        Ok(Reply::Complete(CallToolResult {
-            content: vec![arbor_protocol::model::content::ContentBlock::text("inline")],
-            ..Default::default()
-        }))
+        Ok(Reply::Complete(CallToolResult::from_text("inline")))
     }
 }
 

@@ -1,18 +1,18 @@
 //! Constructors for what a client asks (request params) and what its handlers answer
-//! (elicitation, sampling, roots), and for the forms a server asks a user to fill in
-//! (see the parent module).
+//! (elicitation, sampling, roots) (see the parent module).
 
-use crate::model::common::{JsonObject, Role};
+use crate::meta::Meta;
+use crate::model::common::{JsonObject, ResultType, Role};
 use crate::model::content::SamplingContent;
-use crate::model::elicitation::{
-    BooleanSchema, ElicitAction, ElicitRequestFormParams, ElicitResult, NumberSchema, PrimitiveSchema, RequestedSchema,
-    StringSchema,
-};
+use crate::model::elicitation::{ElicitAction, ElicitResult};
+use crate::model::mrtr::InputResponses;
 use crate::model::prompts::GetPromptRequestParams;
 use crate::model::resources::ReadResourceRequestParams;
 use crate::model::roots::{ListRootsResult, Root};
 use crate::model::sampling::{CreateMessageResult, SamplingMessageContent};
+use crate::model::tasks::TaskMetadata;
 use crate::model::tools::CallToolRequestParams;
+use std::collections::BTreeMap;
 
 // ===== requests =====
 
@@ -26,6 +26,14 @@ impl CallToolRequestParams {
 setters!(CallToolRequestParams {
     /// The arguments, a JSON object.
     with_arguments => arguments: JsonObject,
+    /// Ask for the call to run as a task (2025-11-25).
+    with_task => task: TaskMetadata,
+    /// Answers to an `input_required` result (2026-07-28).
+    with_input_responses => input_responses: InputResponses,
+    /// The opaque state of an `input_required` result, echoed as received (2026-07-28).
+    with_request_state => request_state: String,
+    /// Request metadata.
+    with_meta => meta: Meta,
 });
 
 impl GetPromptRequestParams {
@@ -42,12 +50,32 @@ impl GetPromptRequestParams {
     }
 }
 
+setters!(GetPromptRequestParams {
+    /// All the argument values at once.
+    with_arguments => arguments: BTreeMap<String, String>,
+    /// Answers to an `input_required` result (2026-07-28).
+    with_input_responses => input_responses: InputResponses,
+    /// The opaque state of an `input_required` result, echoed as received (2026-07-28).
+    with_request_state => request_state: String,
+    /// Request metadata.
+    with_meta => meta: Meta,
+});
+
 impl ReadResourceRequestParams {
     /// Read the resource at `uri`.
     pub fn new(uri: impl Into<String>) -> Self {
         ReadResourceRequestParams { uri: uri.into(), ..Default::default() }
     }
 }
+
+setters!(ReadResourceRequestParams {
+    /// Answers to an `input_required` result (2026-07-28).
+    with_input_responses => input_responses: InputResponses,
+    /// The opaque state of an `input_required` result, echoed as received (2026-07-28).
+    with_request_state => request_state: String,
+    /// Request metadata.
+    with_meta => meta: Meta,
+});
 
 // ===== a client's answers =====
 
@@ -72,6 +100,13 @@ impl ElicitResult {
     }
 }
 
+setters!(ElicitResult {
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` (2026-07-28, where an answer is an input response and has none).
+    with_result_type => result_type: ResultType,
+});
+
 impl CreateMessageResult {
     /// What the assistant said, as answered by `model`.
     pub fn new(model: impl Into<String>, content: impl Into<SamplingContent>) -> Self {
@@ -90,6 +125,10 @@ impl CreateMessageResult {
 setters!(CreateMessageResult {
     /// Why sampling stopped (`endTurn`, `stopSequence`, `maxTokens`, `toolUse`, ...).
     with_stop_reason => stop_reason: String,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` (absent up to 2025-11-25 and in an input response).
+    with_result_type => result_type: ResultType,
 });
 
 impl Root {
@@ -102,6 +141,8 @@ impl Root {
 setters!(Root {
     /// A display name.
     with_name => name: String,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl ListRootsResult {
@@ -111,75 +152,9 @@ impl ListRootsResult {
     }
 }
 
-// ===== forms =====
-
-impl ElicitRequestFormParams {
-    /// Ask the user `message`, with a form of `requested_schema`.
-    pub fn new(message: impl Into<String>, requested_schema: RequestedSchema) -> Self {
-        ElicitRequestFormParams { message: message.into(), requested_schema, ..Default::default() }
-    }
-}
-
-impl RequestedSchema {
-    /// A form with no fields yet.
-    pub fn new() -> Self {
-        RequestedSchema::default()
-    }
-
-    /// Adds an optional field.
-    #[must_use]
-    pub fn with_property(mut self, name: impl Into<String>, schema: impl Into<PrimitiveSchema>) -> Self {
-        self.properties.insert(name.into(), schema.into());
-        self
-    }
-
-    /// Adds a field the user must fill in.
-    #[must_use]
-    pub fn with_required_property(self, name: impl Into<String>, schema: impl Into<PrimitiveSchema>) -> Self {
-        let name = name.into();
-        let mut form = self.with_property(name.clone(), schema);
-        form.required.get_or_insert_with(Vec::new).push(name);
-        form
-    }
-}
-
-setters!(StringSchema {
-    /// The field's label.
-    with_title => title: String,
-    /// What the field is for.
-    with_description => description: String,
+setters!(ListRootsResult {
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` (absent in 2026-07-28).
+    with_result_type => result_type: ResultType,
 });
-
-setters!(NumberSchema {
-    /// The field's label.
-    with_title => title: String,
-    /// What the field is for.
-    with_description => description: String,
-});
-
-setters!(BooleanSchema {
-    /// The field's label.
-    with_title => title: String,
-    /// What the field is for.
-    with_description => description: String,
-    /// The value the form starts with.
-    with_default => default: bool,
-});
-
-impl From<StringSchema> for PrimitiveSchema {
-    fn from(schema: StringSchema) -> Self {
-        PrimitiveSchema::String(schema)
-    }
-}
-
-impl From<NumberSchema> for PrimitiveSchema {
-    fn from(schema: NumberSchema) -> Self {
-        PrimitiveSchema::Number(schema)
-    }
-}
-
-impl From<BooleanSchema> for PrimitiveSchema {
-    fn from(schema: BooleanSchema) -> Self {
-        PrimitiveSchema::Boolean(schema)
-    }
-}

@@ -1,12 +1,14 @@
-//! Constructors for icons and content blocks (see the parent module).
+//! Constructors for icons and content blocks, including the sampling-only tool use and
+//! tool result blocks (see the parent module).
 
 use super::base64;
 use crate::meta::Meta;
-use crate::model::common::{Annotations, Icon};
+use crate::model::common::{Annotations, Icon, JsonObject};
 use crate::model::content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent, ResourceContents, ResourceLink,
-    TextContent, TextResourceContents,
+    TextContent, TextResourceContents, ToolResultContent, ToolUseContent,
 };
+use serde_json::Value;
 
 // ===== common =====
 
@@ -52,6 +54,8 @@ impl ImageContent {
 setters!(ImageContent {
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Metadata.
+    with_meta => meta: Meta,
 });
 
 impl AudioContent {
@@ -75,6 +79,8 @@ impl AudioContent {
 setters!(AudioContent {
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Metadata.
+    with_meta => meta: Meta,
 });
 
 impl ResourceLink {
@@ -102,10 +108,17 @@ setters!(ResourceLink {
     with_description => description: String,
     /// The MIME type.
     with_mime_type => mime_type: String,
-    /// The size in bytes.
-    with_size => size: u64,
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata.
+    with_meta => meta: Meta,
+});
+
+exact_setters!(ResourceLink {
+    /// The size in bytes.
+    with_size => size: u64,
 });
 
 impl EmbeddedResource {
@@ -118,6 +131,8 @@ impl EmbeddedResource {
 setters!(EmbeddedResource {
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Metadata.
+    with_meta => meta: Meta,
 });
 
 impl TextResourceContents {
@@ -136,6 +151,8 @@ impl TextResourceContents {
 setters!(TextResourceContents {
     /// The MIME type.
     with_mime_type => mime_type: String,
+    /// Metadata.
+    with_meta => meta: Meta,
 });
 
 impl BlobResourceContents {
@@ -159,6 +176,8 @@ impl BlobResourceContents {
 setters!(BlobResourceContents {
     /// The MIME type.
     with_mime_type => mime_type: String,
+    /// Metadata.
+    with_meta => meta: Meta,
 });
 
 impl ResourceContents {
@@ -181,6 +200,41 @@ impl ResourceContents {
         }
     }
 }
+
+impl ToolUseContent {
+    /// The model calls the tool `name` with `input`, as call `id` (sampling, 2025-11-25 on).
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: JsonObject) -> Self {
+        ToolUseContent { id: id.into(), name: name.into(), input, meta: None, extra: Default::default() }
+    }
+}
+
+setters!(ToolUseContent {
+    /// Metadata.
+    with_meta => meta: Meta,
+});
+
+impl ToolResultContent {
+    /// The result of the tool call `tool_use_id` (sampling, 2025-11-25 on).
+    pub fn new(tool_use_id: impl Into<String>, content: Vec<ContentBlock>) -> Self {
+        ToolResultContent {
+            tool_use_id: tool_use_id.into(),
+            content,
+            structured_content: None,
+            is_error: None,
+            meta: None,
+            extra: Default::default(),
+        }
+    }
+}
+
+setters!(ToolResultContent {
+    /// The structured result.
+    with_structured_content => structured_content: Value,
+    /// Whether the tool failed.
+    with_is_error => is_error: bool,
+    /// Metadata.
+    with_meta => meta: Meta,
+});
 
 impl ContentBlock {
     /// An image block from base64 `data`.

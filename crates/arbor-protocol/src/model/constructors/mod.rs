@@ -7,12 +7,18 @@
 //! member each, so `Resource::new("file:///a.txt", "a").with_mime_type("text/plain")`
 //! is the whole story. They live here, apart from the type definitions, so that the
 //! definitions stay a readable transcription of the schema: `content` for content
-//! blocks, `server` for what a server lists and answers, `client` for what a client
-//! asks and answers.
+//! blocks, `sampling` for sampling messages and params, `server` for what a server
+//! lists and answers, `client` for what a client asks and answers, `forms` for
+//! elicitation and the input requests, `lifecycle` for capabilities and the shared
+//! params and results, `tasks` for tasks, `utilities` for completion, logging,
+//! progress, cancellation and subscriptions. A member without a setter can still be
+//! assigned on a value (`result.ttl_ms = ttl;`), which suits the members that are set
+//! only sometimes.
 //!
 //! This module does not validate: it neither checks URIs nor base64 (see the type
 //! modules). Invariant: a constructor sets its arguments and nothing else: every other
-//! member is `None` (absent on the wire) and `extra` is empty, so what it builds is
+//! member is `None` (absent on the wire) and `extra` is empty (except where the
+//! argument is a whole value taken over, as in `from_task`), so what it builds is
 //! valid for every revision that has the type.
 
 use base64::Engine as _;
@@ -33,6 +39,24 @@ macro_rules! setters {
     };
 }
 
+/// `with_*` setters that take the member's own type, for `u64` members: an integer
+/// literal (an `i32` by default) does not convert into a `u64`, so `with_size(12)`
+/// only compiles when the argument type is exact.
+macro_rules! exact_setters {
+    ($ty:ty { $( $(#[$doc:meta])* $method:ident => $field:ident : $arg:ty ),* $(,)? }) => {
+        impl $ty {
+            $(
+                $(#[$doc])*
+                #[must_use]
+                pub fn $method(mut self, value: $arg) -> Self {
+                    self.$field = Some(value);
+                    self
+                }
+            )*
+        }
+    };
+}
+
 /// Standard base64, as `data` and `blob` members carry it.
 fn base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -40,4 +64,9 @@ fn base64(bytes: &[u8]) -> String {
 
 mod client;
 mod content;
+mod forms;
+mod lifecycle;
+mod sampling;
 mod server;
+mod tasks;
+mod utilities;

@@ -1,14 +1,16 @@
-//! Constructors for what a server lists, answers and asks (see the parent module).
+//! Constructors for what a server lists and answers: prompts, resources and tools (see
+//! the parent module; what a server asks a client for is in `sampling` and `forms`).
 
-use crate::model::common::{Annotations, JsonObject, Role};
-use crate::model::content::{ContentBlock, ResourceContents, SamplingContent, TextContent};
+use crate::meta::Meta;
+use crate::model::common::{Annotations, CacheScope, Icon, JsonObject, ResultType, Role};
+use crate::model::content::{ContentBlock, ResourceContents};
 use crate::model::prompts::{GetPromptResult, ListPromptsResult, Prompt, PromptArgument, PromptMessage};
 use crate::model::resources::{
-    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceTemplate,
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource, ResourceSubscriptionParams,
+    ResourceTemplate,
 };
-use crate::model::sampling::{CreateMessageRequestParams, SamplingMessage, SamplingMessageContent};
 use crate::model::subscriptions::ResourceUpdatedNotificationParams;
-use crate::model::tools::{CallToolResult, ListToolsResult, Tool, ToolAnnotations};
+use crate::model::tools::{CallToolResult, ListToolsResult, TaskSupport, Tool, ToolAnnotations, ToolExecution};
 use serde_json::Value;
 
 // ===== prompts =====
@@ -53,6 +55,10 @@ setters!(Prompt {
     with_title => title: String,
     /// What the prompt does.
     with_description => description: String,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl PromptMessage {
@@ -82,6 +88,10 @@ impl GetPromptResult {
 setters!(GetPromptResult {
     /// What the prompt is.
     with_description => description: String,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });
 
 impl ListPromptsResult {
@@ -94,6 +104,17 @@ impl ListPromptsResult {
 setters!(ListPromptsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListPromptsResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 // ===== resources =====
@@ -112,10 +133,17 @@ setters!(Resource {
     with_description => description: String,
     /// The MIME type.
     with_mime_type => mime_type: String,
-    /// The size in bytes.
-    with_size => size: u64,
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
+});
+
+exact_setters!(Resource {
+    /// The size in bytes.
+    with_size => size: u64,
 });
 
 impl ResourceTemplate {
@@ -134,6 +162,10 @@ setters!(ResourceTemplate {
     with_mime_type => mime_type: String,
     /// Client hints.
     with_annotations => annotations: Annotations,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
 });
 
 impl ReadResourceResult {
@@ -148,6 +180,20 @@ impl ReadResourceResult {
     }
 }
 
+setters!(ReadResourceResult {
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ReadResourceResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
+});
+
 impl ListResourcesResult {
     /// One page of resources, the last one.
     pub fn new(resources: Vec<Resource>) -> Self {
@@ -158,6 +204,17 @@ impl ListResourcesResult {
 setters!(ListResourcesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListResourcesResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 impl ListResourceTemplatesResult {
@@ -170,6 +227,17 @@ impl ListResourceTemplatesResult {
 setters!(ListResourceTemplatesResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListResourceTemplatesResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 impl ResourceUpdatedNotificationParams {
@@ -178,6 +246,18 @@ impl ResourceUpdatedNotificationParams {
         ResourceUpdatedNotificationParams { uri: uri.into(), ..Default::default() }
     }
 }
+
+impl ResourceSubscriptionParams {
+    /// (Un)subscribe the resource at `uri` (up to 2025-11-25).
+    pub fn new(uri: impl Into<String>) -> Self {
+        ResourceSubscriptionParams { uri: uri.into(), ..Default::default() }
+    }
+}
+
+setters!(ResourceSubscriptionParams {
+    /// Request metadata.
+    with_meta => meta: Meta,
+});
 
 // ===== tools =====
 
@@ -217,6 +297,17 @@ setters!(Tool {
     with_output_schema => output_schema: JsonObject,
     /// Behaviour hints (2025-03-26 on).
     with_annotations => annotations: ToolAnnotations,
+    /// Execution properties (2025-11-25).
+    with_execution => execution: ToolExecution,
+    /// Icons (2025-11-25 on).
+    with_icons => icons: Vec<Icon>,
+    /// Metadata (2025-06-18 on).
+    with_meta => meta: Meta,
+});
+
+setters!(ToolExecution {
+    /// Whether the tool may run as a task.
+    with_task_support => task_support: TaskSupport,
 });
 
 impl ListToolsResult {
@@ -229,6 +320,17 @@ impl ListToolsResult {
 setters!(ListToolsResult {
     /// Where the next page starts.
     with_next_cursor => next_cursor: String,
+    /// Cache sharing (2026-07-28).
+    with_cache_scope => cache_scope: CacheScope,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
+});
+
+exact_setters!(ListToolsResult {
+    /// Freshness in milliseconds (2026-07-28).
+    with_ttl_ms => ttl_ms: u64,
 });
 
 // The accessors `text()` and `structured()` are read-side and live with the type; the
@@ -257,38 +359,11 @@ impl CallToolResult {
     }
 }
 
-// ===== sampling =====
-
-impl SamplingMessage {
-    /// A message of one content block.
-    pub fn new(role: Role, content: impl Into<SamplingContent>) -> Self {
-        SamplingMessage {
-            role,
-            content: SamplingMessageContent::One(content.into()),
-            meta: None,
-            extra: Default::default(),
-        }
-    }
-
-    /// A text message from the user.
-    pub fn user(text: impl Into<String>) -> Self {
-        SamplingMessage::new(Role::User, TextContent::new(text))
-    }
-
-    /// A text message from the assistant.
-    pub fn assistant(text: impl Into<String>) -> Self {
-        SamplingMessage::new(Role::Assistant, TextContent::new(text))
-    }
-}
-
-impl CreateMessageRequestParams {
-    /// Sample at most `max_tokens` tokens after `messages`.
-    pub fn new(messages: Vec<SamplingMessage>, max_tokens: i64) -> Self {
-        CreateMessageRequestParams { messages, max_tokens, ..Default::default() }
-    }
-}
-
-setters!(CreateMessageRequestParams {
-    /// A system prompt.
-    with_system_prompt => system_prompt: String,
+setters!(CallToolResult {
+    /// Whether the tool failed (`isError`).
+    with_is_error => is_error: bool,
+    /// Result metadata.
+    with_meta => meta: Meta,
+    /// `"complete"` in 2026-07-28.
+    with_result_type => result_type: ResultType,
 });

@@ -17,7 +17,8 @@ async fn all_tool_names(router: &Router) -> Vec<String> {
     let mut names = Vec::new();
     let mut cursor = None;
     loop {
-        let params = PaginatedRequestParams { cursor: cursor.take(), ..Default::default() };
+        let mut params = PaginatedRequestParams::default();
+        params.cursor = cursor.take();
         let page = router.list_tools(params, cx()).await.unwrap();
         names.extend(page.tools.into_iter().map(|t| t.name));
         match page.next_cursor {

@@ -49,7 +49,7 @@ fn first_page() -> PaginatedRequestParams {
 }
 
 fn page_at(cursor: &str) -> PaginatedRequestParams {
-    PaginatedRequestParams { cursor: Some(cursor.to_owned()), ..Default::default() }
+    PaginatedRequestParams::default().with_cursor(cursor)
 }
 
 fn code(e: &McpError) -> i64 {
@@ -58,11 +58,8 @@ fn code(e: &McpError) -> i64 {
 
 /// The `CallToolResult` of a call that must complete.
 async fn call(router: &Router, name: &str, arguments: Value) -> Result<CallToolResult, McpError> {
-    let params = CallToolRequestParams {
-        name: name.into(),
-        arguments: Some(arguments.as_object().expect("arguments are an object").clone()),
-        ..Default::default()
-    };
+    let params = CallToolRequestParams::new(name)
+        .with_arguments(arguments.as_object().expect("arguments are an object").clone());
     match router.call_tool(params, cx()).await? {
         Reply::Complete(result) => Ok(result),
         Reply::InputRequired(_) => panic!("{name} asked for input"),
@@ -126,7 +123,7 @@ struct GreetArgs {
 async fn greet(args: GreetArgs, _cx: RequestContext) -> Result<Vec<PromptMessage>, McpError> {
     let marks = "!".repeat(args.excitement.unwrap_or(1) as usize);
     let text = format!("Hello, {}{marks}", args.name);
-    Ok(vec![PromptMessage { role: Role::User, content: ContentBlock::text(text), extra: Default::default() }])
+    Ok(vec![PromptMessage::user(text)])
 }
 
 #[derive(Deserialize)]

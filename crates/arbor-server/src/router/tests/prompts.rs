@@ -1,15 +1,13 @@
 //! Prompts and completion.
 
 use super::*;
-use arbor_protocol::model::completion::{
-    CompleteArgument, CompleteContext, CompleteRequestParams, PromptReference, Reference, ResourceTemplateReference,
-};
+use arbor_protocol::model::completion::{CompleteArgument, CompleteContext, CompleteRequestParams, Reference};
 use arbor_protocol::model::prompts::{GetPromptRequestParams, GetPromptResult};
 use std::collections::BTreeMap;
 
 async fn get(router: &Router, name: &str, args: &[(&str, &str)]) -> Result<GetPromptResult, McpError> {
     let arguments: BTreeMap<String, String> = args.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let params = GetPromptRequestParams { name: name.into(), arguments: Some(arguments), ..Default::default() };
+    let params = GetPromptRequestParams::new(name).with_arguments(arguments);
     match router.get_prompt(params, cx()).await? {
         Reply::Complete(result) => Ok(result),
         Reply::InputRequired(_) => panic!("input required"),
@@ -62,7 +60,7 @@ async fn a_prompt_may_ask_for_input() {
     let router = Router::new("s", "1").prompt("p", "", |_: crate::router::NoArgs| async {
         Reply::<GetPromptResult>::InputRequired(InputRequired::new().roots("r"))
     });
-    let params = GetPromptRequestParams { name: "p".into(), ..Default::default() };
+    let params = GetPromptRequestParams::new("p");
     assert!(matches!(router.get_prompt(params, cx()).await.unwrap(), Reply::InputRequired(_)));
 }
 
@@ -83,21 +81,15 @@ async fn a_prompt_may_return_text_or_one_message() {
 }
 
 fn complete_params(reference: Reference, argument: &str, value: &str) -> CompleteRequestParams {
-    CompleteRequestParams {
-        meta: None,
-        reference,
-        argument: CompleteArgument { name: argument.into(), value: value.into(), extra: Default::default() },
-        context: None,
-        extra: Default::default(),
-    }
+    CompleteRequestParams::new(reference, CompleteArgument::new(argument, value))
 }
 
 fn prompt_ref(name: &str) -> Reference {
-    Reference::Prompt(PromptReference { name: name.into(), title: None, extra: Default::default() })
+    Reference::prompt(name)
 }
 
 fn template_ref(uri: &str) -> Reference {
-    Reference::ResourceTemplate(ResourceTemplateReference { uri: uri.into(), extra: Default::default() })
+    Reference::resource_template(uri)
 }
 
 #[tokio::test]
@@ -138,10 +130,7 @@ async fn completion_sees_the_other_arguments() {
     );
     let router = Router::new("s", "1").prompt_route(route);
     let mut params = complete_params(prompt_ref("p"), "name", "x");
-    params.context = Some(CompleteContext {
-        arguments: Some(BTreeMap::from([("excitement".to_owned(), "2".to_owned())])),
-        extra: Default::default(),
-    });
+    params.context = Some(CompleteContext::default().with_argument("excitement", "2"));
     assert_eq!(router.complete(params, cx()).await.unwrap().completion.values, ["x-2"]);
 }
 

@@ -5,7 +5,7 @@ use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceRe
 use std::collections::HashMap;
 
 async fn read_with(router: &Router, uri: &str, version: ProtocolVersion) -> Result<ReadResourceResult, McpError> {
-    let params = ReadResourceRequestParams { uri: uri.into(), ..Default::default() };
+    let params = ReadResourceRequestParams::new(uri);
     match router.read_resource(params, cx_for(version)).await? {
         Reply::Complete(result) => Ok(result),
         Reply::InputRequired(_) => panic!("input required"),
@@ -105,7 +105,7 @@ async fn a_reader_returning_none_is_not_found() {
 
 #[tokio::test]
 async fn subscriptions_are_refused_unless_enabled_and_only_for_known_uris() {
-    let params = |uri: &str| ResourceSubscriptionParams { uri: uri.into(), ..Default::default() };
+    let params = ResourceSubscriptionParams::new;
     let plain = fixture();
     assert_eq!(code(&plain.subscribe(params("test://static/readme"), cx()).await.unwrap_err()), -32601);
     assert_eq!(plain.capabilities().resources.unwrap().subscribe, None);

@@ -68,18 +68,13 @@ async fn tool_schemas_of_awkward_argument_types_are_valid_in_every_revision() {
         maybe: Option<Inner>,
         map: HashMap<String, u32>,
     }
-    let router = Router::new("s", "1")
-        .tool("awkward", "", |_: Awkward| async { "" })
-        .tool("shape", "", |_: Shape| async { "" })
-        .tool_route(ToolRoute::new("noargs", |_: crate::router::NoArgs| async { "" }).icon(
-            arbor_protocol::model::common::Icon {
-                src: "data:image/png;base64,AA==".into(),
-                mime_type: Some("image/png".into()),
-                sizes: None,
-                theme: None,
-                extra: Default::default(),
-            },
-        ));
+    let router =
+        Router::new("s", "1")
+            .tool("awkward", "", |_: Awkward| async { "" })
+            .tool("shape", "", |_: Shape| async { "" })
+            .tool_route(ToolRoute::new("noargs", |_: crate::router::NoArgs| async { "" }).icon(
+                arbor_protocol::model::common::Icon::new("data:image/png;base64,AA==").with_mime_type("image/png"),
+            ));
     let list = router.list_tools(first_page(), cx()).await.unwrap();
     check("ListToolsResult", &list, true);
     let awkward = Value::Object(list.tools[0].input_schema.clone());
@@ -98,31 +93,21 @@ async fn tool_results_are_valid_in_every_revision() {
 
 #[tokio::test]
 async fn prompt_read_and_completion_results_are_valid_in_every_revision() {
-    use arbor_protocol::model::completion::{CompleteArgument, CompleteRequestParams, PromptReference, Reference};
+    use arbor_protocol::model::completion::{CompleteArgument, CompleteRequestParams, Reference};
     use arbor_protocol::model::prompts::GetPromptRequestParams;
     use arbor_protocol::model::resources::ReadResourceRequestParams;
     let router = fixture();
 
-    let params = GetPromptRequestParams {
-        name: "greet".into(),
-        arguments: Some([("name".to_owned(), "Ada".to_owned())].into()),
-        ..Default::default()
-    };
+    let params = GetPromptRequestParams::new("greet").with_argument("name", "Ada");
     let Reply::Complete(prompt) = router.get_prompt(params, cx()).await.unwrap() else { panic!() };
     check("GetPromptResult", &prompt, false);
 
     for uri in ["test://static/readme", "test://static/bytes", "test://template/1/data"] {
-        let params = ReadResourceRequestParams { uri: uri.into(), ..Default::default() };
+        let params = ReadResourceRequestParams::new(uri);
         let Reply::Complete(read) = router.read_resource(params, cx()).await.unwrap() else { panic!() };
         check("ReadResourceResult", &read, true);
     }
 
-    let params = CompleteRequestParams {
-        meta: None,
-        reference: Reference::Prompt(PromptReference { name: "greet".into(), title: None, extra: Default::default() }),
-        argument: CompleteArgument { name: "name".into(), value: "A".into(), extra: Default::default() },
-        context: None,
-        extra: Default::default(),
-    };
+    let params = CompleteRequestParams::new(Reference::prompt("greet"), CompleteArgument::new("name", "A"));
     check("CompleteResult", &router.complete(params, cx()).await.unwrap(), false);
 }

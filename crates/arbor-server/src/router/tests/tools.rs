@@ -68,7 +68,7 @@ async fn invalid_arguments_are_an_error_result_naming_the_problem() {
 
 #[tokio::test]
 async fn absent_arguments_are_an_empty_object() {
-    let params = CallToolRequestParams { name: "add".into(), ..Default::default() };
+    let params = CallToolRequestParams::new("add");
     let Reply::Complete(result) = fixture().call_tool(params, cx()).await.unwrap() else { panic!() };
     assert_eq!(result.is_error, Some(true), "a and b are required");
 }
@@ -135,14 +135,14 @@ async fn typed_output_may_ask_for_input() {
     let router = Router::new("s", "1").tool_with_output("ask", "", |_: NoArgs, _cx: RequestContext| async {
         Ok::<Reply<Quotient>, ToolError>(Reply::InputRequired(InputRequired::new().roots("r")))
     });
-    let params = CallToolRequestParams { name: "ask".into(), ..Default::default() };
+    let params = CallToolRequestParams::new("ask");
     assert!(matches!(router.call_tool(params, cx()).await.unwrap(), Reply::InputRequired(_)));
 }
 
 #[tokio::test]
 async fn a_tool_may_answer_input_required_and_has_its_metadata_and_deadline() {
     let router = fixture();
-    let params = CallToolRequestParams { name: "ask".into(), ..Default::default() };
+    let params = CallToolRequestParams::new("ask");
     let Reply::InputRequired(input) = router.call_tool(params, cx()).await.unwrap() else { panic!("complete") };
     assert!(input.requests.contains_key("roots"));
     assert_eq!(input.state, Some(json!({"step": 1})));
@@ -163,7 +163,7 @@ async fn every_result_shape_converts() {
         .tool("blocks", "", |_: NoArgs| async { vec![ContentBlock::text("a"), ContentBlock::text("b")] })
         .tool("json", "", |_: NoArgs| async { Json(json!({"k": [1, 2]})) })
         .tool("json_array", "", |_: NoArgs| async { Json(vec![1, 2]) })
-        .tool("full", "", |_: NoArgs| async { CallToolResult { is_error: Some(true), ..Default::default() } });
+        .tool("full", "", |_: NoArgs| async { CallToolResult::new(vec![]).with_is_error(true) });
     assert_eq!(text_of(&call(&router, "str", json!({})).await.unwrap()), "plain");
     assert_eq!(text_of(&call(&router, "blocks", json!({})).await.unwrap()), "ab");
     let json_result = call(&router, "json", json!({})).await.unwrap();
@@ -269,7 +269,7 @@ async fn resource_cache_hints_fill_only_what_the_reader_left_unset() {
         .resource_route(
             ResourceRoute::new("test://own", "o", |cx: RequestContext| async move {
                 let _ = cx;
-                ReadResourceResult { ttl_ms: Some(5), ..Default::default() }
+                ReadResourceResult::new(vec![]).with_ttl_ms(5)
             })
             .cache_hint(Duration::from_secs(60), CacheScope::Public),
         )
@@ -280,7 +280,7 @@ async fn resource_cache_hints_fill_only_what_the_reader_left_unset() {
     let read = |uri: &'static str| {
         let router = router.clone();
         async move {
-            let params = ReadResourceRequestParams { uri: uri.into(), ..Default::default() };
+            let params = ReadResourceRequestParams::new(uri);
             match router.read_resource(params, cx()).await.unwrap() {
                 Reply::Complete(r) => (r.ttl_ms, r.cache_scope),
                 Reply::InputRequired(_) => panic!(),
