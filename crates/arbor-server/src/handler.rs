@@ -92,8 +92,7 @@ fn not_offered(method: MethodName) -> McpError {
 ///     }
 ///
 ///     fn capabilities(&self) -> ServerCapabilities {
-///         let tools = ToolsCapability { list_changed: Some(true), ..Default::default() };
-///         ServerCapabilities { tools: Some(tools), ..Default::default() }
+///         ServerCapabilities::default().with_tools(ToolsCapability::default().with_list_changed(true))
 ///     }
 ///
 ///     fn list_changes(&self) -> Option<ListChanges> {
