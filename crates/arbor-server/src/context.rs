@@ -22,8 +22,8 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponses;
 use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::Value;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{fence, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -66,11 +66,13 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
 /// request ends in one of two ways: `state` says which (one atomic, read on every
 /// progress or log send), and `stopped` is tokio-util's token, cancelled on a stop and
 /// never on a finish, so what waits on it wakes only when the work is no longer wanted.
-/// Per request: this allocation plus the token's node, no channel.
+/// The token is made the first time something asks for it: most requests never do, and
+/// making and dropping one costs about 300 instructions and an allocation per request
+/// (callgrind, `docs/benchmarks.md`). Per request: this allocation, no channel.
 #[derive(Debug, Default)]
 pub(crate) struct RequestSignal {
     state: AtomicU8,
-    stopped: CancellationToken,
+    stopped: OnceLock<CancellationToken>,
 }
 
 const RUNNING: u8 = 0;
@@ -85,9 +87,25 @@ impl RequestSignal {
 
     /// The request was stopped before it answered (cancelled, timed out, shut down).
     pub(crate) fn stop(&self) {
-        if self.state.compare_exchange(RUNNING, STOPPED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            self.stopped.cancel();
+        if self.state.compare_exchange(RUNNING, STOPPED, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            // Pairs with the fence in `token`: of a stop and a first use racing, at least
+            // one sees the other, so a token made during the stop is still cancelled.
+            fence(Ordering::SeqCst);
+            if let Some(token) = self.stopped.get() {
+                token.cancel();
+            }
         }
+    }
+
+    /// The request's token, made on first use; cancelled if the request already stopped.
+    fn token(&self) -> &CancellationToken {
+        let token = self.stopped.get_or_init(CancellationToken::new);
+        fence(Ordering::SeqCst);
+        if self.state.load(Ordering::SeqCst) == STOPPED {
+            // The stop may have run before the token existed; cancelling twice is harmless.
+            token.cancel();
+        }
+        token
     }
 
     fn is_running(&self) -> bool {
@@ -245,7 +263,7 @@ impl RequestContext {
     /// Resolves when the request is stopped (see [`RequestContext::is_cancelled`]); never
     /// resolves for a request that answers normally.
     pub async fn cancelled(&self) {
-        self.inner.signal.stopped.cancelled().await
+        self.inner.signal.token().cancelled().await
     }
 
     /// The request's cancellation as tokio-util's [`CancellationToken`], for code that
@@ -263,7 +281,7 @@ impl RequestContext {
     /// # }
     /// ```
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.inner.signal.stopped.child_token()
+        self.inner.signal.token().child_token()
     }
 
     /// A context for calling the same handler again with the client's answers to its
@@ -321,5 +339,51 @@ impl RequestContext {
     /// The state this handler returned with its input requests, verified untampered.
     pub fn input_state(&self) -> Option<&Value> {
         self.inner.input_state.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The lazily made token: cancelled whether it is first asked for before or after the
+    //! stop, never after a finish.
+    use super::RequestSignal;
+
+    #[test]
+    fn a_token_made_after_the_stop_is_cancelled() {
+        let signal = RequestSignal::default();
+        signal.stop();
+        assert!(signal.token().is_cancelled());
+    }
+
+    #[test]
+    fn a_token_made_before_the_stop_is_cancelled_by_it() {
+        let signal = RequestSignal::default();
+        let child = signal.token().child_token();
+        assert!(!child.is_cancelled());
+        signal.stop();
+        assert!(child.is_cancelled());
+    }
+
+    #[test]
+    fn a_finished_request_is_never_cancelled() {
+        let signal = RequestSignal::default();
+        signal.finish();
+        signal.stop();
+        assert!(!signal.token().is_cancelled());
+        assert!(!signal.is_stopped());
+    }
+
+    #[test]
+    fn a_stop_racing_the_first_use_always_reaches_the_token() {
+        for _ in 0..2_000 {
+            let signal = std::sync::Arc::new(RequestSignal::default());
+            let stopper = {
+                let signal = signal.clone();
+                std::thread::spawn(move || signal.stop())
+            };
+            let token = signal.token().clone();
+            stopper.join().unwrap();
+            assert!(token.is_cancelled());
+        }
     }
 }
