@@ -28,6 +28,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::principal::Principal;
 use crate::requester::Requester;
 
 /// What is known about the connection a request arrived on.
@@ -37,6 +38,9 @@ pub struct ConnectionInfo {
     pub tenant: String,
     /// The authenticated identity, if the transport established one.
     pub auth: Option<String>,
+    /// The verified principal of the request, when the transport verified a token: its
+    /// issuer, subject, client, scopes and claims (never the token).
+    pub principal: Option<Arc<Principal>>,
     /// Who sent the request, for the bounds one client may not exceed and the owner of
     /// its tasks: the principal (`auth`) when there is one, else the peer's address when
     /// the transport knows it (2026-07-28 over HTTP), else [`Requester::Unknown`].
@@ -217,6 +221,14 @@ impl RequestContext {
     /// The connection: tenant, auth identity, client info and capabilities.
     pub fn connection(&self) -> &ConnectionInfo {
         &self.inner.connection
+    }
+
+    /// Who sent the request, when the transport verified an access token (OAuth over
+    /// HTTP): issuer, subject, client, scopes and claims. Never the token itself: a
+    /// handler that calls another service gets its own token for it. `None` on stdio
+    /// and on HTTP without authentication.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.connection.principal.as_deref()
     }
 
     /// The client's capabilities for this request.

@@ -42,6 +42,7 @@ pub(crate) trait DynServerHandler: Send + Sync + 'static {
     fn capabilities(&self) -> ServerCapabilities;
     fn tool_deadline(&self, tool: &str) -> Option<Duration>;
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>>;
+    fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>>;
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy;
     fn list_changes(&self) -> Option<ListChanges>;
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
@@ -81,6 +82,10 @@ impl<H: ServerHandler> DynServerHandler for H {
 
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
         ServerHandler::tool_param_headers(self, tool)
+    }
+
+    fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>> {
+        ServerHandler::tool_scopes(self, tool)
     }
 
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy {

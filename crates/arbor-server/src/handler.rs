@@ -139,6 +139,14 @@ pub trait ServerHandler: Send + Sync + 'static {
         None
     }
 
+    /// The OAuth scopes a `tools/call` of `tool` needs besides the server's own. An
+    /// authorizing transport asks before dispatch, for every call with a verified token,
+    /// so it must be quick (answer from a cache). `None` (the default): none.
+    fn tool_scopes(&self, tool: &str) -> Option<std::sync::Arc<[String]>> {
+        let _ = tool;
+        None
+    }
+
     /// Whether calls of `tool` may run as tasks (the `io.modelcontextprotocol/tasks`
     /// extension; see [`crate::tasks`]). Called for every 2026-07-28 `tools/call`, so it
     /// must be quick (a panic in it counts as [`TaskPolicy::FORBIDDEN`]). A server whose

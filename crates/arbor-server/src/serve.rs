@@ -43,17 +43,23 @@ use crate::connection::{Connection, ConnectionArgs, ConnectionHandle, Io};
 use crate::dyn_handler::DynServerHandler;
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
+use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{TaskStore, TaskStreams};
 use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConnectOptions {
     /// The tenant the connection belongs to; `None` is the default tenant.
     pub tenant: Option<String>,
-    /// The authenticated identity, if the transport established one.
+    /// The authenticated identity, if the transport established one: a name compared as
+    /// an exact string ([`Principal::key`](crate::Principal::key) when set by
+    /// [`ConnectOptions::principal`]).
     pub auth: Option<String>,
+    /// The verified principal behind `auth`, when the transport verified a token (what
+    /// handlers read as [`RequestContext::principal`](crate::RequestContext::principal)).
+    pub principal: Option<Arc<Principal>>,
     /// The peer's address, if the transport knows it (an HTTP session's client). Without
     /// `auth`, it names the connection's [`Requester`](crate::Requester): the bounds one
     /// client may not exceed across all its connections count against it.
@@ -69,6 +75,14 @@ impl ConnectOptions {
     /// The same options with an authenticated identity.
     pub fn auth(mut self, auth: impl Into<String>) -> Self {
         self.auth = Some(auth.into());
+        self
+    }
+
+    /// The same options authenticated as `principal`: `auth` becomes its
+    /// [`key`](Principal::key) (issuer and subject).
+    pub fn principal(mut self, principal: Arc<Principal>) -> Self {
+        self.auth = Some(principal.key());
+        self.principal = Some(principal);
         self
     }
 
@@ -281,6 +295,7 @@ impl Server {
             io,
             tenant,
             auth: options.auth,
+            principal: options.principal,
             peer: options.peer,
             gauge,
         })

@@ -63,6 +63,7 @@ use crate::subscription::unit::UnitRef;
 
 use crate::context::{ConnectionInfo, RequestSink};
 use crate::exchange::{EndpointShared, OnClose, Route};
+use crate::principal::Principal;
 use crate::request::sink::ConnectionSink;
 use crate::requester::Requester;
 use crate::serve::Shared;
@@ -80,7 +81,13 @@ pub(crate) enum ConnMsg {
     InputEnded,
     /// One submission to an endpoint: a decoded body, where what it causes goes, and who
     /// sent it (when the transport knows: `crate::Requester`).
-    Submit { item: inbound::Inbound, route: Route, on_close: OnClose, requester: Option<Requester> },
+    Submit {
+        item: inbound::Inbound,
+        route: Route,
+        on_close: OnClose,
+        requester: Option<Requester>,
+        principal: Option<Arc<Principal>>,
+    },
     /// A request task asks the client for input (legacy era), under a fresh id; `output`
     /// is the route of the task's submission (endpoints), else the connection's output.
     Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx, output: Option<Output> },
@@ -101,6 +108,7 @@ pub(crate) struct ConnectionArgs {
     pub(crate) io: Io,
     pub(crate) tenant: Arc<TenantLimits>,
     pub(crate) auth: Option<String>,
+    pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) peer: Option<std::net::SocketAddr>,
     pub(crate) gauge: Gauge,
 }
@@ -119,6 +127,8 @@ struct Current {
     on_close: OnClose,
     /// Who sent it, if the transport said (`Endpoint::submit_from`).
     requester: Option<Requester>,
+    /// The principal its transport verified for it (`Endpoint::submit_as`).
+    principal: Option<Arc<Principal>>,
 }
 
 /// The connection actor.
@@ -160,6 +170,8 @@ pub(crate) struct ConnState {
     sweep_at: usize,
     tenant: Arc<TenantLimits>,
     auth: Option<String>,
+    /// The principal the connection was opened for (a legacy session's `initialize`).
+    principal: Option<Arc<Principal>>,
     legacy: Option<Legacy>,
     last_modern: Option<ModernInfo>,
     pending: Pending,
@@ -199,7 +211,7 @@ impl Actor for ConnectionActor {
         myself: ActorRef<ConnMsg>,
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
-        let ConnectionArgs { shared, io, tenant, auth, peer, gauge } = args;
+        let ConnectionArgs { shared, io, tenant, auth, principal, peer, gauge } = args;
         let span = tracing::info_span!("connection", id = %myself.get_id(), tenant = tenant.name());
         tracing::debug!(parent: &span, "connection started");
         let spec = TaskSupervisorSpec::new("requests")
@@ -234,6 +246,7 @@ impl Actor for ConnectionActor {
             sweep_at: 64,
             tenant,
             auth,
+            principal,
             legacy: None,
             last_modern: None,
             pending: Pending::default(),
@@ -263,8 +276,8 @@ impl Actor for ConnectionActor {
                     state.on_inbound(item);
                 }
             }
-            ConnMsg::Submit { item, route, on_close, requester } => {
-                state.current = Some(Current { output: Output::Route(route), on_close, requester });
+            ConnMsg::Submit { item, route, on_close, requester, principal } => {
+                state.current = Some(Current { output: Output::Route(route), on_close, requester, principal });
                 state.on_inbound(item);
                 state.current = None;
             }

@@ -70,6 +70,7 @@ impl ConnState {
             None => Arc::new(ConnectionInfo {
                 tenant: self.tenant.name().to_owned(),
                 auth: self.auth.clone(),
+                principal: self.principal.clone(),
                 requester: self.own_requester(),
                 client_info: None,
                 client_capabilities: Default::default(),

@@ -33,6 +33,7 @@ use super::{BatchReply, ConnState, Legacy};
 use crate::context::ConnectionInfo;
 use crate::error::{already_initialized, OverloadScope};
 use crate::exchange::OnClose;
+use crate::principal::Principal;
 use crate::request::JobTerms;
 use crate::requester::Requester;
 
@@ -201,13 +202,14 @@ impl ConnState {
         let caps = terms.client_capabilities();
         let client_info = meta.and_then(Meta::client_info);
         let requester = self.requester().clone();
+        let principal = self.principal().cloned();
         if let Some(last) = &mut self.last_modern {
             if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
-                if last.info.requester != requester {
+                if last.info.requester != requester || !same_principal(&last.info.principal, &principal) {
                     // The same terms from another requester (a shared endpoint's clients
-                    // alternate): the info differs only in who sent it, so it is copied,
-                    // not parsed again.
-                    last.info = Arc::new(ConnectionInfo { requester, ..(*last.info).clone() });
+                    // alternate) or another verified token: the info differs only in who
+                    // sent it, so it is copied, not parsed again.
+                    last.info = Arc::new(ConnectionInfo { requester, principal, ..(*last.info).clone() });
                 }
                 return last.info.clone();
             }
@@ -215,6 +217,7 @@ impl ConnState {
         let info = Arc::new(ConnectionInfo {
             tenant: self.tenant.name().to_owned(),
             auth: self.auth.clone(),
+            principal,
             requester,
             client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
             client_capabilities: terms.typed_client_capabilities(),
@@ -242,7 +245,14 @@ impl ConnState {
                 }
             }
             Served::Legacy => {
-                let legacy = self.legacy.as_ref().expect("legacy terms need a session");
+                let principal = self.principal().cloned();
+                let legacy = self.legacy.as_mut().expect("legacy terms need a session");
+                if principal.is_some() && !same_principal(&legacy.info.principal, &principal) {
+                    // The session's principal presented a new token (refreshed, other
+                    // scopes): this request and the next see what it proves now. The
+                    // transport has already checked that it is the same identity.
+                    legacy.info = Arc::new(ConnectionInfo { principal, ..(*legacy.info).clone() });
+                }
                 JobTerms {
                     version,
                     connection: legacy.info.clone(),
@@ -267,6 +277,7 @@ impl ConnState {
         let info = Arc::new(ConnectionInfo {
             tenant: self.tenant.name().to_owned(),
             auth: self.auth.clone(),
+            principal: self.principal().cloned(),
             requester: self.requester().clone(),
             client_info: Some(params.client_info),
             client_capabilities: params.capabilities,
@@ -306,6 +317,12 @@ impl ConnState {
         self.own.as_ref().or(submitted).unwrap_or(&UNKNOWN)
     }
 
+    /// The principal of the message being handled: the one its submission's transport
+    /// verified, else the one the connection was opened for.
+    pub(super) fn principal(&self) -> Option<&Arc<Principal>> {
+        self.current.as_ref().and_then(|c| c.principal.as_ref()).or(self.principal.as_ref())
+    }
+
     /// The requester whose share of the tenant (`TenantLimits::requests`, `streams`) the
     /// message being handled counts against: any known one, whichever connection,
     /// session or endpoint it came through, so one client's many connections share one
@@ -324,5 +341,15 @@ impl ConnState {
             Some(current) if current.on_close == OnClose::Cancel => OverloadScope::Endpoint,
             Some(_) => OverloadScope::Session,
         }
+    }
+}
+
+/// Whether two infos carry the same principal: the same verification (one `Arc`, as the
+/// transport's token cache hands out), or none on both sides.
+fn same_principal(a: &Option<Arc<Principal>>, b: &Option<Arc<Principal>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
     }
 }

@@ -39,6 +39,7 @@ use arc_swap::ArcSwap;
 
 use crate::connection::{ConnMsg, ConnectionHandle, Io};
 use crate::error::ConnectError;
+use crate::principal::Principal;
 use crate::requester::Requester;
 use crate::serve::{ConnectOptions, Server};
 
@@ -93,7 +94,8 @@ impl Endpoint {
     /// handler (one actor message). On a closed endpoint the route is dropped at once, so
     /// its receiver reads `None` without any response.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
-        let _ = self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close, requester: None });
+        let _ =
+            self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close, requester: None, principal: None });
     }
 
     /// [`Endpoint::submit`], naming who sent the body: the [`Requester`] its requests
@@ -104,7 +106,31 @@ impl Endpoint {
     /// ([`ServerConfig::max_in_flight_per_requester`](crate::ServerConfig::max_in_flight_per_requester),
     /// [`max_subscriptions_per_requester`](crate::ServerConfig::max_subscriptions_per_requester)).
     pub fn submit_from(&self, parsed: Parsed, route: Route, on_close: OnClose, requester: Requester) {
-        let msg = ConnMsg::Submit { item: parsed.item, route, on_close, requester: Some(requester) };
+        let msg = ConnMsg::Submit { item: parsed.item, route, on_close, requester: Some(requester), principal: None };
+        let _ = self.handle.cast(msg);
+    }
+
+    /// [`Endpoint::submit_from`] for a body whose transport verified `principal`: the
+    /// requester is the principal's (`requester` must be `Requester::Principal` of its
+    /// [`key`](Principal::key), made once by the caller's token cache so a request costs
+    /// no formatting), and handlers read it as
+    /// [`RequestContext::principal`](crate::RequestContext::principal). On a legacy
+    /// session, the caller checks first that the principal is the session's own.
+    pub fn submit_as(
+        &self,
+        parsed: Parsed,
+        route: Route,
+        on_close: OnClose,
+        requester: Requester,
+        principal: Arc<Principal>,
+    ) {
+        let msg = ConnMsg::Submit {
+            item: parsed.item,
+            route,
+            on_close,
+            requester: Some(requester),
+            principal: Some(principal),
+        };
         let _ = self.handle.cast(msg);
     }
 
@@ -160,5 +186,13 @@ impl Server {
     /// Empty for unknown tools and tools without annotations.
     pub fn tool_param_headers(&self, name: &str) -> Arc<[ParamHeader]> {
         self.handler().tool_param_headers(name).unwrap_or_else(|| NO_PARAM_HEADERS.clone())
+    }
+
+    /// The OAuth scopes a `tools/call` of tool `name` needs besides the server's own
+    /// ([`ServerHandler::tool_scopes`](crate::ServerHandler::tool_scopes); a
+    /// [`Router`](crate::Router) answers what [`ToolRoute::scopes`](crate::router::ToolRoute::scopes)
+    /// declared). `None` for unknown tools and tools that need none.
+    pub fn tool_scopes(&self, name: &str) -> Option<Arc<[String]>> {
+        self.handler().tool_scopes(name)
     }
 }

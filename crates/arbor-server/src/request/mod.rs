@@ -243,7 +243,15 @@ impl Exec<'_> {
     {
         let key = &self.shared.config.state_key;
         if self.modern {
-            let resumed = input::modern::open(key, method, subject, arguments, request_state.as_deref(), responses)?;
+            // A state sealed for one principal opens for no other (2026-07-28, "state
+            // handle hijacking"): the binding carries the verified identity, if any.
+            let principal = match &cx.connection().requester {
+                crate::Requester::Principal(key) => Some(key.clone()),
+                _ => None,
+            };
+            let binding =
+                input::modern::Binding::new(method, subject).arguments(arguments).principal(principal.as_deref());
+            let resumed = input::modern::open_bound(key, binding, request_state.as_deref(), responses)?;
             let cx = match (resumed.responses, resumed.state) {
                 (None, None) => cx,
                 (responses, state) => cx.with_input(responses, state),
@@ -252,7 +260,7 @@ impl Exec<'_> {
             return match invoke(params, cx).await? {
                 Reply::Complete(result) => Ok(Outcome::Complete(result)),
                 Reply::InputRequired(input) => {
-                    input::modern::seal(key, method, subject, arguments, input, keep.client_capabilities())
+                    input::modern::seal_bound(key, binding, input, keep.client_capabilities())
                         .map(Outcome::InputRequired)
                 }
             };

@@ -118,6 +118,7 @@ pub struct Router {
     page_size: usize,
     max_uri_bytes: usize,
     subscriptions: bool,
+    hide_unauthorized: bool,
     shared: Arc<Shared>,
 }
 
@@ -134,6 +135,7 @@ impl Router {
             page_size: DEFAULT_PAGE_SIZE,
             max_uri_bytes: DEFAULT_MAX_URI_BYTES,
             subscriptions: false,
+            hide_unauthorized: false,
             shared: Arc::default(),
         }
     }
@@ -176,6 +178,15 @@ impl Router {
     /// `notifications/resources/updated`; without this, subscribing is -32601.
     pub fn subscriptions(mut self) -> Self {
         self.subscriptions = true;
+        self
+    }
+
+    /// Leaves out of a principal's `tools/list` the tools its token's scopes do not
+    /// allow it to call ([`ToolRoute::scopes`], judged with the server's scope
+    /// hierarchy). Requests without a verified principal see every tool. A page may then
+    /// hold fewer tools than the page size; its cursor still leads on.
+    pub fn hide_unauthorized_tools(mut self) -> Self {
+        self.hide_unauthorized = true;
         self
     }
 
@@ -488,6 +499,11 @@ impl ServerHandler for Router {
         tools.get(tool).map(|t| t.param_headers.clone()).filter(|h| !h.is_empty())
     }
 
+    fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>> {
+        let tools = self.shared.tools.load();
+        tools.get(tool).map(|t| t.scopes.clone()).filter(|s| !s.is_empty())
+    }
+
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
         self.shared.tools.load().get(tool).map_or(TaskPolicy::FORBIDDEN, |t| t.task_policy)
     }
@@ -499,12 +515,14 @@ impl ServerHandler for Router {
     async fn list_tools(
         &self,
         params: PaginatedRequestParams,
-        _cx: RequestContext,
+        cx: RequestContext,
     ) -> Result<ListToolsResult, McpError> {
         self.not_offered(TOOLS, MethodName::ListTools)?;
         let (page, next_cursor) =
             pagination::page(&self.shared.tools.load(), ListId::Tools, params.cursor.as_deref(), self.page_size)?;
-        let tools = page.iter().map(|t| t.tool.clone()).collect();
+        let principal = cx.principal().filter(|_| self.hide_unauthorized);
+        let allowed = |t: &&Arc<ToolRoute>| principal.is_none_or(|p| p.allows(&t.scopes));
+        let tools = page.iter().filter(allowed).map(|t| t.tool.clone()).collect();
         let mut result = ListToolsResult::new(tools);
         result.next_cursor = next_cursor;
         Ok(result)

@@ -63,6 +63,8 @@ pub struct ToolRoute {
     /// The input schema's `x-mcp-header` annotations, read once when the tool is
     /// registered, so a 2026-07-28 HTTP call costs no schema walk.
     pub(crate) param_headers: Arc<[ParamHeader]>,
+    /// The OAuth scopes a call needs (empty: none beyond the server's own).
+    pub(crate) scopes: Arc<[String]>,
     handler: ErasedTool,
 }
 
@@ -235,7 +237,15 @@ impl ToolRoute {
         tool.output_schema = output_schema;
         let param_headers =
             Arc::from(arbor_protocol::era::http::param_headers(&Value::Object(tool.input_schema.clone())));
-        Ok(ToolRoute { tool, deadline: None, task_policy: TaskPolicy::FORBIDDEN, input, param_headers, handler: call })
+        Ok(ToolRoute {
+            tool,
+            deadline: None,
+            task_policy: TaskPolicy::FORBIDDEN,
+            input,
+            param_headers,
+            scopes: Arc::from(Vec::new()),
+            handler: call,
+        })
     }
 
     /// What the tool does, for the model.
@@ -302,6 +312,20 @@ impl ToolRoute {
     /// (it is what [`ServerHandler::tool_deadline`](crate::ServerHandler::tool_deadline) answers).
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// The OAuth scopes a call of this tool needs, besides what every request needs. An
+    /// authorizing transport (`arbor-http` with OAuth on) refuses a call whose token lacks
+    /// one with 403 `insufficient_scope` naming all of them, before the tool runs; what
+    /// [`ServerHandler::tool_scopes`](crate::ServerHandler::tool_scopes) answers. Without
+    /// a verified principal (stdio, HTTP without OAuth) they are not checked.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect::<Vec<_>>().into();
         self
     }
 

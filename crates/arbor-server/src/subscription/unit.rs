@@ -342,6 +342,7 @@ mod tests {
         let connection = Arc::new(ConnectionInfo {
             tenant: "t".into(),
             auth: None,
+            principal: None,
             requester: Default::default(),
             client_info: None,
             client_capabilities: Default::default(),

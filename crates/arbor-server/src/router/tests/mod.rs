@@ -33,6 +33,7 @@ fn cx_for(version: ProtocolVersion) -> RequestContext {
     RequestContext::detached(ConnectionInfo {
         tenant: "default".into(),
         auth: None,
+        principal: None,
         requester: Default::default(),
         client_info: None,
         client_capabilities: ClientCapabilities::default(),
