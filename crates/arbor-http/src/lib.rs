@@ -38,6 +38,7 @@
 // expression with its SAFETY comment, and these lints keep any new one that way.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+pub mod auth;
 mod body;
 mod config;
 mod guard;

@@ -1,0 +1,19 @@
+//! OAuth 2.1 for the resource server: every request of every era tied to a verified
+//! [`Principal`], or refused with the challenge the MCP authorization spec names.
+//!
+//! Pieces: a [`TokenVerifier`] judges a token (built in: [`StaticVerifier`], and the JWT
+//! and introspection verifiers); the authenticator runs before routing on every POST,
+//! GET and DELETE, caches verified tokens by digest, applies the scope policy and builds
+//! the `WWW-Authenticate` challenges; the protected resource metadata (RFC 9728) is
+//! served beside the endpoint.
+//!
+//! This module is not an authorization server and never forwards a token: handlers get
+//! the principal ([`RequestContext::principal`](arbor_server::RequestContext::principal)),
+//! never the token. Invariant: no token appears in a log line, span, error or snapshot.
+
+mod static_verifier;
+mod verify;
+
+pub use arbor_server::{Principal, ScopeHierarchy};
+pub use static_verifier::StaticVerifier;
+pub use verify::{TokenVerifier, VerifyError};
