@@ -5,14 +5,16 @@
 //! speaks JSON values, so any crate (the protocol crate too) can dev-depend on it without
 //! a cycle. It locates the official schemas and example messages vendored under
 //! `tests/fixtures/spec/` and validates against them ([`schema`]), drives servers as raw
-//! JSON-RPC peers ([`peer`]), polls for conditions with a bound ([`poll`]) and owns a
-//! throwaway `redis-server` ([`redis`]). What only one crate's tests need stays in that
+//! JSON-RPC peers ([`peer`]), polls for conditions with a bound ([`poll`]), owns a
+//! throwaway `redis-server` ([`redis`]) and a real OAuth 2.1 / OpenID authorization server
+//! ([`auth_server`]). What only one crate's tests need stays in that
 //! crate's `tests/it/support.rs`.
 
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 
+pub mod auth_server;
 pub mod peer;
 pub mod poll;
 pub mod redis;
