@@ -202,7 +202,9 @@ function configuration() {
       },
     },
     responseTypes: ['code'],
-    scopes: ['openid', 'offline_access'],
+    // The resource scopes are listed too: dynamic registration checks a client's `scope`
+    // metadata against this list (the MCP SDKs register with the challenged scope).
+    scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES],
     claims: { openid: ['sub'], profile: ['name'], email: ['email'] },
     async findAccount(ctx, id) {
       return {
