@@ -18,7 +18,13 @@ way).
 Each JSON-RPC message the client POSTs (each element of a batch) is appended to the
 client log, each message the server answers with (a JSON body, or the `data` of each SSE
 event) to the server log, one per line, so validate.py can check them as it checks
-tap.py's captures. The server's stderr goes to --server-stderr (appended).
+tap.py's captures. Only the MCP endpoint's answers are logged (not JSON served elsewhere,
+such as OAuth protected resource metadata), and of a 401/403 only a JSON-RPC body. The server's stderr goes to --server-stderr (appended).
+
+The tap binds its own port before it starts SERVER_CMD, and replaces `{origin}` in each of
+its arguments with the tap's `http://127.0.0.1:PORT`: a server that must know the URL its
+clients use (an OAuth resource server's resource identifier, `--auth-resource
+{origin}/mcp`) is told the tap's.
 
 SIGTERM/SIGINT stop the tap: it stops accepting, sends SIGTERM to the server, waits up to
 5 s, then SIGKILL. With --pid-file, the tap writes its own pid and the server's there,
@@ -118,7 +124,7 @@ def make_handler(upstream: urllib.parse.SplitResult, capture: Capture):
                 return
             data = response.read()
             conn.close()
-            if data:
+            if data and self.is_mcp_answer(response.status, data):
                 capture.log("server", data)
             self.send_response_only(response.status, response.reason)
             for key, value in response.getheaders():
@@ -127,6 +133,21 @@ def make_handler(upstream: urllib.parse.SplitResult, capture: Capture):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def is_mcp_answer(self, status: int, data: bytes) -> bool:
+            """Whether a JSON body is an MCP message to validate: only answers from the MCP
+            endpoint (not the OAuth metadata at `/.well-known/...`), and of a 401 or 403 (an
+            authorization challenge) only a JSON-RPC body."""
+            if urllib.parse.urlsplit(self.path).path != upstream.path:
+                return False
+            if status in (401, 403):
+                try:
+                    value = json.loads(data)
+                except ValueError:
+                    return False
+                items = value if isinstance(value, list) else [value]
+                return all(isinstance(item, dict) and "jsonrpc" in item for item in items)
+            return True
 
         def stream(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse) -> None:
             """Copies an event stream as it arrives, then closes the client connection."""
@@ -203,6 +224,13 @@ def main() -> int:
     for path in (args.server_log, args.client_log, args.url_file):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
+    # Bound now (connections wait in the backlog until it serves), so the server command can
+    # be told the tap's address; the handler is set once the server's address is known.
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    httpd.daemon_threads = True
+    origin = f"http://127.0.0.1:{httpd.server_address[1]}"
+    command = [arg.replace("{origin}", origin) for arg in command]
+
     try:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as e:
@@ -244,9 +272,8 @@ def main() -> int:
         return 1
     upstream = urllib.parse.urlsplit(found[0])
     capture = Capture(args.server_log, args.client_log)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(upstream, capture))
-    httpd.daemon_threads = True
-    url = f"http://127.0.0.1:{httpd.server_address[1]}{upstream.path}"
+    httpd.RequestHandlerClass = make_handler(upstream, capture)
+    url = f"{origin}{upstream.path}"
 
     def on_signal(signum, _frame) -> None:
         threading.Thread(target=httpd.shutdown, daemon=True).start()

@@ -12,6 +12,15 @@
 #   python-http-modern      the Python SDK over Streamable HTTP at 2026-07-28 (incl. subscriptions/listen)
 #   typescript-http-legacy  the TypeScript SDK over Streamable HTTP: a legacy session, ended with DELETE
 #
+# OAuth: each starts the authorization server (tests/auth-server, oidc-provider) and
+# `demo_server --port 0 --auth-issuer ISSUER --auth-resource <the tap's URL>`; the SDK client
+# gets a token from the authorization server after the server's first 401:
+#   python-http-oauth-legacy  Python SDK OAuthClientProvider, authorization code + PKCE (DCR), legacy session
+#   python-http-oauth-modern  the same with the pre-registered client-a, 2026-07-28
+#   python-http-oauth-client-credentials  Python SDK ClientCredentialsOAuthProvider (client-b), 2026-07-28
+#   typescript-http-oauth-legacy  TypeScript SDK authProvider, authorization code + PKCE (DCR), legacy session
+#   typescript-http-oauth-client-credentials  TypeScript SDK ClientCredentialsProvider (client-a), legacy session
+#
 # Then Arbor's own client (examples/client_e2e.rs, `arbor_client`) against independent
 # servers and ours (see client/README.md): rust-client-python-{stdio,http}-{legacy,modern}
 # (an mcp==2.3.0 server, client/fixture_server.py), rust-client-everything-stdio
@@ -25,7 +34,7 @@
 # against the negotiated revision's schema (tests/fixtures/spec/<revision>/).
 #
 # Installs what it needs when missing or out of date: a venv at tests/e2e/.venv
-# from python/requirements.txt, and `npm ci` in typescript/. Builds the server
+# from python/requirements.txt, and `npm ci` in typescript/ and tests/auth-server/. Builds the server
 # with `cargo build --example demo_server`.
 #
 # Environment:
@@ -90,6 +99,55 @@ setup_node() {
   log "typescript: npm ci"
   (cd "$TS_DIR" && npm ci --no-audit --no-fund --loglevel=error) || return 1
   echo "$want" >"$stamp"
+}
+
+AUTH_DIR="$ROOT/tests/auth-server"
+
+# The authorization server's modules (oidc-provider), as pinned in its package-lock.json.
+setup_auth_server() {
+  local stamp="$AUTH_DIR/node_modules/.arbor-lock.sha256" want
+  # The contents only (not the paths): scripts/test writes the same stamp.
+  want="$(cat "$AUTH_DIR/package.json" "$AUTH_DIR/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  if [[ -d "$AUTH_DIR/node_modules/oidc-provider" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  command -v npm >/dev/null || { echo "run.sh: npm not found (Node 20 is required)" >&2; return 1; }
+  log "auth server: npm ci"
+  (cd "$AUTH_DIR" && npm ci --no-audit --no-fund --loglevel=error) || return 1
+  echo "$want" >"$stamp"
+}
+
+# start_auth_server DIR: starts tests/auth-server/server.mjs on a free port (its output in
+# DIR/auth-server.{out,stderr}); sets AUTH_ISSUER, AUTH_PID and AUTH_FD. Its stdin is a pipe
+# this shell holds (AUTH_FD): the server stops when that closes, so even a killed run.sh
+# does not leak it.
+start_auth_server() {
+  local dir="$1" waited=0
+  exec {AUTH_FD}> >(exec node "$AUTH_DIR/server.mjs" --port 0 >"$dir/auth-server.out" 2>"$dir/auth-server.stderr")
+  AUTH_PID=$!
+  AUTH_ISSUER=""
+  while ((waited < 300)); do
+    AUTH_ISSUER="$(sed -n 's/^AUTH_SERVER: listening on //p' "$dir/auth-server.out" 2>/dev/null)"
+    [[ -n "$AUTH_ISSUER" ]] && break
+    kill -0 "$AUTH_PID" 2>/dev/null || break
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if [[ -z "$AUTH_ISSUER" ]]; then
+    stop_auth_server
+    return 1
+  fi
+  local stat
+  stat="$(cat "/proc/$AUTH_PID/stat" 2>/dev/null)"
+  stat="${stat##*) }"
+  echo "$AUTH_PID $(cut -d' ' -f20 <<<"$stat")" >"$dir/auth-server.pid"
+}
+
+stop_auth_server() {
+  exec {AUTH_FD}>&-
+  kill -TERM "$AUTH_PID" 2>/dev/null
+  local i
+  for i in $(seq 50); do kill -0 "$AUTH_PID" 2>/dev/null || break; sleep 0.1; done
 }
 
 # Sets SERVER_CMD and HTTP_SERVER_CMD (arrays) to the server commands.
@@ -213,6 +271,13 @@ run_http_scenario() {
   rm -rf "$dir"
   mkdir -p "$dir"
   log "scenario $name"
+  http_scenario_in "$dir" "$name" "$@"
+}
+
+# http_scenario_in DIR NAME DRIVER_CMD... : run_http_scenario's work, in a prepared DIR.
+http_scenario_in() {
+  local dir="$1" name="$2"
+  shift 2
   "$VENV/bin/python" "$HERE/http_tap.py" --server-log "$dir/server.jsonl" --client-log "$dir/client.jsonl" \
     --url-file "$dir/url" --server-stderr "$dir/server.stderr" --pid-file "$dir/pids" -- "${HTTP_SERVER_CMD[@]}" \
     >"$dir/tap.out" 2>&1 &
@@ -260,6 +325,30 @@ validate_capture() {
 }
 
 wanted() { [[ -z "${E2E_ONLY:-}" || " $E2E_ONLY " == *" $1 "* ]]; }
+
+# run_oauth_scenario NAME DRIVER_CMD... : starts the authorization server, then the demo server
+# behind http_tap.py with `--auth-issuer ISSUER --auth-resource <the tap's URL>` (http_tap.py
+# replaces `{origin}`), runs the driver with `--issuer ISSUER --url URL` appended, stops both.
+run_oauth_scenario() {
+  local name="$1"
+  shift
+  local dir="$CAPTURES/$name"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  log "scenario $name"
+  if ! start_auth_server "$dir"; then
+    echo "FAIL: $name: the authorization server did not start (see $dir/auth-server.stderr)"
+    tail -n 20 "$dir/auth-server.stderr" 2>/dev/null | sed 's/^/   /'
+    failed=$((failed + 1))
+    return
+  fi
+  local saved=("${HTTP_SERVER_CMD[@]}")
+  HTTP_SERVER_CMD+=(--auth-issuer "$AUTH_ISSUER" --auth-resource "{origin}/mcp")
+  http_scenario_in "$dir" "$name" "$@" --issuer "$AUTH_ISSUER"
+  HTTP_SERVER_CMD=("${saved[@]}")
+  stop_auth_server
+  reap "$dir/auth-server.pid"
+}
 
 # run_client_scenario NAME DRIVER_ARGS... : Arbor's client driver (examples/client_e2e.rs)
 # against a server it spawns itself (stdio, or HTTP with --serve); counts its PASS/FAIL
@@ -322,6 +411,8 @@ main() {
   local python_ok=1 node_ok=1 server_ok=1
   setup_python || { fail_setup "python venv"; python_ok=0; }
   setup_node || { fail_setup "npm ci"; node_ok=0; }
+  local auth_ok=1
+  setup_auth_server || { fail_setup "npm ci (tests/auth-server)"; auth_ok=0; }
   setup_server || { fail_setup "demo server build"; server_ok=0; }
 
   local scenarios=()
@@ -356,6 +447,39 @@ main() {
       run_http_scenario typescript-http-legacy node "$TS_DIR/driver.mjs" --label typescript-http-legacy \
         --timeout $((TIMEOUT - 10))
       scenarios+=(typescript-http-legacy)
+    fi
+  fi
+
+  if [[ -n "${E2E_SERVER_CMD:-}" ]]; then
+    log "OAuth scenarios skipped: they need demo_server's --auth-issuer (E2E_SERVER_CMD is set)"
+  elif [[ $python_ok -eq 1 && $server_ok -eq 1 && $auth_ok -eq 1 ]]; then
+    local py_oauth=("$VENV/bin/python" "$HERE/python/oauth_driver.py" --timeout $((TIMEOUT - 10)))
+    if wanted python-http-oauth-legacy; then
+      run_oauth_scenario python-http-oauth-legacy "${py_oauth[@]}" --flow code --client dcr --mode legacy \
+        --label python-http-oauth-legacy
+      scenarios+=(python-http-oauth-legacy)
+    fi
+    if wanted python-http-oauth-modern; then
+      run_oauth_scenario python-http-oauth-modern "${py_oauth[@]}" --flow code --client pre-registered --mode modern \
+        --label python-http-oauth-modern
+      scenarios+=(python-http-oauth-modern)
+    fi
+    if wanted python-http-oauth-client-credentials; then
+      run_oauth_scenario python-http-oauth-client-credentials "${py_oauth[@]}" --flow client-credentials --mode modern \
+        --label python-http-oauth-client-credentials
+      scenarios+=(python-http-oauth-client-credentials)
+    fi
+    if [[ $node_ok -eq 1 ]]; then
+      local ts_oauth=(node "$TS_DIR/oauth_driver.mjs" --timeout $((TIMEOUT - 10)))
+      if wanted typescript-http-oauth-legacy; then
+        run_oauth_scenario typescript-http-oauth-legacy "${ts_oauth[@]}" --flow code --label typescript-http-oauth-legacy
+        scenarios+=(typescript-http-oauth-legacy)
+      fi
+      if wanted typescript-http-oauth-client-credentials; then
+        run_oauth_scenario typescript-http-oauth-client-credentials "${ts_oauth[@]}" --flow client-credentials \
+          --label typescript-http-oauth-client-credentials
+        scenarios+=(typescript-http-oauth-client-credentials)
+      fi
     fi
   fi
 

@@ -70,7 +70,11 @@ impl Response {
     /// The body as JSON; fails the test when it is not.
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("auth server answered {} with a non-JSON body ({e}): {}", self.status, String::from_utf8_lossy(&self.body))
+            panic!(
+                "auth server answered {} with a non-JSON body ({e}): {}",
+                self.status,
+                String::from_utf8_lossy(&self.body)
+            )
         })
     }
 }
@@ -203,7 +207,11 @@ impl AuthServer {
     pub fn client_credentials(&self, client_id: &str, secret: &str, resource: &str, scope: &str) -> String {
         let response = self.try_client_credentials(client_id, secret, resource, scope);
         if response.status != 200 {
-            panic!("client_credentials for {client_id} ({resource}, {scope:?}) answered {}: {}", response.status, String::from_utf8_lossy(&response.body));
+            panic!(
+                "client_credentials for {client_id} ({resource}, {scope:?}) answered {}: {}",
+                response.status,
+                String::from_utf8_lossy(&response.body)
+            );
         }
         let body = response.json();
         body["access_token"].as_str().unwrap_or_else(|| panic!("no access_token in {body}")).to_string()
@@ -220,7 +228,12 @@ impl AuthServer {
             form.push(("scope", scope));
         }
         let auth = basic(client_id, secret);
-        self.request("POST", "/token", &[("authorization", &auth)], Some(("application/x-www-form-urlencoded", form_encode(&form).as_bytes())))
+        self.request(
+            "POST",
+            "/token",
+            &[("authorization", &auth)],
+            Some(("application/x-www-form-urlencoded", form_encode(&form).as_bytes())),
+        )
     }
 
     /// RFC 7662 introspection of `token`, authenticated as `client_id` (client_secret_basic).
@@ -233,7 +246,13 @@ impl AuthServer {
             &[("authorization", &auth)],
             Some(("application/x-www-form-urlencoded", body.as_bytes())),
         );
-        assert_eq!(response.status, 200, "introspection answered {}: {}", response.status, String::from_utf8_lossy(&response.body));
+        assert_eq!(
+            response.status,
+            200,
+            "introspection answered {}: {}",
+            response.status,
+            String::from_utf8_lossy(&response.body)
+        );
         response.json()
     }
 
@@ -244,12 +263,18 @@ impl AuthServer {
         let path = if drop_old { "/__admin/rotate?drop_old=1" } else { "/__admin/rotate" };
         let response = self.request("POST", path, &[], None);
         assert_eq!(response.status, 200, "rotate answered {}", response.status);
-        response.json()["kids"].as_array().expect("kids").iter().map(|k| k.as_str().expect("a kid").to_string()).collect()
+        response.json()["kids"]
+            .as_array()
+            .expect("kids")
+            .iter()
+            .map(|k| k.as_str().expect("a kid").to_string())
+            .collect()
     }
 
     /// While down, the JWKS endpoint answers 503.
     pub fn jwks_down(&self, down: bool) {
-        let response = self.request("POST", if down { "/__admin/jwks?down=1" } else { "/__admin/jwks?down=0" }, &[], None);
+        let response =
+            self.request("POST", if down { "/__admin/jwks?down=1" } else { "/__admin/jwks?down=0" }, &[], None);
         assert_eq!(response.status, 200, "jwks_down answered {}", response.status);
     }
 
@@ -285,8 +310,9 @@ impl AuthServer {
     /// One HTTP/1.1 request to the server (`path` starts with `/`); `body` is
     /// `(content type, bytes)`.
     pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<(&str, &[u8])>) -> Response {
-        http_request(self.port, method, path, headers, body)
-            .unwrap_or_else(|e| panic!("{method} {}{path} failed: {e}; the server's stderr:\n{}", self.issuer, self.stderr_tail()))
+        http_request(self.port, method, path, headers, body).unwrap_or_else(|e| {
+            panic!("{method} {}{path} failed: {e}; the server's stderr:\n{}", self.issuer, self.stderr_tail())
+        })
     }
 
     /// The last lines the server wrote on stderr.
@@ -354,7 +380,9 @@ pub fn base64url_decode(text: &str) -> Option<Vec<u8>> {
 fn encode_with(bytes: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let n = (u32::from(chunk[0]) << 16) | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8) | u32::from(*chunk.get(2).unwrap_or(&0));
+        let n = (u32::from(chunk[0]) << 16)
+            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*chunk.get(2).unwrap_or(&0));
         let chars = chunk.len() + 1;
         for i in 0..4 {
             if i < chars {
@@ -400,7 +428,9 @@ fn http_request(
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
     stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\n");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nAccept: application/json\r\n"
+    );
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -416,7 +446,8 @@ fn http_request(
     stream.write_all(payload)?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;
-    parse_response(&raw).ok_or_else(|| std::io::Error::other(format!("unparsable answer: {}", String::from_utf8_lossy(&raw))))
+    parse_response(&raw)
+        .ok_or_else(|| std::io::Error::other(format!("unparsable answer: {}", String::from_utf8_lossy(&raw))))
 }
 
 fn parse_response(raw: &[u8]) -> Option<Response> {
@@ -466,7 +497,13 @@ mod tests {
     #[test]
     fn basic_auth_encodes_like_rfc_6749() {
         assert_eq!(basic("client-a", "secret-a"), "Basic Y2xpZW50LWE6c2VjcmV0LWE=");
-        assert_eq!(basic("a:b", "c d"), format!("Basic {}", encode_with(b"a%3Ab:c+d", b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true)));
+        assert_eq!(
+            basic("a:b", "c d"),
+            format!(
+                "Basic {}",
+                encode_with(b"a%3Ab:c+d", b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", true)
+            )
+        );
     }
 
     #[test]

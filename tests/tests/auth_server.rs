@@ -36,7 +36,10 @@ fn client_credentials_token_is_an_rfc_9068_jwt_for_the_resource() {
     assert_eq!(header["alg"], "RS256", "{header}");
     let kid = header["kid"].as_str().expect("a kid").to_string();
     let keys = server.signing_keys();
-    assert!(keys.iter().any(|k| k.kid == kid && k.alg == "RS256" && k.pem.starts_with("-----BEGIN PRIVATE KEY-----")), "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.kid == kid && k.alg == "RS256" && k.pem.starts_with("-----BEGIN PRIVATE KEY-----")),
+        "{keys:?}"
+    );
 
     assert_eq!(payload["iss"], issuer.as_str(), "{payload}");
     assert_eq!(payload["aud"], RESOURCE, "{payload}");
@@ -95,8 +98,12 @@ fn rotation_changes_the_kid_and_keeps_the_old_key_until_dropped() {
     assert_ne!(new_kid, old_kid);
     assert_eq!(kids[0], new_kid, "{kids:?}");
     assert!(kids.contains(&old_kid), "{kids:?}");
-    let published: Vec<String> =
-        server.get("/jwks").json()["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_string()).collect();
+    let published: Vec<String> = server.get("/jwks").json()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_string())
+        .collect();
     assert!(published.contains(&old_kid) && published.contains(&new_kid), "{published:?}");
     assert_eq!(server.signing_keys().len(), 4, "two generations of RS256 + ES256");
     assert_eq!(server.signing_keys()[0].kid, new_kid);
@@ -107,8 +114,12 @@ fn rotation_changes_the_kid_and_keeps_the_old_key_until_dropped() {
 
     let kids = server.rotate(true);
     assert_eq!(kids.len(), 2, "{kids:?}");
-    let published: Vec<String> =
-        server.get("/jwks").json()["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_string()).collect();
+    let published: Vec<String> = server.get("/jwks").json()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_string())
+        .collect();
     assert!(!published.contains(&old_kid) && !published.contains(&new_kid), "{published:?}");
     let third = server.client_credentials("client-a", "secret-a", RESOURCE, "mcp:tools");
     assert_eq!(jwt_parts(&third).0["kid"], kids[0].as_str());
