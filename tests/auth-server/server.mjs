@@ -281,6 +281,7 @@ let issuer; // set once listening
 let provider;
 let providerHandler;
 let jwksDown = false;
+let jwksMaxAge; // seconds, or undefined: no Cache-Control on the JWKS (oidc-provider sends none)
 let jwksRequests = 0;
 
 function buildProvider() {
@@ -310,9 +311,17 @@ function admin(req, res, url) {
   }
   if (route === 'jwks' && method === 'POST') {
     const down = url.searchParams.get('down');
-    if (down !== '0' && down !== '1') return sendJson(res, 400, { error: 'down=0 or down=1' });
-    jwksDown = down === '1';
-    return sendJson(res, 200, { down: jwksDown });
+    const maxAge = url.searchParams.get('max_age');
+    if (down === null && maxAge === null) return sendJson(res, 400, { error: 'down=0|1 and/or max_age=SECONDS|none' });
+    if (down !== null) {
+      if (down !== '0' && down !== '1') return sendJson(res, 400, { error: 'down=0 or down=1' });
+      jwksDown = down === '1';
+    }
+    if (maxAge !== null) {
+      if (maxAge !== 'none' && !/^\d+$/.test(maxAge)) return sendJson(res, 400, { error: 'max_age=SECONDS or max_age=none' });
+      jwksMaxAge = maxAge === 'none' ? undefined : Number(maxAge);
+    }
+    return sendJson(res, 200, { down: jwksDown, max_age: jwksMaxAge ?? null });
   }
   if (route === 'keys' && method === 'GET') {
     return sendJson(res, 200, signingKeys.map(({ kid, alg, pem }) => ({ kid, alg, pem })));
@@ -365,6 +374,7 @@ const server = http.createServer((req, res) => {
   if (url.pathname === '/jwks' && req.method === 'GET') {
     jwksRequests += 1;
     if (jwksDown) return sendJson(res, 503, { error: 'temporarily_unavailable', error_description: 'JWKS down (test)' });
+    if (jwksMaxAge !== undefined) res.setHeader('cache-control', `public, max-age=${jwksMaxAge}`);
   }
   if (url.pathname === '/.well-known/oauth-authorization-server') {
     req.url = `/.well-known/openid-configuration${url.search}`;

@@ -278,6 +278,17 @@ impl AuthServer {
         assert_eq!(response.status, 200, "jwks_down answered {}", response.status);
     }
 
+    /// `Cache-Control: public, max-age=<seconds>` on the JWKS from now on, or (`None`, the
+    /// default) no `Cache-Control` at all.
+    pub fn jwks_max_age(&self, seconds: Option<u64>) {
+        let path = match seconds {
+            Some(s) => format!("/__admin/jwks?max_age={s}"),
+            None => "/__admin/jwks?max_age=none".to_string(),
+        };
+        let response = self.request("POST", &path, &[], None);
+        assert_eq!(response.status, 200, "jwks_max_age answered {}", response.status);
+    }
+
     /// The current private signing keys, the one new tokens use first (per algorithm).
     pub fn signing_keys(&self) -> Vec<SigningKey> {
         let response = self.get("/__admin/keys");

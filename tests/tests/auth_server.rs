@@ -134,8 +134,14 @@ fn jwks_outage_answers_503_and_is_counted() {
     // Tokens are still issued while the JWKS is down.
     server.client_credentials("client-a", "secret-a", RESOURCE, "mcp:tools");
     server.jwks_down(false);
-    assert_eq!(server.get("/jwks").status, 200);
-    assert_eq!(server.jwks_requests(), before + 2);
+    let jwks = server.get("/jwks");
+    assert_eq!(jwks.status, 200);
+    assert_eq!(jwks.header("cache-control"), None);
+    server.jwks_max_age(Some(300));
+    assert_eq!(server.get("/jwks").header("cache-control"), Some("public, max-age=300"));
+    server.jwks_max_age(None);
+    assert_eq!(server.get("/jwks").header("cache-control"), None);
+    assert_eq!(server.jwks_requests(), before + 4);
 }
 
 #[test]
