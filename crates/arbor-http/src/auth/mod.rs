@@ -11,9 +11,15 @@
 //! the principal ([`RequestContext::principal`](arbor_server::RequestContext::principal)),
 //! never the token. Invariant: no token appears in a log line, span, error or snapshot.
 
+pub(crate) mod authenticator;
+pub mod challenge;
+mod config;
+pub(crate) mod metadata;
 mod static_verifier;
 mod verify;
 
 pub use arbor_server::{Principal, ScopeHierarchy};
+pub use authenticator::Verified;
+pub use config::{AuthConfig, TenantSource};
 pub use static_verifier::StaticVerifier;
 pub use verify::{TokenVerifier, VerifyError};
