@@ -11,9 +11,18 @@
 //! the principal ([`RequestContext::principal`](arbor_server::RequestContext::principal)),
 //! never the token. Invariant: no token appears in a log line, span, error or snapshot.
 
+mod claims;
+mod introspection;
+mod jwks;
+mod jwt;
 mod static_verifier;
 mod verify;
 
 pub use arbor_server::{Principal, ScopeHierarchy};
+pub use introspection::{IntrospectionAuth, IntrospectionConfig, IntrospectionConfigError, IntrospectionVerifier};
+/// The signature algorithms, as [`JwtConfig::algorithms`] names them.
+pub use jsonwebtoken::Algorithm;
+pub use jwks::JwksStats;
+pub use jwt::{JwtConfig, JwtConfigError, JwtVerifier};
 pub use static_verifier::StaticVerifier;
 pub use verify::{TokenVerifier, VerifyError};
