@@ -153,7 +153,8 @@ fn bench_token() -> String {
 /// OAuth settings for the authenticated kinds: a principal with a JWT's usual claims.
 fn auth_config(addr: SocketAddr) -> AuthConfig {
     let mut claims = serde_json::Map::new();
-    for (k, v) in [("iss", "https://as.example"), ("sub", "user-1234"), ("client_id", "bench"), ("scope", "mcp:tools")] {
+    for (k, v) in [("iss", "https://as.example"), ("sub", "user-1234"), ("client_id", "bench"), ("scope", "mcp:tools")]
+    {
         claims.insert(k.into(), json!(v));
     }
     claims.insert("aud".into(), json!(format!("http://{addr}/mcp")));
