@@ -80,7 +80,12 @@ const USAGE: &str =
     --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)\n\
     --max-in-flight-per-requester N  requests one client (IP address) may have in flight (default 256)\n\
     --max-listens-per-requester N  listens and subscriptions one client may hold open (default 64)\n\
-    --max-in-flight-per-tenant N  requests in flight in all (default 16384)";
+    --max-in-flight-per-tenant N  requests in flight in all (default 16384)\n\
+    --auth-issuer URL    OAuth: accept only access tokens (RFC 9068 JWTs) of this authorization server,\n\
+                         checked against its JWKS (found in its metadata); serves the protected resource metadata\n\
+    --auth-resource URL  OAuth: this server's resource identifier, the tokens' audience (default http://ADDR/mcp)\n\
+    --auth-scopes \"A B\"  OAuth: the scopes every request needs (default \"mcp:tools\")\n\
+    --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it";
 
 // ===== tools =====
 
@@ -446,6 +451,11 @@ struct Options {
     per_requester: Option<usize>,
     listens_per_requester: Option<usize>,
     per_tenant: Option<usize>,
+    /// OAuth (`--auth-*`): on when an issuer is given.
+    auth_issuer: Option<String>,
+    auth_resource: Option<String>,
+    auth_scopes: Vec<String>,
+    auth_jwks: Option<String>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -462,6 +472,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         per_requester: None,
         listens_per_requester: None,
         per_tenant: None,
+        auth_issuer: None,
+        auth_resource: None,
+        auth_scopes: vec!["mcp:tools".to_owned()],
+        auth_jwks: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -529,11 +543,42 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                 let ms: u64 = ms.parse().map_err(|_| format!("--drain-timeout-ms: `{ms}` is not a number"))?;
                 options.drain_timeout = Some(Duration::from_millis(ms));
             }
+            "--auth-issuer" => options.auth_issuer = Some(args.next().ok_or("--auth-issuer needs a URL")?),
+            "--auth-resource" => options.auth_resource = Some(args.next().ok_or("--auth-resource needs a URL")?),
+            "--auth-jwks" => options.auth_jwks = Some(args.next().ok_or("--auth-jwks needs a URL")?),
+            "--auth-scopes" => {
+                let scopes = args.next().ok_or("--auth-scopes needs a space-separated list")?;
+                options.auth_scopes = scopes.split_whitespace().map(str::to_owned).collect();
+            }
             "-h" | "--help" => help = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
+    if options.auth_issuer.is_none() && (options.auth_resource.is_some() || options.auth_jwks.is_some()) {
+        return Err("--auth-resource and --auth-jwks need --auth-issuer".into());
+    }
+    if options.auth_issuer.is_some() && matches!(mode, Mode::Stdio) {
+        // The spec: stdio servers take credentials from their environment, not OAuth.
+        return Err("--auth-issuer is for HTTP; a stdio server takes no OAuth".into());
+    }
     Ok((if help { Mode::Help } else { mode }, options))
+}
+
+/// OAuth for the endpoint at `addr` (`--auth-*`): a JWT verifier for the issuer (its JWKS
+/// found in its metadata unless `--auth-jwks` names it), the resource identifier as
+/// given or `http://ADDR/mcp`, the required scopes.
+async fn auth(options: &Options, addr: SocketAddr) -> Result<Option<arbor_http::auth::AuthConfig>, String> {
+    use arbor_http::auth::{AuthConfig, JwtConfig, JwtVerifier};
+    let Some(issuer) = &options.auth_issuer else { return Ok(None) };
+    let resource = options.auth_resource.clone().unwrap_or_else(|| format!("http://{addr}/mcp"));
+    let mut jwt = JwtConfig::new(issuer.clone(), resource.clone());
+    if let Some(jwks) = &options.auth_jwks {
+        jwt = jwt.jwks_uri(jwks.clone());
+    }
+    let verifier = JwtVerifier::start(jwt).await.map_err(|e| format!("--auth-issuer: {e}"))?;
+    tracing::info!(issuer, resource, scopes = ?options.auth_scopes, "demo_server: OAuth on");
+    let scopes = options.auth_scopes.clone();
+    Ok(Some(AuthConfig::new(resource, issuer.clone(), verifier).required_scopes(scopes)))
 }
 
 #[tokio::main]
@@ -593,7 +638,17 @@ async fn main() -> ExitCode {
     let server = Server::with_config(router(bus.clone(), latest).page_size(options.page_size), config)
         .with_bus(bus)
         .subscription_handler(FeedHandler);
-    if let Mode::Http(addr) = mode {
+    if let Mode::Http(mut addr) = mode {
+        if options.auth_issuer.is_some() && options.auth_resource.is_none() && addr.port() == 0 {
+            // The default resource identifier names the port, so it is chosen here.
+            match std::net::TcpListener::bind(addr).and_then(|l| l.local_addr()) {
+                Ok(free) => addr = free,
+                Err(e) => {
+                    tracing::error!(error = %e, "demo_server: cannot find a free port");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
         let mut config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
         if let Some(n) = options.max_sessions_per_peer {
@@ -601,6 +656,13 @@ async fn main() -> ExitCode {
         }
         if let Some(timeout) = options.header_timeout {
             config.header_read_timeout = timeout;
+        }
+        match auth(&options, addr).await {
+            Ok(auth) => config.auth = auth,
+            Err(why) => {
+                eprintln!("demo_server: {why}");
+                return ExitCode::from(2);
+            }
         }
         return http::serve("demo_server", server, config.bind(addr)).await;
     }

@@ -1,15 +1,19 @@
 //! Server CPU per `tools/call` over loopback HTTP, side by side in one run: a bare axum
 //! handler that parses the JSON-RPC body and echoes it (the ceiling), Arbor modern
-//! (2026-07-28, stateless), Arbor legacy (2025-11-25 session); then heap per idle legacy
-//! session. The server runs on its own current-thread runtime and thread; its CPU is the
+//! (2026-07-28, stateless), Arbor legacy (2025-11-25 session), and both eras again with
+//! OAuth on (a bearer token of a realistic JWT's size, verified once and then served from
+//! the authenticator's cache: the steady state of an authenticated client), with the
+//! ratio authenticated / unauthenticated per era; then heap per idle legacy session. The server runs on its own current-thread runtime and thread; its CPU is the
 //! process's minus the client thread's.
 //!
 //! `cargo bench -p arbor-http --bench cpu` (`ARBOR_BENCH_REQUESTS`, `ARBOR_BENCH_CLIENTS`;
-//! `ARBOR_BENCH_KIND=bare|modern|legacy` runs one CPU kind only, `=memory` the heap figures only).
+//! `ARBOR_BENCH_KIND=bare|modern|legacy|modern+auth|legacy+auth` runs one CPU kind only, `=memory`
+//! the heap figures only).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use arbor_http::auth::{AuthConfig, Principal, StaticVerifier};
 use arbor_http::{HttpConfig, HttpServer};
 use arbor_server::{Router, Server};
 use futures::StreamExt;
@@ -141,14 +145,41 @@ fn start_with(kind: &'static str, config: HttpConfig) -> (SocketAddr, Option<Htt
     rx.recv().unwrap()
 }
 
+/// A bearer token as long as a typical RS256 access token (about 800 characters).
+fn bench_token() -> String {
+    "eyJ".to_owned() + &"a".repeat(800)
+}
+
+/// OAuth settings for the authenticated kinds: a principal with a JWT's usual claims.
+fn auth_config(addr: SocketAddr) -> AuthConfig {
+    let mut claims = serde_json::Map::new();
+    for (k, v) in [("iss", "https://as.example"), ("sub", "user-1234"), ("client_id", "bench"), ("scope", "mcp:tools")]
+    {
+        claims.insert(k.into(), json!(v));
+    }
+    claims.insert("aud".into(), json!(format!("http://{addr}/mcp")));
+    claims.insert("exp".into(), json!(4_000_000_000u64));
+    let principal = Principal::new("https://as.example", "user-1234")
+        .with_scopes(["mcp:tools"])
+        .with_client_id("bench")
+        .with_claims(claims);
+    let verifier = StaticVerifier::new().token(bench_token(), principal);
+    AuthConfig::new(format!("http://{addr}/mcp"), "https://as.example", verifier).required_scopes(["mcp:tools"])
+}
+
 async fn drive(addr: SocketAddr, kind: &str, clients: usize, requests: usize) -> (Duration, Duration) {
     let client = reqwest::Client::builder().pool_max_idle_per_host(clients).tcp_nodelay(true).build().unwrap();
     let url = format!("http://{addr}/mcp");
+    let token = kind.strip_suffix("+auth").map(|_| bench_token());
+    let kind = kind.trim_end_matches("+auth");
+    let bearer = |req: reqwest::RequestBuilder| match &token {
+        Some(token) => req.bearer_auth(token),
+        None => req,
+    };
     let mut session = None;
     if kind == "legacy" {
         let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}});
-        let r = client
-            .post(&url)
+        let r = bearer(client.post(&url))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .body(init.to_string())
@@ -158,8 +189,7 @@ async fn drive(addr: SocketAddr, kind: &str, clients: usize, requests: usize) ->
         let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
         let _ = r.bytes().await;
         let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-        let _ = client
-            .post(&url)
+        let _ = bearer(client.post(&url))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-session-id", &id)
@@ -173,8 +203,7 @@ async fn drive(addr: SocketAddr, kind: &str, clients: usize, requests: usize) ->
     }
     let one = |i: usize| {
         let mut params = json!({"name": "echo", "arguments": {"message": "hello"}});
-        let mut req = client
-            .post(&url)
+        let mut req = bearer(client.post(&url))
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream");
         match kind {
@@ -217,6 +246,9 @@ fn main() {
     }
     let bare = start("bare");
     let arbor = start("arbor");
+    // The authenticated server (the static verifier checks no audience, so the resource
+    // need not name the port it gets).
+    let authed = start_with("arbor-auth", HttpConfig::default().auth(auth_config(([127, 0, 0, 1], 0).into()))).0;
     let only = std::env::var("ARBOR_BENCH_KIND").ok();
     if only.is_none() || only.as_deref() == Some("memory") {
         endpoint_cost();
@@ -225,17 +257,28 @@ fn main() {
     if only.as_deref() == Some("memory") {
         return;
     }
-    for round in 0..2 {
-        for (kind, addr) in [("bare", bare), ("modern", arbor), ("legacy", arbor)] {
+    let rounds: usize = std::env::var("ARBOR_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    for round in 0..rounds {
+        let mut per_kind = std::collections::HashMap::new();
+        let kinds =
+            [("bare", bare), ("modern", arbor), ("modern+auth", authed), ("legacy", arbor), ("legacy+auth", authed)];
+        for (kind, addr) in kinds {
             if only.as_deref().is_some_and(|o| o != kind) {
                 continue;
             }
             let (per, elapsed) = rt.block_on(drive(addr, kind, clients, requests));
+            per_kind.insert(kind, per.as_secs_f64());
             println!(
-                "round {round} {kind:>6}: {:>6.2} us server CPU/request, {:>7.0} req/s ({clients} clients)",
+                "round {round} {kind:>11}: {:>6.2} us server CPU/request, {:>7.0} req/s ({clients} clients)",
                 per.as_secs_f64() * 1e6,
                 requests as f64 / elapsed.as_secs_f64()
             );
+        }
+        for era in ["modern", "legacy"] {
+            let auth = format!("{era}+auth");
+            if let (Some(plain), Some(authed)) = (per_kind.get(era), per_kind.get(auth.as_str())) {
+                println!("round {round} {era}: authenticated / unauthenticated server CPU = {:.3}", authed / plain);
+            }
         }
     }
 }

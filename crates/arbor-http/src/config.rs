@@ -16,6 +16,8 @@ use std::time::Duration;
 use arbor_server::ConnectOptions;
 use axum::http::request::Parts;
 
+use crate::auth::AuthConfig;
+
 /// Picks the tenant and identity of a request from its head (for example from an
 /// `Authorization` header already checked by a layer in front). Called once per modern
 /// POST and once per legacy `initialize`; a legacy session keeps what its `initialize` got.
@@ -140,7 +142,15 @@ pub struct HttpConfig {
     /// Cross-origin access; `None` (default) sends no CORS headers.
     pub cors: Option<CorsConfig>,
     /// Tenant and identity per request; `None` puts everything in the default tenant.
+    /// With `auth` on, the tenant comes from the verified principal
+    /// ([`AuthConfig::tenant`](crate::auth::AuthConfig#structfield.tenant)) unless this
+    /// hook is set too: it then decides, and finds the request's
+    /// [`Verified`](crate::auth::Verified) principal in `Parts::extensions`.
     pub tenant: Option<TenantHook>,
+    /// OAuth 2.1 resource server (`crate::auth`): every request of every era must carry a
+    /// valid bearer token for this resource, verified before routing; the protected
+    /// resource metadata is served. `None` (default): no authentication.
+    pub auth: Option<AuthConfig>,
 }
 
 impl Default for HttpConfig {
@@ -173,6 +183,7 @@ impl Default for HttpConfig {
             legacy_sse: false,
             cors: None,
             tenant: None,
+            auth: None,
         }
     }
 }
@@ -207,6 +218,7 @@ impl fmt::Debug for HttpConfig {
             .field("legacy_sse", &self.legacy_sse)
             .field("cors", &self.cors)
             .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -239,6 +251,12 @@ impl HttpConfig {
     /// The same configuration serving the endpoint at `path`.
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
+        self
+    }
+
+    /// The same configuration protected by OAuth (see [`HttpConfig::auth`](HttpConfig#structfield.auth)).
+    pub fn auth(mut self, auth: AuthConfig) -> Self {
+        self.auth = Some(auth);
         self
     }
 

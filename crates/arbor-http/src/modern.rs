@@ -33,7 +33,7 @@ use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, Inner, StreamCount};
+use crate::server::{peer_addr, verified, Inner, StreamCount};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -195,22 +195,33 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
             return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
         }
     }
-    let options = inner.config.tenant.as_ref().map(|hook| hook(parts));
-    // Who sent it, for the endpoint's per-requester bounds and the owner of its tasks: the
-    // peer's address. A principal the tenant hook established is the endpoint's own (one
-    // endpoint per principal), and the endpoint puts it first.
-    let requester = Requester::new(None, peer_addr(parts));
+    let verified = verified(parts);
+    let options = match (&inner.config.tenant, verified) {
+        (Some(hook), _) => Some(hook(parts)),
+        // A verified principal's tenant: one shared endpoint per tenant; the principal
+        // rides each submission, not the endpoint.
+        (None, Some(v)) => v.tenant.clone().map(ConnectOptions::tenant),
+        (None, None) => None,
+    };
     let endpoint = match inner.modern.endpoint(inner, options).await {
         Ok(ep) => ep,
         Err(err) => return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned()),
     };
+    // Who sent it, for the endpoint's per-requester bounds, the owner of its tasks and the
+    // binding of its `requestState`: the verified principal, else the peer's address. A
+    // principal the tenant hook established is the endpoint's own (one endpoint per
+    // principal), and the endpoint puts it first.
+    let submit = |parsed: Parsed, route: Route| match verified {
+        Some(v) => endpoint.submit_as(parsed, route, OnClose::Cancel, v.requester.clone(), v.principal.clone()),
+        None => endpoint.submit_from(parsed, route, OnClose::Cancel, Requester::new(None, peer_addr(parts))),
+    };
     if parsed.kind() == BodyKind::Notification {
-        endpoint.submit_from(parsed, Route::discard(), OnClose::Cancel, requester);
+        submit(parsed, Route::discard());
         return empty(StatusCode::ACCEPTED);
     }
     let id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
-    endpoint.submit_from(parsed, route, OnClose::Cancel, requester);
+    submit(parsed, route);
     let shutdown = inner.shutdown.subscribe();
     let first = tokio::select! {
         out = rx.recv() => Some(out),

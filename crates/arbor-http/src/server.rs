@@ -19,7 +19,7 @@ use arbor_otp::{TaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::error::McpError;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use arbor_server::exchange::Parsed;
-use arbor_server::Server;
+use arbor_server::{ConnectOptions, Requester, Server};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
@@ -29,6 +29,8 @@ use bytes::Bytes;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, OnceCell};
 
+use crate::auth::authenticator::{Authenticator, Verified};
+use crate::auth::metadata;
 use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
@@ -45,6 +47,8 @@ pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// Everything the handlers share.
 pub(crate) struct Inner {
     pub(crate) server: Server,
+    /// OAuth on (`HttpConfig::auth`): checks every request before routing.
+    pub(crate) auth: Option<Authenticator>,
     pub(crate) config: HttpConfig,
     pub(crate) guard: Guard,
     pub(crate) modern: ModernPool,
@@ -189,6 +193,7 @@ impl HttpServer {
     pub fn with_config(server: Server, config: HttpConfig) -> Self {
         let (shutdown, _) = watch::channel(false);
         let inner = Inner {
+            auth: config.auth.clone().map(Authenticator::new),
             guard: Guard::new(&config),
             sessions: Sessions::new(),
             sse_sessions: Default::default(),
@@ -220,6 +225,20 @@ impl HttpServer {
     pub fn router(&self) -> axum::Router {
         let config = &self.inner.config;
         let mut router = axum::Router::new().route(&config.path, any(endpoint));
+        if let Some(auth) = &config.auth {
+            // The protected resource metadata, at the path-suffixed well-known URL of the
+            // endpoint (and of the resource's own path, if a proxy serves it elsewhere)
+            // and at the root: unauthenticated, readable from any origin.
+            let [suffixed, root] = metadata::paths(&config.path);
+            let mut paths = vec![suffixed, root];
+            let resource_path = auth.resource_path();
+            if !resource_path.is_empty() && resource_path != config.path {
+                paths.push(metadata::paths(resource_path)[0].clone());
+            }
+            for path in paths {
+                router = router.route(&path, any(resource_metadata));
+            }
+        }
         if config.legacy_sse {
             let base = config.legacy_sse_base();
             router = router
@@ -403,7 +422,7 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
         .allow_origin(origins)
         .allow_methods([Method::GET, Method::POST, Method::DELETE])
         .allow_headers(Any)
-        .expose_headers([header::HeaderName::from_static(SESSION_ID)]);
+        .expose_headers([header::HeaderName::from_static(SESSION_ID), header::WWW_AUTHENTICATE]);
     if let Some(age) = cors.max_age {
         layer = layer.max_age(age);
     }
@@ -412,9 +431,17 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
 
 /// The MCP endpoint: every method lands here.
 async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
+    }
+    let served = matches!(parts.method, Method::POST | Method::GET | Method::DELETE);
+    if !served {
+        // Nothing to authenticate: a method the endpoint does not serve is 405 for anyone.
+        return guard::method_not_allowed("POST");
+    }
+    if let Err(refused) = authenticate(&inner, &mut parts).await {
+        return refused;
     }
     let session = parts.headers.get(SESSION_ID);
     match parts.method {
@@ -424,6 +451,45 @@ async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response
         // No session: a GET or DELETE is the modern era's, which has neither.
         _ => guard::method_not_allowed("POST"),
     }
+}
+
+/// The protected resource metadata (RFC 9728).
+async fn resource_metadata(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
+    let document = inner.auth.as_ref().map(|a| &a.document).expect("served only with auth on");
+    metadata::answer(request.method(), document)
+}
+
+/// With OAuth on, the request's principal, verified and put into its extensions (for
+/// [`verified`], the tenant hook and the era handlers), or the refusal to answer.
+pub(crate) async fn authenticate(inner: &Inner, parts: &mut Parts) -> Result<(), Response<Body>> {
+    let Some(auth) = &inner.auth else { return Ok(()) };
+    let verified = auth.authenticate(parts).await?;
+    parts.extensions.insert(verified);
+    Ok(())
+}
+
+/// The principal [`authenticate`] verified for the request, if OAuth is on.
+pub(crate) fn verified(parts: &Parts) -> Option<&Arc<Verified>> {
+    parts.extensions.get::<Arc<Verified>>()
+}
+
+/// The options a legacy session of this request opens with: the tenant hook's, else the
+/// verified principal's tenant; the principal (whose key becomes the session's owner and
+/// requester); the peer's address.
+pub(crate) fn session_options(inner: &Inner, parts: &Parts) -> ConnectOptions {
+    let verified = verified(parts);
+    let mut options = match &inner.config.tenant {
+        Some(hook) => hook(parts),
+        None => ConnectOptions { tenant: verified.and_then(|v| v.tenant.clone()), ..Default::default() },
+    };
+    if let Some(v) = verified {
+        options.principal = Some(v.principal.clone());
+        if let Requester::Principal(key) = &v.requester {
+            options.auth = Some(key.to_string());
+        }
+    }
+    options.peer = options.peer.or(peer_addr(parts));
+    options
 }
 
 /// The address of the peer that sent a request: set by [`Bound::run`], or by axum's
@@ -510,6 +576,11 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Respons
         Ok(parsed) => parsed,
         Err(answer) => return answer,
     };
+    if let (Some(auth), Some(verified)) = (&inner.auth, verified(parts)) {
+        if let Err(refused) = auth.authorize(verified, &parsed, &inner.server) {
+            return refused;
+        }
+    }
     if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
         return modern::post(inner, parts, parsed).await;
     }

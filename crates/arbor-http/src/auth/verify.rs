@@ -59,11 +59,9 @@ pub trait TokenVerifier: Send + Sync + 'static {
     }
 }
 
-#[allow(dead_code)] // Used by the authenticator (issue 13, in progress).
 pub(crate) type VerifyFuture<'a> = Pin<Box<dyn Future<Output = Result<Principal, VerifyError>> + Send + 'a>>;
 
 /// [`TokenVerifier`] with its future boxed, so the authenticator holds any verifier.
-#[allow(dead_code)]
 pub(crate) trait DynVerifier: Send + Sync + 'static {
     fn verify<'a>(&'a self, token: &'a str) -> VerifyFuture<'a>;
     fn cache_ttl(&self) -> Option<std::time::Duration>;
@@ -79,5 +77,4 @@ impl<V: TokenVerifier> DynVerifier for V {
     }
 }
 
-#[allow(dead_code)]
 pub(crate) type SharedVerifier = Arc<dyn DynVerifier>;

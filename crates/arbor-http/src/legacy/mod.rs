@@ -38,8 +38,9 @@ pub(crate) use session::Sessions;
 use session::{new_session_id, Session};
 use stream::{EventStream, ReaderStart};
 
+use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::server::{peer_addr, session_options, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 fn bad_request(message: &str) -> Response<Body> {
@@ -64,7 +65,14 @@ fn find_session(inner: &Inner, parts: &Parts) -> Result<Arc<Session>, Response<B
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
-    inner.sessions.get(id).ok_or_else(session_not_found)
+    let session = inner.sessions.get(id).ok_or_else(session_not_found)?;
+    // A session belongs to the principal that initialized it: another principal's valid
+    // token does not reach it, and learns nothing (the answer is an unknown session's),
+    // as the spec's session-hijacking advice keys sessions by user and id.
+    if session.owner.as_ref() != verified(parts).map(|v| &v.requester) {
+        return Err(session_not_found());
+    }
+    Ok(session)
 }
 
 /// `MCP-Protocol-Version` on a session's request: absent is the negotiated revision (or
@@ -99,7 +107,7 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
     if let Err(answer) = check_version_header(inner, parts) {
         return answer;
     }
-    serve(inner, &session, parsed).await
+    serve(inner, &session, parsed, verified(parts)).await
 }
 
 /// `initialize` without a session: opens one, answers with its id.
@@ -114,10 +122,10 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
         Ok(id) => id,
         Err(e) => return unavailable(&McpError::internal(format!("Internal error: no randomness: {e}"))),
     };
-    let mut options = inner.config.tenant.as_ref().map(|hook| hook(parts)).unwrap_or_default();
     // The session's requests and subscriptions count against its client's share of the
-    // tenant (with the other sessions and POSTs from the same address).
-    options.peer = options.peer.or(peer_addr(parts));
+    // tenant (with the other sessions and POSTs from the same address or principal).
+    let options = session_options(inner, parts);
+    let owner = verified(parts).map(|v| v.requester.clone());
     let standalone = Arc::new(EventStream::new(0));
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route).await {
@@ -145,7 +153,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
             data: None,
         });
     }
-    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch));
+    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner));
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 
     let request_id = parsed.request_id().cloned();
@@ -184,16 +192,29 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
 }
 
 /// A POST of a known session.
-async fn serve(inner: &Arc<Inner>, session: &Arc<Session>, parsed: Parsed) -> Response<Body> {
+async fn serve(
+    inner: &Arc<Inner>,
+    session: &Arc<Session>,
+    parsed: Parsed,
+    verified: Option<&Arc<Verified>>,
+) -> Response<Body> {
     let busy = session.busy();
     let expected = parsed.expected_responses();
+    // With OAuth, each request carries the principal its own token proved (the session's
+    // identity, checked by `find_session`; its scopes and expiry as of now).
+    let submit = |parsed: Parsed, route: Route| match verified {
+        Some(v) => {
+            session.endpoint.submit_as(parsed, route, OnClose::Continue, v.requester.clone(), v.principal.clone())
+        }
+        None => session.endpoint.submit(parsed, route, OnClose::Continue),
+    };
     if matches!(parsed.kind(), BodyKind::Notification | BodyKind::Response) || expected == 0 {
-        session.endpoint.submit(parsed, Route::discard(), OnClose::Continue);
+        submit(parsed, Route::discard());
         return empty(StatusCode::ACCEPTED);
     }
     let request_id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
-    session.endpoint.submit(parsed, route, OnClose::Continue);
+    submit(parsed, route);
     let shutdown = inner.shutdown.subscribe();
     // The route ending before anything came means the request will never be answered:
     // its client cancelled it, its session was deleted, or its endpoint stopped. A

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use arbor_protocol::version::ProtocolVersion;
 use arbor_server::exchange::Endpoint;
+use arbor_server::Requester;
 use parking_lot::{Mutex, RwLock};
 use tokio::time::Instant;
 
@@ -52,6 +53,8 @@ pub(crate) struct Session {
     /// The session's place in the admission counts, given back when it leaves the
     /// registry (`close`), not when the last request holding the record ends.
     slot: Mutex<Option<Slot>>,
+    /// The principal that initialized the session (OAuth on): the only one it serves.
+    pub(crate) owner: Option<Requester>,
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +82,7 @@ impl Session {
         standalone: Arc<EventStream>,
         slot: Slot,
         epoch: Instant,
+        owner: Option<Requester>,
     ) -> Session {
         let session = Session {
             id,
@@ -89,6 +93,7 @@ impl Session {
             last_used: AtomicU64::new(0),
             epoch,
             slot: Mutex::new(Some(slot)),
+            owner,
         };
         session.touch();
         session

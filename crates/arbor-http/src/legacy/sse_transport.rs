@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
 use arbor_server::exchange::{Endpoint, OnClose, Outgoing, Route, RouteReceiver};
+use arbor_server::Requester;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, Response, StatusCode};
@@ -27,7 +28,7 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 use super::admission::Slot;
 use super::session::new_session_id;
 use crate::guard::{empty, reject};
-use crate::server::{peer_addr, read_parsed, Inner, StreamCount};
+use crate::server::{authenticate, peer_addr, read_parsed, session_options, verified, Inner, StreamCount};
 use crate::sse;
 
 /// The open 2024-11-05 sessions: endpoint and the route their POSTs answer on.
@@ -40,6 +41,8 @@ pub(crate) struct SseSessions {
 struct SseSession {
     endpoint: Endpoint,
     route: Route,
+    /// The principal that opened the stream (OAuth on): the only one it serves.
+    owner: Option<Requester>,
     /// Its place in the session caps, given back when it leaves the map.
     _slot: Slot,
 }
@@ -58,9 +61,12 @@ impl SseSessions {
 
 /// `GET {base}/sse`.
 pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let (parts, _) = request.into_parts();
+    let (mut parts, _) = request.into_parts();
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
+    }
+    if let Err(refused) = authenticate(&inner, &mut parts).await {
+        return refused;
     }
     let unavailable = |message: String| {
         reject(StatusCode::SERVICE_UNAVAILABLE, &McpError::Other { code: -32000, message, data: None }, None)
@@ -74,14 +80,14 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         Ok(id) => id,
         Err(e) => return unavailable(format!("Service Unavailable: no randomness: {e}")),
     };
-    let mut options = inner.config.tenant.as_ref().map(|hook| hook(&parts)).unwrap_or_default();
-    options.peer = options.peer.or(peer_addr(&parts));
+    let options = session_options(&inner, &parts);
+    let owner = verified(&parts).map(|v| v.requester.clone());
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route.clone()).await {
         Ok(ep) => ep,
         Err(e) => return unavailable(format!("Service Unavailable: cannot open a session: {e}")),
     };
-    inner.sse_sessions.map.write().insert(id.clone(), SseSession { endpoint, route, _slot: slot });
+    inner.sse_sessions.map.write().insert(id.clone(), SseSession { endpoint, route, owner, _slot: slot });
     let uri = format!("{}/messages?sessionId={id}", inner.config.legacy_sse_base());
     let period = inner.config.keep_alive;
     let mut keep_alive = interval_at(Instant::now() + period, period);
@@ -99,9 +105,12 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
 
 /// `POST {base}/messages?sessionId=…`.
 pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
+    }
+    if let Err(refused) = authenticate(&inner, &mut parts).await {
+        return refused;
     }
     let json = parts
         .headers
@@ -124,7 +133,14 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
         let err = McpError::InvalidRequest { message: "Bad Request: sessionId is required".into(), data: None };
         return reject(StatusCode::BAD_REQUEST, &err, None);
     };
-    let found = inner.sse_sessions.map.read().get(id.as_str()).map(|s| (s.endpoint.clone(), s.route.clone()));
+    let requester = verified(&parts).map(|v| &v.requester);
+    let found = inner
+        .sse_sessions
+        .map
+        .read()
+        .get(id.as_str())
+        .filter(|s| s.owner.as_ref() == requester)
+        .map(|s| (s.endpoint.clone(), s.route.clone()));
     let Some((endpoint, route)) = found else {
         let err = McpError::Other { code: -32001, message: "Session not found".into(), data: None };
         return reject(StatusCode::NOT_FOUND, &err, None);
@@ -133,7 +149,17 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
         Ok(parsed) => parsed,
         Err(answer) => return answer,
     };
-    endpoint.submit(parsed, route, OnClose::Continue);
+    match verified(&parts) {
+        Some(v) => {
+            if let Some(auth) = &inner.auth {
+                if let Err(refused) = auth.authorize(v, &parsed, &inner.server) {
+                    return refused;
+                }
+            }
+            endpoint.submit_as(parsed, route, OnClose::Continue, v.requester.clone(), v.principal.clone())
+        }
+        None => endpoint.submit(parsed, route, OnClose::Continue),
+    }
     empty(StatusCode::ACCEPTED)
 }
 

@@ -7,6 +7,7 @@ mod support;
 
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;
+mod every_request_is_tied_to_a_verified_principal;
 mod legacy_sessions_are_capped_per_peer_and_by_memory;
 mod legacy_sessions_are_resumable_and_reaped;
 mod modern_requests_are_checked_and_scoped_to_their_exchange;

@@ -150,14 +150,24 @@ impl Parsed {
     /// `None` when the request did not decode (read [`Parsed::params_json`] then).
     pub fn typed_target(&self) -> Option<Option<&str>> {
         let Inbound::Request { request, .. } = &self.item else { return None };
-        Some(match &**request {
-            ClientRequest::CallTool(p) => Some(&p.name),
-            ClientRequest::GetPrompt(p) => Some(&p.name),
-            ClientRequest::ReadResource(p) => Some(&p.uri),
-            ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => Some(&p.task_id),
-            ClientRequest::UpdateTask(p) => Some(&p.task_id),
-            _ => None,
-        })
+        Some(target_of(request))
+    }
+
+    /// Every request in the body that decoded (the one request, or each such member of a
+    /// batch), as its method and the member `Mcp-Name` names ([`Parsed::typed_target`]):
+    /// what an authorizing transport checks scopes against before submitting. Requests
+    /// that did not decode are refused by the endpoint anyway and are not listed.
+    pub fn requests(&self) -> Vec<(MethodName, Option<&str>)> {
+        fn one(item: &Inbound) -> Option<(MethodName, Option<&str>)> {
+            match item {
+                Inbound::Request { request, .. } => Some((request.method(), target_of(request))),
+                _ => None,
+            }
+        }
+        match &self.item {
+            Inbound::Batch(items) => items.iter().filter_map(one).collect(),
+            item => one(item).into_iter().collect(),
+        }
     }
 
     /// For a `tools/call` that decoded, its `arguments` (`None` when absent or when the
@@ -216,5 +226,17 @@ fn request_meta(request: &ClientRequest) -> Option<&Meta> {
         ClientRequest::SetLevel(p) => p.meta.as_ref(),
         ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.as_ref(),
         ClientRequest::UpdateTask(p) => p.meta.as_ref(),
+    }
+}
+
+/// The params member the `Mcp-Name` header names, for the methods that have one.
+fn target_of(request: &ClientRequest) -> Option<&str> {
+    match request {
+        ClientRequest::CallTool(p) => Some(&p.name),
+        ClientRequest::GetPrompt(p) => Some(&p.name),
+        ClientRequest::ReadResource(p) => Some(&p.uri),
+        ClientRequest::GetTask(p) | ClientRequest::CancelTask(p) => Some(&p.task_id),
+        ClientRequest::UpdateTask(p) => Some(&p.task_id),
+        _ => None,
     }
 }

@@ -1,0 +1,259 @@
+//! The two header grammars of bearer authorization (RFC 6750): the `Authorization:
+//! Bearer <token>` a client sends ([`bearer_token`]), and the `WWW-Authenticate: Bearer …`
+//! challenge a refusal carries ([`Challenge`], and [`parse_challenges`] to read one back).
+//!
+//! This is syntax only: which challenge a request gets is the authenticator's decision.
+//! Invariant: a built challenge always parses back to the same parameters (the property
+//! tests check it for arbitrary text), and values are quoted strings with `"` and `\`
+//! escaped and control characters replaced, so no input can break out of a parameter
+//! or split the header.
+
+use axum::http::{header, HeaderMap, HeaderValue};
+
+/// An RFC 6750 `error` code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BearerError {
+    /// The request is malformed (a token in the query string, two `Authorization` headers).
+    InvalidRequest,
+    /// The token is expired, revoked, malformed or not for this resource.
+    InvalidToken,
+    /// The token lacks scopes the request needs.
+    InsufficientScope,
+}
+
+impl BearerError {
+    /// The code as it appears in the header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BearerError::InvalidRequest => "invalid_request",
+            BearerError::InvalidToken => "invalid_token",
+            BearerError::InsufficientScope => "insufficient_scope",
+        }
+    }
+}
+
+/// A `WWW-Authenticate: Bearer` challenge, built parameter by parameter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Challenge {
+    /// `resource_metadata`: where the protected resource metadata is (RFC 9728 §5.1).
+    pub resource_metadata: Option<String>,
+    /// `scope`: the scopes the request needs, space-separated in the header.
+    pub scope: Vec<String>,
+    /// `error`: absent when the request carried no credentials (RFC 6750 §3.1).
+    pub error: Option<BearerError>,
+    /// `error_description`: human-readable, never the token.
+    pub error_description: Option<String>,
+}
+
+impl Challenge {
+    /// The header value: `Bearer resource_metadata="…", scope="…", error="…",
+    /// error_description="…"`, each parameter present only when set.
+    pub fn to_header_value(&self) -> HeaderValue {
+        let mut out = String::from("Bearer");
+        let mut first = true;
+        let mut param = |name: &str, value: &str| {
+            out.push_str(if first { " " } else { ", " });
+            first = false;
+            out.push_str(name);
+            out.push_str("=\"");
+            for c in value.chars() {
+                match c {
+                    '"' | '\\' => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    // Header values are visible ASCII, space and tab; anything else
+                    // (controls, non-ASCII) could split or corrupt the header.
+                    ' ' | '\t' | '!'..='~' => out.push(c),
+                    _ => out.push('?'),
+                }
+            }
+            out.push('"');
+        };
+        if let Some(url) = &self.resource_metadata {
+            param("resource_metadata", url);
+        }
+        if !self.scope.is_empty() {
+            param("scope", &self.scope.join(" "));
+        }
+        if let Some(error) = self.error {
+            param("error", error.as_str());
+        }
+        if let Some(description) = &self.error_description {
+            param("error_description", description);
+        }
+        HeaderValue::from_str(&out).expect("a challenge is visible ASCII")
+    }
+}
+
+/// One challenge read from a `WWW-Authenticate` value: its scheme and parameters in order
+/// (names lower-cased, values unquoted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedChallenge {
+    /// The auth scheme (`Bearer`), as sent.
+    pub scheme: String,
+    /// `(name, value)` pairs.
+    pub params: Vec<(String, String)>,
+}
+
+impl ParsedChallenge {
+    /// The value of parameter `name` (case-insensitive), if present.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads every challenge of a `WWW-Authenticate` value (RFC 9110 §11.6.1: a scheme
+/// followed by comma-separated `name=value` parameters, values tokens or quoted strings).
+/// `None` when the value does not follow that grammar.
+pub fn parse_challenges(value: &str) -> Option<Vec<ParsedChallenge>> {
+    let mut p = Cursor { s: value.as_bytes(), i: 0 };
+    let mut out: Vec<ParsedChallenge> = Vec::new();
+    loop {
+        p.skip_ows_and_commas();
+        if p.done() {
+            return Some(out);
+        }
+        let scheme = p.token()?;
+        let mut challenge = ParsedChallenge { scheme, params: Vec::new() };
+        loop {
+            p.skip_ows();
+            // A parameter is `name = value`; a token not followed by `=` starts the next
+            // challenge.
+            let save = p.i;
+            p.skip_ows_and_commas();
+            if p.done() {
+                break;
+            }
+            let name = p.token()?;
+            p.skip_ows();
+            if p.peek() != Some(b'=') {
+                p.i = save;
+                break;
+            }
+            p.i += 1;
+            p.skip_ows();
+            let value = if p.peek() == Some(b'"') { p.quoted()? } else { p.token()? };
+            challenge.params.push((name.to_ascii_lowercase(), value));
+        }
+        out.push(challenge);
+    }
+}
+
+struct Cursor<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn done(&self) -> bool {
+        self.i >= self.s.len()
+    }
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn skip_ows(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.i += 1;
+        }
+    }
+    fn skip_ows_and_commas(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b',')) {
+            self.i += 1;
+        }
+    }
+    /// A `token` (RFC 9110 tchar), also accepting `/` and `:` so an unquoted URL some
+    /// servers send still reads.
+    fn token(&mut self) -> Option<String> {
+        let start = self.i;
+        while let Some(c) = self.peek() {
+            let tchar = c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~/:".contains(&c);
+            if !tchar {
+                break;
+            }
+            self.i += 1;
+        }
+        (self.i > start).then(|| String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
+    }
+    fn quoted(&mut self) -> Option<String> {
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            match self.peek()? {
+                b'"' => {
+                    self.i += 1;
+                    return Some(String::from_utf8_lossy(&out).into_owned());
+                }
+                b'\\' => {
+                    self.i += 1;
+                    out.push(self.peek()?);
+                    self.i += 1;
+                }
+                c => {
+                    out.push(c);
+                    self.i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// What the `Authorization` header of a request says.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Credentials<'a> {
+    /// No `Authorization` header, or one of another scheme (`Basic`): no bearer
+    /// credentials at all.
+    None,
+    /// `Bearer <token>`, the token as sent.
+    Bearer(&'a str),
+    /// Not a usable bearer header: more than one `Authorization` header, or `Bearer` with a
+    /// token that is empty or outside the `b64token` alphabet.
+    Malformed(&'static str),
+}
+
+/// Reads the bearer token of a request's headers (RFC 6750 §2.1): the scheme matched
+/// case-insensitively, one or more spaces, then a `b64token`
+/// (`[A-Za-z0-9-._~+/]+=*`). Nothing else of the header is accepted.
+pub fn bearer_token(headers: &HeaderMap) -> Credentials<'_> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else { return Credentials::None };
+    if values.next().is_some() {
+        return Credentials::Malformed("more than one Authorization header");
+    }
+    let Ok(value) = value.to_str() else { return Credentials::Malformed("the Authorization header is not ASCII") };
+    let Some((scheme, rest)) = value.split_once(' ') else {
+        return if value.eq_ignore_ascii_case("bearer") {
+            Credentials::Malformed("the Bearer credentials have no token")
+        } else {
+            Credentials::None
+        };
+    };
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Credentials::None;
+    }
+    let token = rest.trim_start_matches(' ');
+    if is_b64token(token) {
+        Credentials::Bearer(token)
+    } else {
+        Credentials::Malformed("the bearer token is empty or has characters a token cannot have")
+    }
+}
+
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty() && body.bytes().all(|c| c.is_ascii_alphanumeric() || b"-._~+/".contains(&c))
+}
+
+/// Whether the query string carries an `access_token` parameter (RFC 6750 §2.3), which
+/// this server refuses: URLs end up in logs and histories.
+pub fn token_in_query(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&').any(|pair| {
+            let name = pair.split('=').next().unwrap_or("");
+            name == "access_token" || name.eq_ignore_ascii_case("access%5Ftoken")
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests;
