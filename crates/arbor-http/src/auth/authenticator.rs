@@ -226,10 +226,10 @@ impl Authenticator {
 
 /// A refusal: the status, the challenge, and a JSON-RPC error body saying the same.
 fn answer(status: StatusCode, challenge: Challenge, message: String) -> Response<Body> {
-    let data = json!({
-        "error": challenge.error.map(BearerError::as_str),
-        "resourceMetadata": challenge.resource_metadata,
-    });
+    let mut data = json!({ "resourceMetadata": challenge.resource_metadata });
+    if let Some(error) = challenge.error {
+        data["error"] = json!(error.as_str());
+    }
     let err = McpError::Other { code: -32000, message, data: Some(data) };
     let mut response = reject(status, &err, None);
     response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.to_header_value());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arbor_http::auth::challenge::parse_challenges;
-use arbor_http::auth::{AuthConfig, JwtConfig, JwtVerifier};
+use arbor_http::auth::{AuthConfig, IntrospectionConfig, IntrospectionVerifier, JwtConfig, JwtVerifier};
 use arbor_http::{HttpConfig, HttpServer, ShutdownHandle};
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::{RequestContext, Router, Server};
@@ -301,4 +301,36 @@ async fn key_rotation_while_clients_call_fails_nothing_and_a_jwks_outage_keeps_k
         Ok(f) => f.finish().await,
         Err(_) => panic!("the fixture is still shared"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opaque_tokens_are_introspected_at_the_authorization_server() {
+    let auth = AuthServer::start();
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = probe.local_addr().unwrap();
+    drop(probe);
+    let url = format!("http://{addr}/mcp");
+    let introspection = IntrospectionConfig::new(auth.introspection_endpoint(), "client-a")
+        .client_secret("secret-a")
+        .audience(url.clone())
+        .issuer(auth.issuer());
+    let verifier = IntrospectionVerifier::new(introspection).expect("a valid configuration");
+    let config = AuthConfig::new(url.clone(), auth.issuer(), verifier).required_scopes(["mcp:tools"]);
+    let http = HttpServer::with_config(Server::new(router()), HttpConfig::default().bind(addr).auth(config));
+    let bound = http.bind().await.unwrap();
+    let stop = bound.shutdown_handle();
+    let run = tokio::spawn(bound.run());
+    let jwt = JwtVerifier::start(JwtConfig::new(auth.issuer(), url.clone())).await.unwrap();
+    let f = Fixture { url: url.clone(), client: reqwest::Client::new(), verifier: jwt, stop, run };
+
+    let opaque = auth.client_credentials("client-opaque", "secret-opaque", &url, "mcp:tools");
+    assert_eq!(opaque.split('.').count(), 1, "an opaque token, not a JWT");
+    let (status, body, _) = f.call(Some(&opaque), "whoami").await;
+    assert_eq!((status, text(&body)), (200, "client-opaque|client-opaque"), "{body}");
+    let elsewhere = auth.client_credentials("client-opaque", "secret-opaque", "http://127.0.0.1:1/other", "mcp:tools");
+    let (status, _, challenge) = f.call(Some(&elsewhere), "whoami").await;
+    assert_eq!((status, error_of(&challenge).as_deref()), (401, Some("invalid_token")), "another resource's token");
+    let (status, _, _) = f.call(Some("not-issued-by-anyone"), "whoami").await;
+    assert_eq!(status, 401, "inactive at introspection");
+    f.finish().await;
 }
