@@ -42,14 +42,16 @@ pub use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, SubscribeOption
 pub use arbor_server::router::{completion, Json, NoArgs, PromptRoute, ResourceRoute, TemplateRoute, ToolRoute};
 #[cfg(feature = "server")]
 pub use arbor_server::{
-    Channel, ConnectOptions, Flow, InputRequired, ListChangeSender, ListChanges, ListKind, Reply, RequestContext,
-    Router, RouterHandle, Server, ServerConfig, ServerHandler, Subscribe, SubscriptionCapabilities,
+    Channel, ConnectOptions, Flow, InputRequired, ListChangeSender, ListChanges, ListKind, Principal, Reply,
+    RequestContext, Router, RouterHandle, Server, ServerConfig, ServerHandler, Subscribe, SubscriptionCapabilities,
     SubscriptionHandler, ToolError,
 };
 
 #[cfg(feature = "redis")]
 pub use arbor_bus::{RedisBus, RedisBusOptions};
 
+#[cfg(feature = "http")]
+pub use arbor_http::auth::{AuthConfig, JwtConfig, JwtVerifier};
 #[cfg(feature = "http")]
 pub use arbor_http::{HttpConfig, HttpServer, ShutdownHandle};
 
