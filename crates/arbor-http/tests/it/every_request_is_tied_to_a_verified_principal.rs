@@ -12,12 +12,9 @@ use arbor_http::auth::challenge::parse_challenges;
 use arbor_http::auth::{
     AuthConfig, Principal, ScopeHierarchy, StaticVerifier, TenantSource, TokenVerifier, VerifyError,
 };
-use arbor_http::{HttpConfig, HttpServer, ShutdownHandle};
-use arbor_protocol::model::content::ContentBlock;
-use arbor_protocol::model::mrtr::InputResponse;
-use arbor_protocol::model::tools::CallToolResult;
+use arbor_http::{CorsConfig, HttpConfig, HttpServer, ShutdownHandle};
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{InputRequired, Reply, RequestContext, Router, Server, TaskSupport};
+use arbor_server::{RequestContext, Router, Server};
 use serde_json::{json, Value};
 
 use crate::support::{MODERN, PATIENCE};
@@ -52,24 +49,8 @@ fn router() -> Router {
         })
         .tool_route(ToolRoute::new("read_file", |_: NoArgs| async { "contents" }).scopes(["files:read"]))
         .tool_route(ToolRoute::new("write_file", |_: NoArgs| async { "written" }).scopes(["files:write", "audit"]))
-        .tool_route(
-            ToolRoute::new("background", |_: NoArgs| async {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                "done"
-            })
-            .task_support(TaskSupport::Optional),
-        )
-        .tool("ask", "Asks a name", |_: NoArgs, cx: RequestContext| async move {
-            match cx.input_responses().and_then(|r| r.get("name")).cloned() {
-                Some(InputResponse::Elicit(_)) => Reply::Complete(CallToolResult::new(vec![ContentBlock::text("hi")])),
-                _ => {
-                    let params = serde_json::from_value(json!({"message": "Name?",
-                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}))
-                    .unwrap();
-                    Reply::InputRequired(InputRequired::new().elicit("name", params))
-                }
-            }
-        })
+        .tool_route(crate::support::background_task())
+        .tool_route(crate::support::ask_name())
 }
 
 struct Fixture {
@@ -81,11 +62,15 @@ struct Fixture {
 }
 
 async fn serve(auth: impl FnOnce(String) -> AuthConfig) -> Fixture {
+    serve_with(HttpConfig::default(), auth).await
+}
+
+async fn serve_with(config: HttpConfig, auth: impl FnOnce(String) -> AuthConfig) -> Fixture {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let resource = format!("http://{addr}/mcp");
-    let config = HttpConfig::default().bind(addr).auth(auth(resource.clone()));
+    let config = config.bind(addr).auth(auth(resource.clone()));
     let http = HttpServer::with_config(Server::new(router()), config);
     let bound = http.bind().await.expect("bind");
     let stop = bound.shutdown_handle();
@@ -370,5 +355,29 @@ async fn a_repeated_token_is_verified_once() {
     // A refused token is not cached as good.
     assert_eq!(f.call("nobody", "whoami").await.0, 401);
     assert_eq!(f.call("nobody", "whoami").await.0, 401);
+    f.finish().await;
+}
+
+#[tokio::test]
+async fn method_scopes_apply_and_browsers_can_read_the_challenge() {
+    let cors = HttpConfig { cors: Some(CorsConfig::default()), ..HttpConfig::default() };
+    let f = serve_with(cors, |resource| standard(resource).method_scopes("ping", ["ops"])).await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let r = f.post(Some(READER), &ping, &[("origin", "http://localhost:5173")]).send().await.unwrap();
+    let exposed = r.headers().get("access-control-expose-headers").map(|v| v.to_str().unwrap().to_ascii_lowercase());
+    let (status, _, challenge) = answer(r).await;
+    assert_eq!((status, param(&challenge, "scope").as_deref()), (403, Some("mcp ops")));
+    assert!(exposed.is_some_and(|e| e.contains("www-authenticate")), "WWW-Authenticate is exposed to browsers");
+    // A preflight is answered without a token.
+    let preflight = f
+        .client
+        .request(reqwest::Method::OPTIONS, &f.url)
+        .header("origin", "http://localhost:5173")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "authorization, content-type")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
     f.finish().await;
 }

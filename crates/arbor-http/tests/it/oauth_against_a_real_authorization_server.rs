@@ -34,6 +34,8 @@ fn router() -> Router {
             format!("{}|{}", p.subject, p.client_id.clone().unwrap_or_default())
         })
         .tool_route(ToolRoute::new("write_file", |_: NoArgs| async { "written" }).scopes(["files:write"]))
+        .tool_route(crate::support::background_task())
+        .tool_route(crate::support::ask_name())
 }
 
 async fn serve(issuer: &str, refetch: Duration) -> Fixture {
@@ -61,14 +63,19 @@ impl Fixture {
 
     /// A 2026-07-28 `tools/call` of `tool` with `token`: status, body, challenge.
     async fn call(&self, token: Option<&str>, tool: &str) -> (u16, Value, String) {
-        let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
-                          "io.modelcontextprotocol/clientCapabilities": {}});
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                          "params": {"name": tool, "arguments": {}, "_meta": meta}});
+        self.modern(token, "tools/call", json!({"name": tool, "arguments": {}}), json!({})).await
+    }
+
+    /// A 2026-07-28 request with `token` and the client capabilities `caps`.
+    async fn modern(&self, token: Option<&str>, method: &str, mut params: Value, caps: Value) -> (u16, Value, String) {
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                                 "io.modelcontextprotocol/clientCapabilities": caps});
+        let name = ["name", "taskId"].iter().find_map(|k| params.get(*k)).and_then(Value::as_str).unwrap().to_owned();
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut r = tests::peer::http::post(&self.client, &self.url, &body)
             .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", tool);
+            .header("mcp-method", method)
+            .header("mcp-name", name);
         if let Some(token) = token {
             r = r.bearer_auth(token);
         }
@@ -212,6 +219,25 @@ async fn real_tokens_work_and_every_forged_or_misdirected_one_is_refused() {
     let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
     assert_eq!(f.legacy(&other, Some(&session), ping.clone()).await.status(), 404);
     assert_eq!(f.legacy(&token, Some(&session), ping).await.status(), 200);
+
+    // client-a's requestState and task id are useless to client-b.
+    let caps = json!({"elicitation": {"form": {}}});
+    let (_, first, _) =
+        f.modern(Some(&token), "tools/call", json!({"name": "ask", "arguments": {}}), caps.clone()).await;
+    let state = first["result"]["requestState"].as_str().expect("a requestState").to_owned();
+    let retry = json!({"name": "ask", "arguments": {}, "requestState": state,
+                       "inputResponses": {"name": {"action": "accept", "content": {"name": "x"}}}});
+    let (_, stolen, _) = f.modern(Some(&other), "tools/call", retry.clone(), caps.clone()).await;
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+    assert_eq!(text(&f.modern(Some(&token), "tools/call", retry, caps).await.1), "hi");
+    let ext = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let background = json!({"name": "background", "arguments": {}});
+    let (_, created, _) = f.modern(Some(&token), "tools/call", background, ext.clone()).await;
+    let task = created["result"]["taskId"].as_str().expect("a task").to_owned();
+    let (_, theirs, _) = f.modern(Some(&other), "tasks/get", json!({"taskId": task}), ext.clone()).await;
+    assert_eq!(theirs["error"]["code"], -32602, "{theirs}");
+    let (_, mine, _) = f.modern(Some(&token), "tasks/get", json!({"taskId": task}), ext).await;
+    assert!(mine["result"]["status"].is_string(), "{mine}");
 
     // An unknown kid: one refetch of the JWKS, then 401; another at once: no refetch.
     let before = auth.jwks_requests();

@@ -253,3 +253,27 @@ pub async fn signalled(rx: &mut mpsc::UnboundedReceiver<()>, what: &str) {
 pub async fn until(what: &str, done: impl FnMut() -> bool) {
     tests::poll::until(what, PATIENCE, done).await;
 }
+
+/// `background`: a tool that may run as a task (the tasks extension), done after 50 ms.
+pub fn background_task() -> arbor_server::router::ToolRoute {
+    arbor_server::router::ToolRoute::new("background", |_: NoArgs| async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        "done"
+    })
+    .task_support(arbor_server::TaskSupport::Optional)
+}
+
+/// `ask`: asks the user's name (input required), then answers "hi".
+pub fn ask_name() -> arbor_server::router::ToolRoute {
+    arbor_server::router::ToolRoute::new("ask", |_: NoArgs, cx: RequestContext| async move {
+        match cx.input_responses().and_then(|r| r.get("name")).cloned() {
+            Some(InputResponse::Elicit(_)) => Reply::Complete(CallToolResult::new(vec![ContentBlock::text("hi")])),
+            _ => {
+                let params = serde_json::from_value(json!({"message": "Name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}))
+                .unwrap();
+                Reply::InputRequired(InputRequired::new().elicit("name", params))
+            }
+        }
+    })
+}
