@@ -7,8 +7,8 @@
 //! process's minus the client thread's.
 //!
 //! `cargo bench -p arbor-http --bench cpu` (`ARBOR_BENCH_REQUESTS`, `ARBOR_BENCH_CLIENTS`;
-//! `ARBOR_BENCH_KIND=bare|modern|legacy|modern+auth|legacy+auth` runs one CPU kind only, `=memory`
-//! the heap figures only).
+//! `ARBOR_BENCH_KIND=bare|modern|legacy|modern+auth|legacy+auth` runs those CPU kinds only (a
+//! comma-separated list), `=memory` the heap figures only; `ARBOR_BENCH_ROUNDS` (default 2).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -263,7 +263,7 @@ fn main() {
         let kinds =
             [("bare", bare), ("modern", arbor), ("modern+auth", authed), ("legacy", arbor), ("legacy+auth", authed)];
         for (kind, addr) in kinds {
-            if only.as_deref().is_some_and(|o| o != kind) {
+            if only.as_deref().is_some_and(|o| !o.split(',').any(|k| k == kind)) {
                 continue;
             }
             let (per, elapsed) = rt.block_on(drive(addr, kind, clients, requests));
