@@ -38,6 +38,9 @@
 // expression with its SAFETY comment, and these lints keep any new one that way.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+#[cfg(not(any(feature = "aws-lc", feature = "rust-crypto")))]
+compile_error!("arbor-http verifies JWT signatures with aws-lc-rs or RustCrypto: enable its `aws-lc` (default) or `rust-crypto` feature");
+
 pub mod auth;
 mod body;
 mod config;

@@ -92,6 +92,7 @@ impl JwtVerifier {
         config: JwtConfig,
         fetcher: impl FetchJwks,
     ) -> Result<JwtVerifier, JwtConfigError> {
+        ensure_crypto_provider();
         config.validate()?;
         let policy = CachePolicy {
             default_ttl: config.jwks_ttl,
@@ -261,4 +262,21 @@ impl TokenVerifier for JwtVerifier {
     async fn verify(&self, token: &str) -> Result<Principal, VerifyError> {
         self.inner.verify(token).await
     }
+}
+
+/// Makes sure jsonwebtoken has its process-wide crypto provider. With one backend feature
+/// on it has one already; with both (some other crate asked for the other backend)
+/// jsonwebtoken would refuse to pick, so aws-lc is installed, unless the application
+/// installed a provider of its own first.
+fn ensure_crypto_provider() {
+    use jsonwebtoken::crypto::CryptoProvider;
+    if CryptoProvider::try_get_default().is_some() {
+        return;
+    }
+    #[cfg(feature = "aws-lc")]
+    let provider = &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER;
+    #[cfg(all(feature = "rust-crypto", not(feature = "aws-lc")))]
+    let provider = &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER;
+    // Another thread may have installed one meanwhile: either is fine.
+    let _ = provider.install_default();
 }
