@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod support;
 
+mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;
 mod legacy_sessions_are_capped_per_peer_and_by_memory;
