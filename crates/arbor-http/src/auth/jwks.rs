@@ -224,7 +224,7 @@ impl JwksCache {
     }
 
     #[cfg(test)]
-    fn supervisor(&self) -> &SupervisorHandle {
+    pub(crate) fn supervisor(&self) -> &SupervisorHandle {
         &self.supervisor
     }
 }

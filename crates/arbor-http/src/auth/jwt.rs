@@ -78,7 +78,6 @@ impl JwtVerifier {
             Some(client) => client.clone(),
             None => reqwest::Client::builder().build().map_err(|e| JwtConfigError::Client(e.to_string()))?,
         };
-        discovery::http_url(&config.issuer)?;
         let uri = match &config.jwks_uri {
             Some(uri) => discovery::http_url(uri)?,
             None => discovery::jwks_uri(&client, &config.issuer, config.http_timeout).await?,

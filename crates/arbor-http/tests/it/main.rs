@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod support;
 
+mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;
 mod every_request_is_tied_to_a_verified_principal;

@@ -139,7 +139,8 @@ pub enum JwtConfigError {
     /// The issuer or an audience is the empty string.
     #[error("the issuer and every audience must be non-empty")]
     Empty,
-    /// The issuer or the JWKS URL is not an absolute http(s) URL.
+    /// The JWKS URL, or the issuer when its metadata is to be read, is not an absolute
+    /// http(s) URL.
     #[error("not an absolute http(s) URL: {0}")]
     InvalidUrl(String),
     /// No metadata document of the issuer gave a `jwks_uri`.

@@ -91,12 +91,13 @@ async fn refused(v: &JwtVerifier, token: &str) -> VerifyError {
 #[tokio::test]
 async fn rs256_and_es256_tokens_give_their_principal() {
     let v = verifier().await;
-    let p = v.verify(&rs(&claims())).await.unwrap();
+    let given = claims();
+    let p = v.verify(&rs(&given)).await.unwrap();
     assert_eq!((p.issuer.as_str(), p.subject.as_str(), p.client_id.as_deref()), (ISSUER, "alice", Some("app")));
     assert_eq!(p.scopes.iter().map(String::as_str).collect::<Vec<_>>(), ["files:read", "mcp:tools"]);
-    let exp = claims()["exp"].as_u64().unwrap();
+    let exp = given["exp"].as_u64().unwrap();
     assert_eq!(p.expires_at, Some(SystemTime::UNIX_EPOCH + Duration::from_secs(exp)));
-    assert_eq!(p.claim("iat"), claims().get("iat"));
+    assert_eq!(p.claim("iat"), given.get("iat"));
 
     let mut c = claims();
     c["aud"] = json!(["https://other.example", RESOURCE]);
@@ -273,4 +274,18 @@ async fn an_unknown_kid_is_refused_after_one_refetch() {
     assert_eq!(state.lock().calls, 2, "one refetch, then the rate limit");
     let debug = format!("{v:?}");
     assert!(debug.contains(ISSUER) && !debug.contains(stranger.rsplit('.').next().unwrap()));
+}
+
+#[tokio::test]
+async fn clones_share_one_actor_that_stops_with_the_last_handle() {
+    let v = verifier().await;
+    let supervisor = v.inner.cache.supervisor().clone();
+    let clone = v.clone();
+    drop(v);
+    tokio::task::yield_now().await;
+    assert!(supervisor.is_alive(), "a clone still holds the verifier");
+    assert!(clone.verify(&rs(&claims())).await.is_ok());
+    drop(clone);
+    tokio::time::timeout(Duration::from_secs(10), supervisor.wait()).await.expect("the last drop stops the actor");
+    assert!(!supervisor.is_alive());
 }
