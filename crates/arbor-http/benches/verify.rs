@@ -1,14 +1,14 @@
 //! First-seen verification cost of a JWT access token: what a token the authenticator's
-//! cache does not hold costs, signature and claims, with the backend arbor-http builds
-//! (jsonwebtoken `rust_crypto`).
+//! cache does not hold costs, signature and claims, with the backend arbor-http is built
+//! with: aws-lc-rs by default, RustCrypto with `--no-default-features --features
+//! rust-crypto`.
 //!
 //! `verifier/*`: [`JwtVerifier::verify`] end to end (header, key lookup, signature, claims,
 //! principal), the key set fetched once from a loopback JWKS server before measuring.
-//! `decode/*`: `jsonwebtoken::decode` alone with the same key, the figure to hold against
-//! another backend (the `aws_lc_rs` numbers come from a scratch crate outside the
-//! workspace running this same `decode` measurement).
+//! `decode/*`: `jsonwebtoken::decode` alone with the same key.
 //!
-//! `cargo bench -p arbor-http --bench verify`
+//! `cargo bench -p arbor-http --bench verify` (aws-lc), then
+//! `cargo bench -p arbor-http --no-default-features --features rust-crypto --bench verify`.
 
 use std::time::{Duration, SystemTime};
 

@@ -267,7 +267,7 @@ impl TokenVerifier for JwtVerifier {
 /// on it has one already; with both (some other crate asked for the other backend)
 /// jsonwebtoken would refuse to pick, so aws-lc is installed, unless the application
 /// installed a provider of its own first.
-fn ensure_crypto_provider() {
+pub(crate) fn ensure_crypto_provider() {
     use jsonwebtoken::crypto::CryptoProvider;
     if CryptoProvider::try_get_default().is_some() {
         return;

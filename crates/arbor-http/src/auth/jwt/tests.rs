@@ -20,10 +20,12 @@ const RSA_B: &[u8] = include_bytes!("../../../tests/keys/rsa-b.der");
 const EC_A: &[u8] = include_bytes!("../../../tests/keys/ec-a.der");
 
 fn rsa(der: &[u8]) -> EncodingKey {
+    super::ensure_crypto_provider();
     EncodingKey::from_rsa_der(der)
 }
 
 fn ec(der: &[u8]) -> EncodingKey {
+    super::ensure_crypto_provider();
     EncodingKey::from_ec_der(der)
 }
 
@@ -50,6 +52,9 @@ fn claims() -> Value {
 }
 
 fn sign(alg: Algorithm, kid: Option<&str>, typ: Option<&str>, claims: &Value, key: &EncodingKey) -> String {
+    // Signing comes before any verifier starts; with both backend features on, jsonwebtoken
+    // needs its provider chosen first.
+    super::ensure_crypto_provider();
     let mut header = Header::new(alg);
     header.kid = kid.map(str::to_owned);
     header.typ = typ.map(str::to_owned);
