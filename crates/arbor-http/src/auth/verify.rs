@@ -4,7 +4,7 @@
 //! Three verifiers are built in ([`JwtVerifier`](super::JwtVerifier),
 //! [`IntrospectionVerifier`](super::IntrospectionVerifier), [`StaticVerifier`](super::StaticVerifier));
 //! an application may bring its own. A verifier only judges the token: it knows nothing of
-//! HTTP, challenges or scope policy (the authenticator ([`AuthConfig`](super::AuthConfig)) does that),
+//! HTTP, challenges or scope policy (the authenticator an [`AuthConfig`](super::AuthConfig) sets up does that),
 //! and it never puts the token into an error, a log line or a span.
 //!
 //! Invariant: an `Ok` principal came from a token the verifier accepted for this resource
@@ -44,7 +44,7 @@ pub enum VerifyError {
 /// Turns a bearer token into the principal it proves.
 ///
 /// Implement it with `async fn verify(&self, token: &str) -> Result<Principal, VerifyError>`.
-/// Called for every request that carries a token the authenticator ([`AuthConfig`](super::AuthConfig))'s
+/// Called for every request that carries a token the authenticator's
 /// cache does not already hold, so it may be as slow as a network round trip, but it must
 /// be bounded (time out rather than hang).
 pub trait TokenVerifier: Send + Sync + 'static {
