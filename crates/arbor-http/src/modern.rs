@@ -33,7 +33,7 @@ use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, verified, Inner, StreamCount};
+use crate::server::{peer_addr, stream_end, verified, Inner, StreamCount};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -220,9 +220,11 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         return empty(StatusCode::ACCEPTED);
     }
     let id = parsed.request_id().cloned();
+    // A listen lasts as long as its client wants, so no longer than its token either.
+    let listen = parsed.method() == Some(MethodName::SubscriptionsListen.as_str());
     let (route, mut rx) = Route::channel();
     submit(parsed, route);
-    let shutdown = inner.shutdown.subscribe();
+    let shutdown = if listen { stream_end(inner, verified) } else { inner.shutdown.subscribe() };
     let first = tokio::select! {
         out = rx.recv() => Some(out),
         _ = inner.json_deadline() => None,

@@ -468,6 +468,29 @@ pub(crate) async fn authenticate(inner: &Inner, parts: &mut Parts) -> Result<(),
     Ok(())
 }
 
+/// What ends a stream that lasts as long as its client wants (a 2026-07-28 listen, a legacy
+/// standalone GET stream, a 2024-11-05 session stream): the server's shutdown, or, when a
+/// token opened it, that token's expiry, so no stream outlives the credential it was
+/// opened with (the client opens it again with a fresh token). Streams answering one
+/// request are not cut: a call authorized when it started runs to its end.
+pub(crate) fn stream_end(inner: &Inner, verified: Option<&Arc<Verified>>) -> watch::Receiver<bool> {
+    let shutdown = inner.shutdown.subscribe();
+    let Some(expiry) = verified.and_then(|v| v.principal.expires_at) else { return shutdown };
+    let left = expiry.duration_since(std::time::SystemTime::now()).unwrap_or_default();
+    let (tx, rx) = watch::channel(*shutdown.borrow());
+    // One small task per such stream; it ends with the stream (`closed`) at the latest.
+    tokio::spawn(async move {
+        let mut shutdown = shutdown;
+        tokio::select! {
+            _ = tokio::time::sleep(left) => tracing::debug!("a stream's access token expired: the stream ends"),
+            _ = shutdown.wait_for(|stop| *stop) => {}
+            _ = tx.closed() => return,
+        }
+        let _ = tx.send(true);
+    });
+    rx
+}
+
 /// The principal [`authenticate`] verified for the request, if OAuth is on.
 pub(crate) fn verified(parts: &Parts) -> Option<&Arc<Verified>> {
     parts.extensions.get::<Arc<Verified>>()

@@ -40,7 +40,7 @@ use stream::{EventStream, ReaderStart};
 
 use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, session_options, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::server::{peer_addr, session_options, stream_end, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 
 fn bad_request(message: &str) -> Response<Body> {
@@ -331,7 +331,8 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
         }
     };
     let busy = session.busy();
-    sse::response(stream::body(stream, start, busy, inner.shutdown.subscribe(), inner.count_stream()))
+    let end = stream_end(inner, verified(parts));
+    sse::response(stream::body(stream, start, busy, end, inner.count_stream()))
 }
 
 /// DELETE: ends the session.

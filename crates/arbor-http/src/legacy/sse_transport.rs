@@ -28,7 +28,7 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 use super::admission::Slot;
 use super::session::new_session_id;
 use crate::guard::{empty, reject};
-use crate::server::{authenticate, peer_addr, read_parsed, session_options, verified, Inner, StreamCount};
+use crate::server::{authenticate, peer_addr, read_parsed, session_options, stream_end, verified, Inner, StreamCount};
 use crate::sse;
 
 /// The open 2024-11-05 sessions: endpoint and the route their POSTs answer on.
@@ -96,7 +96,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         first: Some(sse::named("endpoint", uri.as_bytes())),
         rx,
         keep_alive,
-        shutdown: inner.shutdown.subscribe(),
+        shutdown: stream_end(&inner, verified(&parts)),
         _count: inner.count_stream(),
         registration: Registration { inner: inner.clone(), id },
     };

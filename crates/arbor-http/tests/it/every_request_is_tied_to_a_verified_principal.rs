@@ -39,6 +39,13 @@ fn verifier() -> StaticVerifier {
 }
 
 fn router() -> Router {
+    let router = dynamic_router();
+    // Dynamic, so a listen for tool list changes is served.
+    let _ = router.handle();
+    router
+}
+
+fn dynamic_router() -> Router {
     Router::new("oauth-fixture", "1.0.0")
         .hide_unauthorized_tools()
         .tool("whoami", "Says who is calling", |_: NoArgs, cx: RequestContext| async move {
@@ -379,5 +386,69 @@ async fn method_scopes_apply_and_browsers_can_read_the_challenge() {
         .await
         .unwrap();
     assert!(preflight.status().is_success(), "{}", preflight.status());
+    f.finish().await;
+}
+
+#[tokio::test]
+async fn a_stream_a_client_holds_open_ends_when_its_token_expires() {
+    let soon = std::time::SystemTime::now() + std::time::Duration::from_millis(1500);
+    let short = StaticVerifier::new().token("short-lived", principal("brief", &["mcp"]).with_expiry(soon));
+    let f = serve(|resource| AuthConfig::new(resource, ISSUER, short).required_scopes(["mcp"])).await;
+    // A 2026-07-28 listen.
+    let meta =
+        json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}});
+    let listen = json!({"jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+                        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}});
+    let headers = [("mcp-protocol-version", MODERN), ("mcp-method", "subscriptions/listen")];
+    let response = f.post(Some("short-lived"), &listen, &headers).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut listening = crate::support::SseReader::new(response);
+    let ack = listening.next_data().await.json();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    // A legacy session's standalone GET stream.
+    let session = f.initialize("short-lived").await;
+    let r = f.client.get(&f.url).bearer_auth("short-lived").header("mcp-session-id", &session);
+    let r = r.header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut standalone = crate::support::SseReader::new(r);
+    // Both end by themselves once the token has expired (each read is bounded by PATIENCE).
+    while listening.next().await.is_some() {}
+    while standalone.next().await.is_some() {}
+    assert!(std::time::SystemTime::now() >= soon, "the streams ended at the expiry, not before");
+    // And the token opens nothing any more.
+    assert_eq!(f.call("short-lived", "whoami").await.0, 401);
+    f.finish().await;
+}
+
+#[tokio::test]
+async fn the_2024_transport_is_authenticated_and_bound_to_its_principal() {
+    let legacy_sse = HttpConfig { legacy_sse: true, ..HttpConfig::default() };
+    let f = serve_with(legacy_sse, standard).await;
+    let sse = format!("{}/sse", f.base);
+    let r = f.client.get(&sse).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().contains_key("www-authenticate"));
+    let r = f.client.get(&sse).bearer_auth(ALICE).header("accept", "text/event-stream").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut events = crate::support::SseReader::new(r);
+    let endpoint = events.next().await.unwrap();
+    let post_url = format!("{}{}", f.base, endpoint.data);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+    let send = |token: Option<&'static str>, body: Value| {
+        let r = f.client.post(&post_url).header("content-type", "application/json").body(body.to_string());
+        match token {
+            Some(token) => r.bearer_auth(token).send(),
+            None => r.send(),
+        }
+    };
+    assert_eq!(send(None, init.clone()).await.unwrap().status(), 401);
+    assert_eq!(send(Some(BOB), init.clone()).await.unwrap().status(), 404, "bob cannot use alice's stream");
+    assert_eq!(send(Some(ALICE), init).await.unwrap().status(), 202);
+    assert_eq!(events.next_data().await.json()["result"]["protocolVersion"], "2024-11-05");
+    // The scope policy holds on this transport too.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write_file"}});
+    let r = send(Some(ALICE), call).await.unwrap();
+    assert_eq!(r.status(), 403);
     f.finish().await;
 }
