@@ -44,6 +44,8 @@ import traceback
 import warnings
 from typing import Any
 
+from checks import Checks
+
 import anyio
 import mcp_types as types
 from mcp import Client
@@ -61,26 +63,6 @@ KEEP_PATH = "notes/keep-me.txt"
 OTHER_PATH = "notes/precious.txt"
 
 warnings.simplefilter("ignore")  # the SDK flags legacy-only calls (ping) as deprecated
-
-
-class Checks:
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name: str, condition: bool, detail: Any = "") -> bool:
-        label = f"{self.label}: {name}"
-        if condition:
-            self.passed += 1
-            print(f"PASS: {label}", flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL: {label}: {detail}", flush=True)
-        return condition
-
-    def equal(self, name: str, actual: Any, expected: Any) -> bool:
-        return self.check(name, actual == expected, f"expected {expected!r}, got {actual!r}")
 
 
 def only_text(result: types.CallToolResult | types.GetPromptResult | Any) -> str | None:

@@ -42,6 +42,8 @@ import sys
 import traceback
 import warnings
 from typing import Any
+
+from checks import Checks
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import anyio
@@ -60,26 +62,6 @@ ECHO_MESSAGE = "héllo through OAuth ✓ \"quoted\" \\ back\\slash"
 REDIRECT_URI = "http://127.0.0.1:33418/callback"
 
 warnings.simplefilter("ignore")  # deprecation notices (e.g. legacy-only calls) are not failures
-
-
-class Checks:
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name: str, condition: bool, detail: Any = "") -> bool:
-        label = f"{self.label}: {name}"
-        if condition:
-            self.passed += 1
-            print(f"PASS: {label}", flush=True)
-        else:
-            self.failed += 1
-            print(f"FAIL: {label}: {detail}", flush=True)
-        return condition
-
-    def equal(self, name: str, actual: Any, expected: Any) -> bool:
-        return self.check(name, actual == expected, f"expected {expected!r}, got {actual!r}")
 
 
 class Exchange:

@@ -32,6 +32,7 @@ import {
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { check, checks, equal, finish } from './checks.mjs';
 
 const ECHO_MESSAGE = 'héllo from TypeScript ✓ "quoted" \\ back\\slash';
 const DELETE_PATH = 'notes/ts-draft.txt';
@@ -39,26 +40,7 @@ const KEEP_PATH = 'notes/ts-keep.txt';
 const SUMMARY = 'Arbor answers TypeScript too.';
 const TEXT_TO_SUMMARIZE = 'A long text about supervised actors, one per MCP request, written for the TypeScript client.';
 
-let passed = 0;
-let failed = 0;
-let prefix = 'typescript-legacy';
-
-function check(name, condition, detail = '') {
-  const label = `${prefix}: ${name}`;
-  if (condition) {
-    passed += 1;
-    console.log(`PASS: ${label}`);
-  } else {
-    failed += 1;
-    const why = typeof detail === 'string' ? detail : JSON.stringify(detail);
-    console.log(`FAIL: ${label}: ${why}`);
-  }
-  return condition;
-}
-
-function equal(name, actual, expected) {
-  return check(name, JSON.stringify(actual) === JSON.stringify(expected), `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-}
+checks.prefix = 'typescript-legacy';
 
 /** The text of a result whose content is exactly one text block, else undefined. */
 function onlyText(result) {
@@ -276,7 +258,7 @@ async function scenario(client, transport, timeoutMs) {
 
 async function main() {
   const { timeout, url, label, command } = parseArgs(process.argv.slice(2));
-  prefix = label;
+  checks.prefix = label;
   const timeoutMs = timeout * 1000;
   const transport = url
     ? new StreamableHTTPClientTransport(new URL(url))
@@ -306,8 +288,7 @@ async function main() {
     // Ends the server: stdin closed, then SIGTERM, then SIGKILL (the SDK's own shutdown).
     await client.close().catch(() => {});
   }
-  console.log(`${prefix}: ${passed} checks passed, ${failed} failed`);
-  process.exit(failed === 0 ? 0 : 1);
+  finish();
 }
 
 main();

@@ -39,31 +39,13 @@ import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { check, checks, equal, finish } from './checks.mjs';
 
 const ECHO_MESSAGE = 'héllo through OAuth from TypeScript ✓ "quoted" \\ back\\slash';
 // Nothing listens here: the user agent stops at this Location and reads the code from it.
 const REDIRECT_URI = 'http://127.0.0.1:33419/callback';
 
-let passed = 0;
-let failed = 0;
-let prefix = 'typescript-http-oauth';
-
-function check(name, condition, detail = '') {
-  const label = `${prefix}: ${name}`;
-  if (condition) {
-    passed += 1;
-    console.log(`PASS: ${label}`);
-  } else {
-    failed += 1;
-    const why = typeof detail === 'string' ? detail : JSON.stringify(detail);
-    console.log(`FAIL: ${label}: ${why}`);
-  }
-  return condition;
-}
-
-function equal(name, actual, expected) {
-  return check(name, JSON.stringify(actual) === JSON.stringify(expected), `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-}
+checks.prefix = 'typescript-http-oauth';
 
 function parseArgs(argv) {
   const out = { timeout: 60 };
@@ -168,7 +150,7 @@ class AutoConsentProvider {
 
   get clientMetadata() {
     return {
-      client_name: `arbor-e2e-${prefix}`,
+      client_name: `arbor-e2e-${checks.prefix}`,
       redirect_uris: [REDIRECT_URI],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
@@ -214,7 +196,7 @@ class AutoConsentProvider {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  prefix = args.label ?? `typescript-http-oauth-${args.flow}`;
+  checks.prefix = args.label ?? `typescript-http-oauth-${args.flow}`;
   const timer = setTimeout(() => {
     check('scenario finished in time', false, `still running after ${args.timeout}s`);
     process.exit(1);
@@ -227,8 +209,8 @@ async function main() {
     ? new AutoConsentProvider()
     // `scope` must be given: for client credentials the SDK sends only the constructor's
     // scope, not the one the 401 challenged (the code flow uses the challenge's).
-    : new ClientCredentialsProvider({ clientId: 'client-a', clientSecret: 'secret-a', expectedIssuer: args.issuer, clientName: prefix, scope: 'mcp:tools' });
-  const client = new Client({ name: `arbor-e2e-${prefix}`, version: '1.32.2' }, { capabilities: {} });
+    : new ClientCredentialsProvider({ clientId: 'client-a', clientSecret: 'secret-a', expectedIssuer: args.issuer, clientName: checks.prefix, scope: 'mcp:tools' });
+  const client = new Client({ name: `arbor-e2e-${checks.prefix}`, version: '1.32.2' }, { capabilities: {} });
 
   let transport = new StreamableHTTPClientTransport(url, { authProvider: provider, fetch: fetchFn });
   if (args.flow === 'code') {
@@ -314,5 +296,4 @@ try {
   console.error(e);
   check('scenario ran to the end', false, `${e?.name ?? 'Error'}: ${e?.message ?? e} (stack on stderr)`);
 }
-console.log(`${prefix}: ${passed} checks passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
