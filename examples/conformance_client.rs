@@ -13,15 +13,19 @@
 //! conformance/run-conformance.sh --client -- target/debug/examples/conformance_client
 //! ```
 //!
-//! What it is not: an OAuth client. `auth/*` scenarios exit with status 2 at once (they
-//! come with a later issue). Invariant: the exit status is 0 only when every call the
-//! scenario needs succeeded, so a client failure shows as a failed scenario even when the
-//! mock server's checks could not see it.
+//! `auth/*` scenarios get an HTTP target with OAuth (`arbor_client::auth`): the headless
+//! user agent (the mock authorization endpoint answers at once with a redirect the agent
+//! reads without following it to the redirect URI), plain http on loopback allowed (the
+//! mocks are `http://localhost`), the suite's client ID metadata document URL, and the
+//! context's pre-registered or client-credentials secrets. Invariant: the exit status is 0
+//! only when every call the scenario needs succeeded, so a client failure shows as a failed
+//! scenario even when the mock server's checks could not see it.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use arbor_client::auth::{ClientCredentials, HeadlessUserAgent, OAuth};
 use arbor_client::handler::{
     ClientHandler, ElicitationContext, ElicitationHandler, RequestContext, RootsHandler, SamplingHandler,
 };
@@ -175,11 +179,42 @@ fn ensure_ok(tool: &str, result: &CallToolResult) -> Outcome {
     Ok(())
 }
 
-async fn connect(url: &str, scenario: &str) -> Result<Client, Failure> {
+/// The suite's client ID metadata document URL (`auth/basic-cimd`).
+const CIMD_URL: &str = "https://conformance-test.local/client-metadata.json";
+/// Nothing listens there: the headless agent stops at this `Location`.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The OAuth settings of an `auth/*` scenario, from its name and context.
+fn oauth_for(scenario: &str, context: &Value) -> OAuth {
+    let text = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let credentials = text("client_id").map(|client_id| ClientCredentials {
+        client_id,
+        client_secret: text("client_secret"),
+        issuer: None,
+    });
+    let oauth = match (scenario.starts_with("auth/client-credentials"), credentials.clone()) {
+        (true, Some(credentials)) => OAuth::client_credentials(credentials),
+        _ => {
+            let oauth = OAuth::authorization_code("arbor-conformance-client", REDIRECT_URI, HeadlessUserAgent::new())
+                .client_metadata_url(CIMD_URL);
+            match credentials {
+                Some(credentials) => oauth.preregistered(credentials),
+                None => oauth,
+            }
+        }
+    };
+    oauth.allow_http_loopback()
+}
+
+async fn connect(url: &str, scenario: &str, context: &Value) -> Result<Client, Failure> {
     let options = ClientOptions::new("arbor-conformance-client", env!("CARGO_PKG_VERSION"))
         .server_id(scenario.to_owned())
         .handler(ConformanceHandler::new(scenario));
-    let client = Client::connect_http(HttpTarget::new(url), options).await?;
+    let mut target = HttpTarget::new(url);
+    if scenario.starts_with("auth/") {
+        target = target.oauth(oauth_for(scenario, context));
+    }
+    let client = Client::connect_http(target, options).await?;
     eprintln!(
         "conformance_client: connected, era {:?}, version {:?}",
         client.era(),
@@ -254,8 +289,10 @@ async fn schema_preservation(client: &Client) -> Outcome {
 }
 
 async fn run(scenario: &str, url: &str, context: Value) -> Outcome {
-    let client = connect(url, scenario).await?;
+    let client = connect(url, scenario, &context).await?;
     let outcome = match scenario {
+        // Authorized, the scenario wants the ordinary calls: list, call the first tool.
+        auth if auth.starts_with("auth/") => basic(&client, true).await,
         "initialize" => basic(&client, false).await,
         "tools_call" | "tools-call" => basic(&client, true).await,
         "elicitation-sep1034-client-defaults" | "elicitation-defaults" => {
@@ -298,10 +335,6 @@ async fn main() -> ExitCode {
         eprintln!("usage: MCP_CONFORMANCE_SCENARIO=<scenario> conformance_client <server-url>");
         return ExitCode::from(2);
     };
-    if scenario.starts_with("auth/") {
-        eprintln!("conformance_client: {scenario}: OAuth scenarios are not supported yet");
-        return ExitCode::from(2);
-    }
     let context = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())

@@ -161,6 +161,10 @@ pub enum TransportError {
     /// The response stream ended (status `status`, a success) without the answer.
     #[error("the response stream ended without an answer (HTTP {0})")]
     NoAnswer(u16),
+    /// The server asked for authorization and the client could not obtain it (or the
+    /// server still refused).
+    #[error("authorization failed: {0}")]
+    Auth(#[source] crate::auth::OAuthError),
 }
 
 /// How the server broke the protocol (or the client could not make sense of it).

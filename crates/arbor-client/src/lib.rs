@@ -58,6 +58,7 @@ mod subscription;
 mod target;
 mod watch;
 
+pub mod auth;
 pub mod handler;
 
 pub use client::Client;

@@ -147,25 +147,34 @@ impl StdioCommand {
     }
 }
 
-/// A Streamable HTTP endpoint and the headers sent with every request (such as
-/// `Authorization`).
+/// A Streamable HTTP endpoint, the headers sent with every request, and how to
+/// authorize when the server asks ([`HttpTarget::oauth`]).
 #[derive(Clone, Debug)]
 pub struct HttpTarget {
     /// The MCP endpoint URL.
     pub url: String,
     /// Extra headers, sent on every request.
     pub headers: Vec<(String, String)>,
+    /// OAuth: with it, a 401 or a 403 `insufficient_scope` is answered by authorizing
+    /// (`crate::auth`) and sending the request again.
+    pub oauth: Option<crate::auth::OAuth>,
 }
 
 impl HttpTarget {
     /// The endpoint at `url`.
     pub fn new(url: impl Into<String>) -> Self {
-        HttpTarget { url: url.into(), headers: Vec::new() }
+        HttpTarget { url: url.into(), headers: Vec::new(), oauth: None }
     }
 
     /// Adds a header sent on every request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Authorizes with OAuth when the server asks (a 401, or a 403 `insufficient_scope`).
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 }

@@ -22,3 +22,4 @@ pub mod methods;
 pub mod model;
 pub mod reflect;
 pub mod version;
+pub mod www_authenticate;

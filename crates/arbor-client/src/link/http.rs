@@ -24,6 +24,9 @@ use futures::StreamExt;
 use parking_lot::Mutex;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
+
+use crate::auth::flow::Refusal;
+use crate::auth::Authorizer;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 
@@ -70,6 +73,8 @@ pub(crate) struct HttpLink {
     /// The negotiated legacy version, once `initialize` was answered.
     legacy_version: Mutex<Option<ProtocolVersion>>,
     standalone: Mutex<Option<AbortHandle>>,
+    /// OAuth, when the target asked for it.
+    auth: Option<Arc<Authorizer>>,
     pub(crate) generation: u64,
 }
 
@@ -91,6 +96,7 @@ impl HttpLink {
             session_id: Mutex::new(None),
             legacy_version: Mutex::new(None),
             standalone: Mutex::new(None),
+            auth: target.oauth.clone().map(|o| Arc::new(Authorizer::new(o, &target.url))),
             generation,
         }))
     }
@@ -190,14 +196,41 @@ impl HttpLink {
 
     async fn run_request(&self, shared: &Arc<Shared>, id: i64, method: MethodName, headers: HeaderMap, frame: Vec<u8>) {
         let modern = headers.contains_key(METHOD_HEADER);
-        let sent = self.client.post(self.url.clone()).headers(headers).body(frame).send().await;
-        let response = match sent {
-            Ok(r) => r,
-            Err(e) => {
-                shared
-                    .complete(id, crate::shared::Reply::Failed(Failure::Transport(TransportError::Http(Arc::new(e)))));
-                return;
-            }
+        let frame = bytes::Bytes::from(frame);
+        let mut authorizations = 0;
+        let response = loop {
+            let mut headers = headers.clone();
+            let sent_token = self.authorize(&mut headers).await;
+            let sent = self.client.post(self.url.clone()).headers(headers).body(frame.clone()).send().await;
+            let response = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    let failure = Failure::Transport(TransportError::Http(Arc::new(e)));
+                    shared.complete(id, crate::shared::Reply::Failed(failure));
+                    return;
+                }
+            };
+            let refused = matches!(response.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+            let Some(auth) = self.auth.as_ref().filter(|_| refused) else { break response };
+            let failure = if authorizations == auth.max_authorizations() {
+                crate::auth::OAuthError::RetryLimit(authorizations)
+            } else {
+                authorizations += 1;
+                let challenges = response
+                    .headers()
+                    .get_all(reqwest::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                    .collect();
+                let refusal = Refusal { status: response.status().as_u16(), challenges, sent: sent_token };
+                match auth.answer(refusal).await {
+                    Ok(()) => continue,
+                    Err(e) => e,
+                }
+            };
+            tracing::debug!(error = %failure, "authorization failed");
+            shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(TransportError::Auth(failure))));
+            return;
         };
         let status = response.status();
         if method == MethodName::Initialize {
@@ -233,6 +266,14 @@ impl HttpLink {
             TransportError::Status(status.as_u16())
         };
         shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(why)));
+    }
+
+    /// Puts the bearer into `headers` (OAuth on and a token held), and says which.
+    async fn authorize(&self, headers: &mut HeaderMap) -> Option<String> {
+        let token = self.auth.as_ref()?.bearer().await?;
+        let value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        Some(token)
     }
 
     /// Whether request `id` still waits for its answer.
@@ -283,6 +324,7 @@ impl HttpLink {
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         headers.remove(CONTENT_TYPE);
         headers.insert(LAST_EVENT_ID, HeaderValue::from_str(last_id).ok()?);
+        self.authorize(&mut headers).await;
         let response = self.client.get(self.url.clone()).headers(headers).send().await.ok()?;
         response.status().is_success().then_some(response)
     }
@@ -298,6 +340,7 @@ impl HttpLink {
                 }
             }
         }
+        self.authorize(&mut headers).await;
         let response = self
             .client
             .post(self.url.clone())
@@ -331,6 +374,7 @@ impl HttpLink {
                 if let Some(v) = resume.as_ref().and_then(|r| HeaderValue::from_str(&r.last_id).ok()) {
                     headers.insert(LAST_EVENT_ID, v);
                 }
+                link.authorize(&mut headers).await;
                 let sent = link.client.get(link.url.clone()).headers(headers).send().await;
                 // Answered, one way or the other: the caller may go on.
                 ready_tx.take().map(|tx| tx.send(()));
@@ -368,6 +412,7 @@ impl HttpLink {
             if let Ok(v) = HeaderValue::from_str(&sid) {
                 headers.insert(SESSION_HEADER, v);
             }
+            self.authorize(&mut headers).await;
             let delete = self.client.delete(self.url.clone()).headers(headers).send();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), delete).await;
         }

@@ -1,0 +1,515 @@
+//! The OAuth flow of one HTTP link: what a 401 or a 403 `insufficient_scope` from the MCP
+//! server sets off, step by step as the MCP authorization spec orders it (brief:
+//! `authorization.md` §6): the challenge read, the protected resource metadata found and
+//! checked, the authorization server's metadata found and checked, registration, scope
+//! selection, the authorization (code + PKCE, or client credentials), the token; and the
+//! refresh of a token about to expire.
+//!
+//! It is not the transport: the link asks for the bearer before each request and hands
+//! back a refusal. Invariant: one flow runs at a time per link (a `tokio` mutex; a refusal
+//! that arrives after another flow already replaced the token it was sent with only
+//! retries), and identifiers are raw strings throughout.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime};
+
+use arbor_protocol::www_authenticate::parse_challenges;
+use base64::Engine;
+use parking_lot::Mutex;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::discovery::{self, ResourceMetadata, ServerMetadata};
+use super::store::{Registration, TokenSet};
+use super::{Grant, OAuth, OAuthError};
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+/// A token is refreshed this long before it expires.
+const REFRESH_AHEAD: Duration = Duration::from_secs(30);
+
+/// The token in use and where it came from.
+#[derive(Clone)]
+struct Current {
+    tokens: TokenSet,
+    resource: String,
+    issuer: String,
+    token_endpoint: String,
+    registration: Registration,
+    auth_methods: Option<Vec<String>>,
+}
+
+/// A refusal from the MCP server, as the link saw it.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: u16,
+    pub(crate) challenges: Vec<String>,
+    /// The bearer the refused request carried.
+    pub(crate) sent: Option<String>,
+}
+
+/// One link's OAuth state.
+pub(crate) struct Authorizer {
+    oauth: OAuth,
+    server_url: String,
+    http: reqwest::Client,
+    current: Mutex<Option<Current>>,
+    /// The scopes asked for last (step-up asks for these and the challenged ones).
+    requested: Mutex<BTreeSet<String>>,
+    flow: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authorizer").field("server_url", &self.server_url).finish_non_exhaustive()
+    }
+}
+
+impl Authorizer {
+    pub(crate) fn new(oauth: OAuth, server_url: &str) -> Authorizer {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("an HTTP client");
+        Authorizer {
+            oauth,
+            server_url: server_url.to_owned(),
+            http,
+            current: Mutex::new(None),
+            requested: Mutex::new(BTreeSet::new()),
+            flow: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The most authorizations one request may cause.
+    pub(crate) fn max_authorizations(&self) -> usize {
+        self.oauth.max_authorizations
+    }
+
+    /// The bearer for the next request, refreshed first when it is about to expire and a
+    /// refresh token is held (a failed refresh keeps the old token: the server decides).
+    pub(crate) async fn bearer(&self) -> Option<String> {
+        let current = self.current.lock().clone()?;
+        let expiring = current.tokens.expires_at.is_some_and(|at| at <= SystemTime::now() + REFRESH_AHEAD);
+        if expiring && current.tokens.refresh_token.is_some() {
+            let _flow = self.flow.lock().await;
+            let still = self.current.lock().clone()?;
+            if still.tokens.access_token == current.tokens.access_token {
+                if let Err(e) = self.refresh(&still).await {
+                    tracing::debug!(error = %e, "refreshing an expiring token failed");
+                }
+            }
+        }
+        self.current.lock().as_ref().map(|c| c.tokens.access_token.clone())
+    }
+
+    /// Answers a refusal: refresh, step up or authorize from the start. `Ok` means a new
+    /// token is in place (or another flow put one there) and the request may be sent again.
+    pub(crate) async fn answer(&self, refusal: Refusal) -> Result<(), OAuthError> {
+        let _flow = self.flow.lock().await;
+        let held = self.current.lock().as_ref().map(|c| c.tokens.access_token.clone());
+        if held.is_some() && held != refusal.sent {
+            return Ok(());
+        }
+        let challenge = parse_challenges(&refusal.challenges.join(", ")).unwrap_or_default();
+        let bearer = challenge.iter().find(|c| c.scheme.eq_ignore_ascii_case("bearer"));
+        let param = |name: &str| bearer.and_then(|c| c.param(name)).map(str::to_owned);
+        let challenged: Option<Vec<String>> = param("scope").map(|s| s.split_whitespace().map(str::to_owned).collect());
+        let step_up = refusal.status == 403 && param("error").as_deref() == Some("insufficient_scope");
+        if refusal.status == 403 && !step_up {
+            return Err(OAuthError::Authorization("the server refused the request (403)".into()));
+        }
+        // A 401 with a token and a refresh token: refresh first.
+        if refusal.status == 401 && refusal.sent.is_some() {
+            let current = self.current.lock().clone();
+            if let Some(current) = current.filter(|c| c.tokens.refresh_token.is_some()) {
+                if self.refresh(&current).await.is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        self.authorize(param("resource_metadata"), challenged, step_up).await
+    }
+
+    /// Steps 2–10: discovery, registration, scope, authorization, token.
+    async fn authorize(
+        &self,
+        metadata_url: Option<String>,
+        challenged: Option<Vec<String>>,
+        step_up: bool,
+    ) -> Result<(), OAuthError> {
+        let prm = self.resource_metadata(metadata_url).await?;
+        if !discovery::resource_fits(&prm.resource, &self.server_url) {
+            return Err(OAuthError::ResourceMismatch { resource: prm.resource, server: self.server_url.clone() });
+        }
+        let issuer = prm
+            .authorization_servers
+            .first()
+            .cloned()
+            .ok_or_else(|| OAuthError::ResourceMetadata("it names no authorization server".into()))?;
+        let meta = self.server_metadata(&issuer).await?;
+        let scopes = self.scopes(&prm, &meta, challenged, step_up);
+        let registration = self.register(&issuer, &meta).await?;
+        let tokens = match self.oauth.grant {
+            Grant::AuthorizationCode => self.code_flow(&prm, &issuer, &meta, &registration, &scopes).await?,
+            Grant::ClientCredentials => {
+                let mut form = vec![("grant_type".to_owned(), "client_credentials".to_owned())];
+                if !scopes.is_empty() {
+                    form.push(("scope".into(), scopes.join(" ")));
+                }
+                form.push(("resource".into(), prm.resource.clone()));
+                self.token_request(
+                    &meta.token_endpoint,
+                    &registration,
+                    meta.token_endpoint_auth_methods_supported.as_deref(),
+                    form,
+                    &scopes,
+                )
+                .await?
+            }
+        };
+        *self.requested.lock() = scopes.iter().cloned().collect();
+        self.oauth.store.save_tokens(&prm.resource, &issuer, Some(tokens.clone()));
+        *self.current.lock() = Some(Current {
+            tokens,
+            resource: prm.resource,
+            issuer,
+            token_endpoint: meta.token_endpoint,
+            registration,
+            auth_methods: meta.token_endpoint_auth_methods_supported,
+        });
+        Ok(())
+    }
+
+    /// Step 2: the challenge's metadata URL and nothing else, or the well-known URLs in
+    /// order (the next one on a 4xx).
+    async fn resource_metadata(&self, named: Option<String>) -> Result<ResourceMetadata, OAuthError> {
+        let urls = match named {
+            Some(url) => vec![url],
+            None => discovery::resource_metadata_urls(&self.server_url),
+        };
+        let mut last = String::from("no URL to try");
+        for url in urls {
+            discovery::check_url(&url, self.oauth.allow_http_loopback)?;
+            match self.get_json::<ResourceMetadata>(&url).await {
+                Ok(Some(doc)) => return Ok(doc),
+                Ok(None) => last = format!("{url}: not found"),
+                Err(e) => return Err(OAuthError::ResourceMetadata(e)),
+            }
+        }
+        Err(OAuthError::ResourceMetadata(last))
+    }
+
+    /// Step 4: the authorization server's metadata, by the spec's URLs in order; its
+    /// `issuer` must be the identifier exactly and it must offer PKCE S256.
+    async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, OAuthError> {
+        discovery::check_url(issuer, self.oauth.allow_http_loopback)?;
+        for url in discovery::server_metadata_urls(issuer) {
+            let doc = match self.get_json::<ServerMetadata>(&url).await {
+                Ok(Some(doc)) => doc,
+                Ok(None) => continue,
+                Err(e) => return Err(OAuthError::ServerMetadata(e)),
+            };
+            if doc.issuer != issuer {
+                return Err(OAuthError::ServerMetadata(format!(
+                    "its issuer {} is not the authorization server {issuer}",
+                    arbor_protocol::reflect::Clamped(&doc.issuer)
+                )));
+            }
+            if self.oauth.grant == Grant::AuthorizationCode
+                && !doc.code_challenge_methods_supported.as_ref().is_some_and(|m| m.iter().any(|m| m == "S256"))
+            {
+                return Err(OAuthError::ServerMetadata("it does not offer PKCE with S256".into()));
+            }
+            for endpoint in
+                [Some(&doc.token_endpoint), doc.authorization_endpoint.as_ref(), doc.registration_endpoint.as_ref()]
+                    .into_iter()
+                    .flatten()
+            {
+                discovery::check_url(endpoint, self.oauth.allow_http_loopback)?;
+            }
+            return Ok(doc);
+        }
+        Err(OAuthError::ServerMetadata(format!("none found for {issuer}")))
+    }
+
+    /// Step 6: the configured scopes; else the challenge's (with the ones asked for before,
+    /// on a step-up); else the metadata's `scopes_supported`; else none.
+    fn scopes(
+        &self,
+        prm: &ResourceMetadata,
+        meta: &ServerMetadata,
+        challenged: Option<Vec<String>>,
+        step_up: bool,
+    ) -> Vec<String> {
+        if let Some(scopes) = &self.oauth.scope {
+            return scopes.clone();
+        }
+        let mut set: BTreeSet<String> = match challenged {
+            Some(scopes) => scopes.into_iter().collect(),
+            None => prm.scopes_supported.clone().unwrap_or_default().into_iter().collect(),
+        };
+        if step_up {
+            set.extend(self.requested.lock().iter().cloned());
+        }
+        let offers_offline = meta.scopes_supported.as_ref().is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        if offers_offline && self.oauth.grant == Grant::AuthorizationCode && !set.is_empty() {
+            set.insert("offline_access".into());
+        }
+        set.into_iter().collect()
+    }
+
+    /// Step 5: pre-registered credentials for this issuer, a client ID metadata document,
+    /// dynamic registration; each kept under the issuer only.
+    async fn register(&self, issuer: &str, meta: &ServerMetadata) -> Result<Registration, OAuthError> {
+        if let Some(pre) = &self.oauth.preregistered {
+            let bound = pre.issuer.as_deref().is_none_or(|i| i == issuer);
+            if bound {
+                return Ok(Registration {
+                    client_id: pre.client_id.clone(),
+                    client_secret: pre.client_secret.clone(),
+                    auth_method: None,
+                });
+            }
+        }
+        if let Some(known) = self.oauth.store.registration(issuer) {
+            return Ok(known);
+        }
+        if let (Some(url), Some(true)) = (&self.oauth.metadata_url, meta.client_id_metadata_document_supported) {
+            return Ok(Registration { client_id: url.clone(), client_secret: None, auth_method: Some("none".into()) });
+        }
+        let Some(endpoint) = &meta.registration_endpoint else {
+            return Err(OAuthError::Registration(format!("{issuer} offers no registration and none is configured")));
+        };
+        let body = serde_json::json!({
+            "client_name": self.oauth.client_name,
+            "redirect_uris": [self.oauth.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "application_type": "native",
+        });
+        let response = self.http.post(endpoint).json(&body).send().await.map_err(http_error)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(OAuthError::Registration(format!("the registration endpoint answered {}", status.as_u16())));
+        }
+        #[derive(Deserialize)]
+        struct Registered {
+            client_id: String,
+            client_secret: Option<String>,
+            token_endpoint_auth_method: Option<String>,
+        }
+        let r: Registered = response.json().await.map_err(|e| OAuthError::Registration(e.without_url().to_string()))?;
+        let registration = Registration {
+            client_id: r.client_id,
+            client_secret: r.client_secret,
+            auth_method: r.token_endpoint_auth_method,
+        };
+        self.oauth.store.save_registration(issuer, registration.clone());
+        Ok(registration)
+    }
+
+    /// Steps 7–9: the authorization request through the user agent, its callback checked
+    /// (`state`, RFC 9207 `iss`), the code exchanged.
+    async fn code_flow(
+        &self,
+        prm: &ResourceMetadata,
+        issuer: &str,
+        meta: &ServerMetadata,
+        registration: &Registration,
+        scopes: &[String],
+    ) -> Result<TokenSet, OAuthError> {
+        let endpoint = meta
+            .authorization_endpoint
+            .as_deref()
+            .ok_or_else(|| OAuthError::ServerMetadata("it has no authorization endpoint".into()))?;
+        let verifier = random_b64(32)?;
+        let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
+        let state = random_b64(16)?;
+        let query = {
+            let mut query = url::form_urlencoded::Serializer::new(String::new());
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &registration.client_id)
+                .append_pair("redirect_uri", &self.oauth.redirect_uri)
+                .append_pair("code_challenge", &challenge)
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("state", &state);
+            if !scopes.is_empty() {
+                query.append_pair("scope", &scopes.join(" "));
+            }
+            query.append_pair("resource", &prm.resource);
+            query.finish()
+        };
+        let sep = if endpoint.contains('?') { '&' } else { '?' };
+        let url = format!("{endpoint}{sep}{query}");
+        let callback = self.oauth.user_agent.authorize(&url, &self.oauth.redirect_uri).await?;
+        if callback.state.as_deref() != Some(state.as_str()) {
+            return Err(OAuthError::Authorization("the answer's state is not the request's".into()));
+        }
+        // RFC 9207, before the token endpoint is touched; exact strings.
+        let advertised = meta.authorization_response_iss_parameter_supported == Some(true);
+        match (&callback.iss, advertised) {
+            (Some(iss), _) if iss != issuer => {
+                return Err(OAuthError::Authorization("the answer comes from another issuer".into()))
+            }
+            (None, true) => {
+                return Err(OAuthError::Authorization("the answer lacks the iss its server promised".into()))
+            }
+            _ => {}
+        }
+        if let Some(error) = &callback.error {
+            return Err(OAuthError::Authorization(format!(
+                "the server answered {}",
+                arbor_protocol::reflect::Clamped(error)
+            )));
+        }
+        let code = callback.code.ok_or_else(|| OAuthError::Authorization("the answer has no code".into()))?;
+        let form = vec![
+            ("grant_type".to_owned(), "authorization_code".to_owned()),
+            ("code".into(), code),
+            ("redirect_uri".into(), self.oauth.redirect_uri.clone()),
+            ("code_verifier".into(), verifier),
+            ("resource".into(), prm.resource.clone()),
+        ];
+        self.token_request(
+            &meta.token_endpoint,
+            registration,
+            meta.token_endpoint_auth_methods_supported.as_deref(),
+            form,
+            scopes,
+        )
+        .await
+    }
+
+    /// A refresh with the held refresh token; on success the token in use is replaced.
+    async fn refresh(&self, current: &Current) -> Result<(), OAuthError> {
+        let refresh =
+            current.tokens.refresh_token.clone().ok_or_else(|| OAuthError::Token("no refresh token".into()))?;
+        let form = vec![
+            ("grant_type".to_owned(), "refresh_token".to_owned()),
+            ("refresh_token".into(), refresh.clone()),
+            ("resource".into(), current.resource.clone()),
+        ];
+        let mut tokens = self
+            .token_request(
+                &current.token_endpoint,
+                &current.registration,
+                current.auth_methods.as_deref(),
+                form,
+                &current.tokens.scopes,
+            )
+            .await?;
+        // A server that does not rotate refresh tokens sends none back: keep ours.
+        if tokens.refresh_token.is_none() {
+            tokens.refresh_token = Some(refresh);
+        }
+        self.oauth.store.save_tokens(&current.resource, &current.issuer, Some(tokens.clone()));
+        if let Some(held) = self.current.lock().as_mut() {
+            held.tokens = tokens;
+        }
+        Ok(())
+    }
+
+    /// A token endpoint request with the client's authentication: the registered method if
+    /// the server lists it, else Basic (or post when only that is listed) with a secret,
+    /// else none.
+    async fn token_request(
+        &self,
+        endpoint: &str,
+        registration: &Registration,
+        methods: Option<&[String]>,
+        mut form: Vec<(String, String)>,
+        scopes: &[String],
+    ) -> Result<TokenSet, OAuthError> {
+        let listed = |m: &str| methods.is_none_or(|ms| ms.iter().any(|x| x == m));
+        let method = match (&registration.auth_method, &registration.client_secret) {
+            (Some(m), _) if listed(m) => m.clone(),
+            (_, Some(_))
+                if methods.is_some_and(|ms| !ms.iter().any(|x| x == "client_secret_basic"))
+                    && listed("client_secret_post") =>
+            {
+                "client_secret_post".into()
+            }
+            (_, Some(_)) => "client_secret_basic".into(),
+            (_, None) => "none".into(),
+        };
+        let mut request = self.http.post(endpoint);
+        match (method.as_str(), &registration.client_secret) {
+            ("client_secret_basic", Some(secret)) => {
+                let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+                let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+                    "{}:{}",
+                    enc(&registration.client_id),
+                    enc(secret)
+                ));
+                request = request.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
+            }
+            ("client_secret_post", Some(secret)) => {
+                form.push(("client_id".into(), registration.client_id.clone()));
+                form.push(("client_secret".into(), secret.clone()));
+            }
+            _ => form.push(("client_id".into(), registration.client_id.clone())),
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
+        let response = request
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(http_error)?;
+        let status = response.status();
+        #[derive(Deserialize)]
+        struct Answer {
+            access_token: Option<String>,
+            refresh_token: Option<String>,
+            expires_in: Option<u64>,
+            error: Option<String>,
+        }
+        let answer: Answer = response.json().await.map_err(|e| OAuthError::Token(e.without_url().to_string()))?;
+        match answer.access_token {
+            Some(access_token) if status.is_success() => Ok(TokenSet {
+                access_token,
+                refresh_token: answer.refresh_token,
+                expires_at: answer.expires_in.map(|s| SystemTime::now() + Duration::from_secs(s)),
+                scopes: scopes.to_vec(),
+            }),
+            _ => Err(OAuthError::Token(format!(
+                "HTTP {}: {}",
+                status.as_u16(),
+                arbor_protocol::reflect::Clamped(answer.error.as_deref().unwrap_or("no access token"))
+            ))),
+        }
+    }
+
+    /// GETs a JSON document: `Ok(None)` on a 4xx (try the next URL), `Err` on anything else.
+    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<Option<T>, String> {
+        let response = self
+            .http
+            .get(url)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
+        let status = response.status();
+        if status.is_client_error() {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(format!("{url} answered {}", status.as_u16()));
+        }
+        response.json::<T>().await.map(Some).map_err(|e| format!("{url}: {}", e.without_url()))
+    }
+}
+
+fn http_error(e: reqwest::Error) -> OAuthError {
+    OAuthError::Http(e.without_url().to_string())
+}
+
+/// `n` random bytes, base64url: PKCE verifiers and `state`.
+fn random_b64(n: usize) -> Result<String, OAuthError> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).map_err(|e| OAuthError::Authorization(format!("no randomness: {e}")))?;
+    Ok(B64.encode(bytes))
+}
