@@ -240,7 +240,7 @@ function configuration() {
           return {
             scope: RESOURCE_SCOPES.join(' '),
             audience: resourceIndicator,
-            accessTokenTTL: 3600,
+            accessTokenTTL: accessTokenTtl,
             accessTokenFormat: format,
             ...(format === 'jwt' ? { jwt: { sign: { alg } } } : {}),
           };
@@ -258,9 +258,9 @@ function configuration() {
       },
     },
     ttl: {
-      AccessToken: 3600,
+      AccessToken: () => accessTokenTtl,
       AuthorizationCode: 60,
-      ClientCredentials: 3600,
+      ClientCredentials: () => accessTokenTtl,
       IdToken: 3600,
       RefreshToken: 24 * 3600,
       Interaction: 600,
@@ -299,6 +299,10 @@ function sendJson(res, status, body) {
 
 const isLoopback = (addr) => addr === '127.0.0.1' || addr === '::1' || addr === '::ffff:127.0.0.1';
 
+// Seconds an access token for a resource lives (`POST /__admin/token-ttl?seconds=N`), so a
+// test can watch a client refresh one.
+let accessTokenTtl = 3600;
+
 function admin(req, res, url) {
   if (!isLoopback(req.socket.remoteAddress)) return sendJson(res, 403, { error: 'admin routes are loopback only' });
   const route = url.pathname.slice('/__admin/'.length);
@@ -322,6 +326,12 @@ function admin(req, res, url) {
       jwksMaxAge = maxAge === 'none' ? undefined : Number(maxAge);
     }
     return sendJson(res, 200, { down: jwksDown, max_age: jwksMaxAge ?? null });
+  }
+  if (route === 'token-ttl' && method === 'POST') {
+    const seconds = url.searchParams.get('seconds');
+    if (!/^\d+$/.test(seconds ?? '') || Number(seconds) < 1) return sendJson(res, 400, { error: 'seconds=N (N >= 1)' });
+    accessTokenTtl = Number(seconds);
+    return sendJson(res, 200, { seconds: accessTokenTtl });
   }
   if (route === 'keys' && method === 'GET') {
     return sendJson(res, 200, signingKeys.map(({ kid, alg, pem }) => ({ kid, alg, pem })));

@@ -271,6 +271,12 @@ impl AuthServer {
             .collect()
     }
 
+    /// Access tokens issued from now on live `seconds` (default 3600).
+    pub fn access_token_ttl(&self, seconds: u64) {
+        let response = self.request("POST", &format!("/__admin/token-ttl?seconds={seconds}"), &[], None);
+        assert_eq!(response.status, 200, "token-ttl answered {}", response.status);
+    }
+
     /// While down, the JWKS endpoint answers 503.
     pub fn jwks_down(&self, down: bool) {
         let response =

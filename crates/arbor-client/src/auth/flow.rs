@@ -25,13 +25,21 @@ use super::{Grant, OAuth, OAuthError};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-/// A token is refreshed this long before it expires.
+/// A token is refreshed this long before it expires, or when a quarter of its lifetime is
+/// left if that is shorter (a token that lives a minute is not refreshed at once).
 const REFRESH_AHEAD: Duration = Duration::from_secs(30);
+
+/// How long before `expires_at` a token of `lifetime` is refreshed.
+fn refresh_ahead(lifetime: Option<Duration>) -> Duration {
+    lifetime.map_or(REFRESH_AHEAD, |l| REFRESH_AHEAD.min(l / 4))
+}
 
 /// The token in use and where it came from.
 #[derive(Clone)]
 struct Current {
     tokens: TokenSet,
+    /// When `tokens` arrived (their lifetime is `expires_at` minus this).
+    obtained: SystemTime,
     resource: String,
     issuer: String,
     token_endpoint: String,
@@ -91,7 +99,9 @@ impl Authorizer {
     /// refresh token is held (a failed refresh keeps the old token: the server decides).
     pub(crate) async fn bearer(&self) -> Option<String> {
         let current = self.current.lock().clone()?;
-        let expiring = current.tokens.expires_at.is_some_and(|at| at <= SystemTime::now() + REFRESH_AHEAD);
+        let lifetime = current.tokens.expires_at.and_then(|at| at.duration_since(current.obtained).ok());
+        let ahead = refresh_ahead(lifetime);
+        let expiring = current.tokens.expires_at.is_some_and(|at| at <= SystemTime::now() + ahead);
         if expiring && current.tokens.refresh_token.is_some() {
             let _flow = self.flow.lock().await;
             let still = self.current.lock().clone()?;
@@ -173,6 +183,7 @@ impl Authorizer {
         self.oauth.store.save_tokens(&prm.resource, &issuer, Some(tokens.clone()));
         *self.current.lock() = Some(Current {
             tokens,
+            obtained: SystemTime::now(),
             resource: prm.resource,
             issuer,
             token_endpoint: meta.token_endpoint,
@@ -408,6 +419,7 @@ impl Authorizer {
         self.oauth.store.save_tokens(&current.resource, &current.issuer, Some(tokens.clone()));
         if let Some(held) = self.current.lock().as_mut() {
             held.tokens = tokens;
+            held.obtained = SystemTime::now();
         }
         Ok(())
     }

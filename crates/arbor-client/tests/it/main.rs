@@ -11,6 +11,7 @@ mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
 mod era_detection_falls_back_on_any_error_or_silence;
 mod input_is_answered_by_the_handler_in_both_eras;
+mod oauth_logs_in_to_a_real_authorization_server;
 mod streamable_http_serves_both_eras;
 mod the_http_client_recovers_from_a_primed_stream_and_a_refused_probe;
 mod timeouts_reset_on_progress_within_a_maximum;
