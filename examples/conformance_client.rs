@@ -193,6 +193,10 @@ fn oauth_for(scenario: &str, context: &Value) -> OAuth {
         issuer: None,
     });
     let oauth = match (scenario.starts_with("auth/client-credentials"), credentials.clone()) {
+        // Workload identity: the context's valid workload token, and nothing else tried.
+        _ if scenario == "auth/wif-jwt-bearer" => {
+            OAuth::jwt_bearer(text("client_id").unwrap_or_default(), text("valid_jwt").unwrap_or_default())
+        }
         (true, Some(credentials)) => OAuth::client_credentials(credentials),
         _ => {
             let oauth = OAuth::authorization_code("arbor-conformance-client", REDIRECT_URI, HeadlessUserAgent::new())
@@ -203,7 +207,9 @@ fn oauth_for(scenario: &str, context: &Value) -> OAuth {
             }
         }
     };
-    oauth.allow_http_loopback()
+    // The 2025-03-26 back-compat scenarios need the old discovery; it only applies when a
+    // server publishes no resource metadata at all.
+    oauth.allow_http_loopback().legacy_discovery()
 }
 
 async fn connect(url: &str, scenario: &str, context: &Value) -> Result<Client, Failure> {

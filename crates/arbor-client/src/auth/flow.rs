@@ -149,8 +149,19 @@ impl Authorizer {
         challenged: Option<Vec<String>>,
         step_up: bool,
     ) -> Result<(), OAuthError> {
-        let prm = self.resource_metadata(metadata_url).await?;
-        if !discovery::resource_fits(&prm.resource, &self.server_url) {
+        let prm = match self.resource_metadata(metadata_url).await? {
+            Some(prm) => prm,
+            // 2025-03-26 servers publish no resource metadata: their own origin is the
+            // authorization server, and there is no resource identifier to send.
+            None if self.oauth.legacy_discovery => ResourceMetadata {
+                resource: String::new(),
+                authorization_servers: vec![discovery::split_origin(&self.server_url).0.to_owned()],
+                scopes_supported: None,
+            },
+            None => return Err(OAuthError::ResourceMetadata("none found at the well-known URLs".into())),
+        };
+        let legacy = prm.resource.is_empty();
+        if !legacy && !discovery::resource_fits(&prm.resource, &self.server_url) {
             return Err(OAuthError::ResourceMismatch { resource: prm.resource, server: self.server_url.clone() });
         }
         let issuer = prm
@@ -158,17 +169,25 @@ impl Authorizer {
             .first()
             .cloned()
             .ok_or_else(|| OAuthError::ResourceMetadata("it names no authorization server".into()))?;
-        let meta = self.server_metadata(&issuer).await?;
+        let meta = self.server_metadata(&issuer, legacy).await?;
+        // Legacy: the metadata's own issuer is the one to hold the callback's `iss` to.
+        let issuer = if legacy { meta.issuer.clone() } else { issuer };
         let scopes = self.scopes(&prm, &meta, challenged, step_up);
         let registration = self.register(&issuer, &meta).await?;
         let tokens = match self.oauth.grant {
             Grant::AuthorizationCode => self.code_flow(&prm, &issuer, &meta, &registration, &scopes).await?,
-            Grant::ClientCredentials => {
-                let mut form = vec![("grant_type".to_owned(), "client_credentials".to_owned())];
+            Grant::ClientCredentials | Grant::JwtBearer { .. } => {
+                let mut form = match &self.oauth.grant {
+                    Grant::JwtBearer { assertion } => vec![
+                        ("grant_type".to_owned(), "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()),
+                        ("assertion".to_owned(), assertion.clone()),
+                    ],
+                    _ => vec![("grant_type".to_owned(), "client_credentials".to_owned())],
+                };
                 if !scopes.is_empty() {
                     form.push(("scope".into(), scopes.join(" ")));
                 }
-                form.push(("resource".into(), prm.resource.clone()));
+                push_resource(&mut form, &prm.resource);
                 self.token_request(
                     &meta.token_endpoint,
                     &registration,
@@ -180,7 +199,8 @@ impl Authorizer {
             }
         };
         *self.requested.lock() = scopes.iter().cloned().collect();
-        self.oauth.store.save_tokens(&prm.resource, &issuer, Some(tokens.clone()));
+        let key = if legacy { self.server_url.clone() } else { prm.resource.clone() };
+        self.oauth.store.save_tokens(&key, &issuer, Some(tokens.clone()));
         *self.current.lock() = Some(Current {
             tokens,
             obtained: SystemTime::now(),
@@ -195,26 +215,28 @@ impl Authorizer {
 
     /// Step 2: the challenge's metadata URL and nothing else, or the well-known URLs in
     /// order (the next one on a 4xx).
-    async fn resource_metadata(&self, named: Option<String>) -> Result<ResourceMetadata, OAuthError> {
+    /// `Ok(None)`: every URL answered 4xx.
+    async fn resource_metadata(&self, named: Option<String>) -> Result<Option<ResourceMetadata>, OAuthError> {
         let urls = match named {
             Some(url) => vec![url],
             None => discovery::resource_metadata_urls(&self.server_url),
         };
-        let mut last = String::from("no URL to try");
         for url in urls {
             discovery::check_url(&url, self.oauth.allow_http_loopback)?;
             match self.get_json::<ResourceMetadata>(&url).await {
-                Ok(Some(doc)) => return Ok(doc),
-                Ok(None) => last = format!("{url}: not found"),
+                Ok(Some(doc)) => return Ok(Some(doc)),
+                Ok(None) => continue,
                 Err(e) => return Err(OAuthError::ResourceMetadata(e)),
             }
         }
-        Err(OAuthError::ResourceMetadata(last))
+        Ok(None)
     }
 
     /// Step 4: the authorization server's metadata, by the spec's URLs in order; its
     /// `issuer` must be the identifier exactly and it must offer PKCE S256.
-    async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, OAuthError> {
+    /// `legacy`: a 2025-03-26 server (no resource metadata); without any metadata its
+    /// origin's `/authorize`, `/token` and `/register` are used.
+    async fn server_metadata(&self, issuer: &str, legacy: bool) -> Result<ServerMetadata, OAuthError> {
         discovery::check_url(issuer, self.oauth.allow_http_loopback)?;
         for url in discovery::server_metadata_urls(issuer) {
             let doc = match self.get_json::<ServerMetadata>(&url).await {
@@ -222,7 +244,9 @@ impl Authorizer {
                 Ok(None) => continue,
                 Err(e) => return Err(OAuthError::ServerMetadata(e)),
             };
-            if doc.issuer != issuer {
+            // A 2025-03-26 server gives no issuer to hold its metadata to: the URL was made
+            // from its origin, so there is nothing the document could be compared with.
+            if doc.issuer != issuer && !legacy {
                 return Err(OAuthError::ServerMetadata(format!(
                     "its issuer {} is not the authorization server {issuer}",
                     arbor_protocol::reflect::Clamped(&doc.issuer)
@@ -241,6 +265,19 @@ impl Authorizer {
                 discovery::check_url(endpoint, self.oauth.allow_http_loopback)?;
             }
             return Ok(doc);
+        }
+        if legacy {
+            return Ok(ServerMetadata {
+                issuer: issuer.to_owned(),
+                authorization_endpoint: Some(format!("{issuer}/authorize")),
+                token_endpoint: format!("{issuer}/token"),
+                registration_endpoint: Some(format!("{issuer}/register")),
+                code_challenge_methods_supported: Some(vec!["S256".into()]),
+                token_endpoint_auth_methods_supported: None,
+                scopes_supported: None,
+                client_id_metadata_document_supported: None,
+                authorization_response_iss_parameter_supported: None,
+            });
         }
         Err(OAuthError::ServerMetadata(format!("none found for {issuer}")))
     }
@@ -350,7 +387,9 @@ impl Authorizer {
             if !scopes.is_empty() {
                 query.append_pair("scope", &scopes.join(" "));
             }
-            query.append_pair("resource", &prm.resource);
+            if !prm.resource.is_empty() {
+                query.append_pair("resource", &prm.resource);
+            }
             query.finish()
         };
         let sep = if endpoint.contains('?') { '&' } else { '?' };
@@ -377,13 +416,13 @@ impl Authorizer {
             )));
         }
         let code = callback.code.ok_or_else(|| OAuthError::Authorization("the answer has no code".into()))?;
-        let form = vec![
+        let mut form = vec![
             ("grant_type".to_owned(), "authorization_code".to_owned()),
             ("code".into(), code),
             ("redirect_uri".into(), self.oauth.redirect_uri.clone()),
             ("code_verifier".into(), verifier),
-            ("resource".into(), prm.resource.clone()),
         ];
+        push_resource(&mut form, &prm.resource);
         self.token_request(
             &meta.token_endpoint,
             registration,
@@ -398,11 +437,9 @@ impl Authorizer {
     async fn refresh(&self, current: &Current) -> Result<(), OAuthError> {
         let refresh =
             current.tokens.refresh_token.clone().ok_or_else(|| OAuthError::Token("no refresh token".into()))?;
-        let form = vec![
-            ("grant_type".to_owned(), "refresh_token".to_owned()),
-            ("refresh_token".into(), refresh.clone()),
-            ("resource".into(), current.resource.clone()),
-        ];
+        let mut form =
+            vec![("grant_type".to_owned(), "refresh_token".to_owned()), ("refresh_token".into(), refresh.clone())];
+        push_resource(&mut form, &current.resource);
         let mut tokens = self
             .token_request(
                 &current.token_endpoint,
@@ -512,6 +549,14 @@ impl Authorizer {
             return Err(format!("{url} answered {}", status.as_u16()));
         }
         response.json::<T>().await.map(Some).map_err(|e| format!("{url}: {}", e.without_url()))
+    }
+}
+
+/// The `resource` parameter (RFC 8707), the identifier exactly as the metadata gave it;
+/// none for a 2025-03-26 server, which has no identifier.
+fn push_resource(form: &mut Vec<(String, String)>, resource: &str) {
+    if !resource.is_empty() {
+        form.push(("resource".into(), resource.to_owned()));
     }
 }
 

@@ -29,7 +29,7 @@ pub use user_agent::{Callback, HeadlessUserAgent, LoopbackUserAgent, UserAgent};
 pub(crate) use flow::Authorizer;
 
 /// How the client obtains tokens.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Grant {
     /// Authorization code with PKCE, through the [`UserAgent`] (a person, or a headless
@@ -37,6 +37,24 @@ pub enum Grant {
     AuthorizationCode,
     /// Client credentials (a machine client): needs pre-registered credentials.
     ClientCredentials,
+    /// The JWT-bearer grant (RFC 7523) with a workload's identity token as the assertion
+    /// (workload identity federation): no user, no secret. A refusal is final: the grant
+    /// is not retried and no other grant is tried instead.
+    JwtBearer {
+        /// The workload identity token (a JWT the authorization server trusts).
+        assertion: String,
+    },
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Grant::AuthorizationCode => f.write_str("AuthorizationCode"),
+            Grant::ClientCredentials => f.write_str("ClientCredentials"),
+            // The assertion is a credential: never shown.
+            Grant::JwtBearer { .. } => f.write_str("JwtBearer { assertion: <redacted> }"),
+        }
+    }
 }
 
 /// Credentials registered with an authorization server beforehand.
@@ -74,6 +92,7 @@ pub struct OAuth {
     pub(crate) metadata_url: Option<String>,
     pub(crate) scope: Option<Vec<String>>,
     pub(crate) allow_http_loopback: bool,
+    pub(crate) legacy_discovery: bool,
     pub(crate) max_authorizations: usize,
 }
 
@@ -110,6 +129,7 @@ impl OAuth {
             metadata_url: None,
             scope: None,
             allow_http_loopback: false,
+            legacy_discovery: false,
             max_authorizations: 2,
         }
     }
@@ -126,8 +146,16 @@ impl OAuth {
             metadata_url: None,
             scope: None,
             allow_http_loopback: false,
+            legacy_discovery: false,
             max_authorizations: 2,
         }
+    }
+
+    /// The JWT-bearer grant for a workload: `client_id` (pre-registered, public) and the
+    /// workload's identity token, exchanged at the token endpoint for an access token.
+    pub fn jwt_bearer(client_id: impl Into<String>, assertion: impl Into<String>) -> OAuth {
+        let credentials = ClientCredentials { client_id: client_id.into(), client_secret: None, issuer: None };
+        OAuth { grant: Grant::JwtBearer { assertion: assertion.into() }, ..OAuth::client_credentials(credentials) }
     }
 
     /// The same settings with pre-registered credentials (used before CIMD and DCR).
@@ -166,6 +194,15 @@ impl OAuth {
     /// refuses loopback, private and link-local addresses (SSRF).
     pub fn allow_http_loopback(mut self) -> OAuth {
         self.allow_http_loopback = true;
+        self
+    }
+
+    /// The same settings also speaking to 2025-03-26 servers, which publish no protected
+    /// resource metadata: their origin is taken as the authorization server (its RFC 8414
+    /// metadata, else `/authorize`, `/token`, `/register` there) and no `resource` is sent.
+    /// Off by default: without metadata a current server is refused.
+    pub fn legacy_discovery(mut self) -> OAuth {
+        self.legacy_discovery = true;
         self
     }
 
