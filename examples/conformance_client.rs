@@ -197,6 +197,23 @@ fn oauth_for(scenario: &str, context: &Value) -> OAuth {
         _ if scenario == "auth/wif-jwt-bearer" => {
             OAuth::jwt_bearer(text("client_id").unwrap_or_default(), text("valid_jwt").unwrap_or_default())
         }
+        // private_key_jwt: the context's ES256 key signs the client's assertions.
+        _ if scenario == "auth/client-credentials-jwt" => {
+            match OAuth::client_credentials_jwt(
+                text("client_id").unwrap_or_default(),
+                &text("private_key_pem").unwrap_or_default(),
+            ) {
+                Ok(oauth) => oauth,
+                Err(e) => {
+                    eprintln!("conformance_client: {scenario}: {e}");
+                    OAuth::client_credentials(ClientCredentials {
+                        client_id: String::new(),
+                        client_secret: None,
+                        issuer: None,
+                    })
+                }
+            }
+        }
         (true, Some(credentials)) => OAuth::client_credentials(credentials),
         _ => {
             let oauth = OAuth::authorization_code("arbor-conformance-client", REDIRECT_URI, HeadlessUserAgent::new())

@@ -157,7 +157,7 @@ pub struct HttpTarget {
     pub headers: Vec<(String, String)>,
     /// OAuth: with it, a 401 or a 403 `insufficient_scope` is answered by authorizing
     /// (`crate::auth`) and sending the request again.
-    pub oauth: Option<crate::auth::OAuth>,
+    pub oauth: Option<Box<crate::auth::OAuth>>,
 }
 
 impl HttpTarget {
@@ -174,7 +174,7 @@ impl HttpTarget {
 
     /// Authorizes with OAuth when the server asks (a 401, or a 403 `insufficient_scope`).
     pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
-        self.oauth = Some(oauth);
+        self.oauth = Some(Box::new(oauth));
         self
     }
 }

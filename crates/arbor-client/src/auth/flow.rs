@@ -190,6 +190,7 @@ impl Authorizer {
                 push_resource(&mut form, &prm.resource);
                 self.token_request(
                     &meta.token_endpoint,
+                    &issuer,
                     &registration,
                     meta.token_endpoint_auth_methods_supported.as_deref(),
                     form,
@@ -425,6 +426,7 @@ impl Authorizer {
         push_resource(&mut form, &prm.resource);
         self.token_request(
             &meta.token_endpoint,
+            issuer,
             registration,
             meta.token_endpoint_auth_methods_supported.as_deref(),
             form,
@@ -443,6 +445,7 @@ impl Authorizer {
         let mut tokens = self
             .token_request(
                 &current.token_endpoint,
+                &current.issuer,
                 &current.registration,
                 current.auth_methods.as_deref(),
                 form,
@@ -467,6 +470,7 @@ impl Authorizer {
     async fn token_request(
         &self,
         endpoint: &str,
+        audience: &str,
         registration: &Registration,
         methods: Option<&[String]>,
         mut form: Vec<(String, String)>,
@@ -485,7 +489,23 @@ impl Authorizer {
             (_, None) => "none".into(),
         };
         let mut request = self.http.post(endpoint);
+        // `private_key_jwt`: a signed assertion instead of any secret; its audience is the
+        // authorization server's issuer.
+        #[cfg(feature = "private-key-jwt")]
+        let method = match &self.oauth.assertion_key {
+            Some(key) => {
+                form.push(("client_id".into(), registration.client_id.clone()));
+                let kind = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+                form.push(("client_assertion_type".into(), kind.to_owned()));
+                form.push(("client_assertion".into(), key.sign(&registration.client_id, audience)?));
+                "private_key_jwt".to_owned()
+            }
+            None => method,
+        };
+        #[cfg(not(feature = "private-key-jwt"))]
+        let _ = audience;
         match (method.as_str(), &registration.client_secret) {
+            ("private_key_jwt", _) => {}
             ("client_secret_basic", Some(secret)) => {
                 let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
                 let basic = base64::engine::general_purpose::STANDARD.encode(format!(

@@ -15,6 +15,8 @@
 //! `Debug` output; at most [`OAuth::max_authorizations`] authorization requests are made
 //! per request the client sends.
 
+#[cfg(feature = "private-key-jwt")]
+mod assertion;
 pub mod discovery;
 pub(crate) mod flow;
 mod store;
@@ -94,6 +96,8 @@ pub struct OAuth {
     pub(crate) allow_http_loopback: bool,
     pub(crate) legacy_discovery: bool,
     pub(crate) max_authorizations: usize,
+    #[cfg(feature = "private-key-jwt")]
+    pub(crate) assertion_key: Option<assertion::AssertionKey>,
 }
 
 impl fmt::Debug for OAuth {
@@ -131,6 +135,8 @@ impl OAuth {
             allow_http_loopback: false,
             legacy_discovery: false,
             max_authorizations: 2,
+            #[cfg(feature = "private-key-jwt")]
+            assertion_key: None,
         }
     }
 
@@ -148,6 +154,8 @@ impl OAuth {
             allow_http_loopback: false,
             legacy_discovery: false,
             max_authorizations: 2,
+            #[cfg(feature = "private-key-jwt")]
+            assertion_key: None,
         }
     }
 
@@ -156,6 +164,16 @@ impl OAuth {
     pub fn jwt_bearer(client_id: impl Into<String>, assertion: impl Into<String>) -> OAuth {
         let credentials = ClientCredentials { client_id: client_id.into(), client_secret: None, issuer: None };
         OAuth { grant: Grant::JwtBearer { assertion: assertion.into() }, ..OAuth::client_credentials(credentials) }
+    }
+
+    /// Client credentials authenticated with `private_key_jwt` (RFC 7523): `client_id`
+    /// registered with the public half of the ES256 key `private_key_pem` (PKCS#8 PEM).
+    /// Needs the `private-key-jwt` feature.
+    #[cfg(feature = "private-key-jwt")]
+    pub fn client_credentials_jwt(client_id: impl Into<String>, private_key_pem: &str) -> Result<OAuth, OAuthError> {
+        let credentials = ClientCredentials { client_id: client_id.into(), client_secret: None, issuer: None };
+        let key = assertion::AssertionKey::es256(private_key_pem)?;
+        Ok(OAuth { assertion_key: Some(key), ..OAuth::client_credentials(credentials) })
     }
 
     /// The same settings with pre-registered credentials (used before CIMD and DCR).

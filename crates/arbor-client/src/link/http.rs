@@ -96,7 +96,7 @@ impl HttpLink {
             session_id: Mutex::new(None),
             legacy_version: Mutex::new(None),
             standalone: Mutex::new(None),
-            auth: target.oauth.clone().map(|o| Arc::new(Authorizer::new(o, &target.url))),
+            auth: target.oauth.clone().map(|o| Arc::new(Authorizer::new(*o, &target.url))),
             generation,
         }))
     }
