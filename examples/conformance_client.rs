@@ -197,6 +197,22 @@ fn oauth_for(scenario: &str, context: &Value) -> OAuth {
         _ if scenario == "auth/wif-jwt-bearer" => {
             OAuth::jwt_bearer(text("client_id").unwrap_or_default(), text("valid_jwt").unwrap_or_default())
         }
+        // SEP-990: the context's ID token exchanged at its identity provider first.
+        _ if scenario == "auth/enterprise-managed-authorization"
+            || scenario == "auth/cross-app-access-complete-flow" =>
+        {
+            let credentials = credentials.clone().unwrap_or(ClientCredentials {
+                client_id: String::new(),
+                client_secret: None,
+                issuer: None,
+            });
+            OAuth::enterprise_managed(
+                credentials,
+                text("idp_token_endpoint").unwrap_or_default(),
+                text("idp_client_id").unwrap_or_default(),
+                text("idp_id_token").unwrap_or_default(),
+            )
+        }
         // private_key_jwt: the context's ES256 key signs the client's assertions.
         _ if scenario == "auth/client-credentials-jwt" => {
             match OAuth::client_credentials_jwt(

@@ -23,6 +23,9 @@ use super::discovery::{self, ResourceMetadata, ServerMetadata};
 use super::store::{Registration, TokenSet};
 use super::{Grant, OAuth, OAuthError};
 
+/// RFC 7523's grant type.
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 /// A token is refreshed this long before it expires, or when a quarter of its lifetime is
@@ -176,12 +179,18 @@ impl Authorizer {
         let registration = self.register(&issuer, &meta).await?;
         let tokens = match self.oauth.grant {
             Grant::AuthorizationCode => self.code_flow(&prm, &issuer, &meta, &registration, &scopes).await?,
-            Grant::ClientCredentials | Grant::JwtBearer { .. } => {
+            Grant::ClientCredentials | Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => {
                 let mut form = match &self.oauth.grant {
                     Grant::JwtBearer { assertion } => vec![
-                        ("grant_type".to_owned(), "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()),
+                        ("grant_type".to_owned(), JWT_BEARER.to_owned()),
                         ("assertion".to_owned(), assertion.clone()),
                     ],
+                    Grant::EnterpriseManaged { idp_token_endpoint, idp_client_id, id_token } => {
+                        let grant = self
+                            .identity_assertion(idp_token_endpoint, idp_client_id, id_token, &issuer, &prm.resource)
+                            .await?;
+                        vec![("grant_type".to_owned(), JWT_BEARER.to_owned()), ("assertion".to_owned(), grant)]
+                    }
                     _ => vec![("grant_type".to_owned(), "client_credentials".to_owned())],
                 };
                 if !scopes.is_empty() {
@@ -212,6 +221,52 @@ impl Authorizer {
             auth_methods: meta.token_endpoint_auth_methods_supported,
         });
         Ok(())
+    }
+
+    /// SEP-990's first step: the user's ID token exchanged at the identity provider
+    /// (RFC 8693) for an identity assertion grant for `audience` (the authorization
+    /// server) and `resource`.
+    async fn identity_assertion(
+        &self,
+        endpoint: &str,
+        client_id: &str,
+        id_token: &str,
+        audience: &str,
+        resource: &str,
+    ) -> Result<String, OAuthError> {
+        discovery::check_url(endpoint, self.oauth.allow_http_loopback)?;
+        let form = [
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+            ("subject_token", id_token),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token"),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag"),
+            ("audience", audience),
+            ("resource", resource),
+            ("client_id", client_id),
+        ];
+        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+        let response = self
+            .http
+            .post(endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(http_error)?;
+        let status = response.status().as_u16();
+        #[derive(Deserialize)]
+        struct Exchanged {
+            access_token: Option<String>,
+            error: Option<String>,
+        }
+        let answer: Exchanged = response.json().await.map_err(|e| OAuthError::Token(e.without_url().to_string()))?;
+        answer.access_token.ok_or_else(|| {
+            let why = answer.error.unwrap_or_else(|| "no identity assertion".into());
+            OAuthError::Token(format!(
+                "the identity provider answered {status}: {}",
+                arbor_protocol::reflect::Clamped(&why)
+            ))
+        })
     }
 
     /// Step 2: the challenge's metadata URL and nothing else, or the well-known URLs in

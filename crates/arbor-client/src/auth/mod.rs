@@ -46,6 +46,19 @@ pub enum Grant {
         /// The workload identity token (a JWT the authorization server trusts).
         assertion: String,
     },
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from the
+    /// enterprise identity provider is exchanged there (RFC 8693) for an identity
+    /// assertion grant (ID-JAG) naming this authorization server and resource, which the
+    /// JWT-bearer grant then turns into an access token, with the client's pre-registered
+    /// credentials.
+    EnterpriseManaged {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// The client id registered with the identity provider.
+        idp_client_id: String,
+        /// The user's ID token from the identity provider.
+        id_token: String,
+    },
 }
 
 impl fmt::Debug for Grant {
@@ -55,6 +68,12 @@ impl fmt::Debug for Grant {
             Grant::ClientCredentials => f.write_str("ClientCredentials"),
             // The assertion is a credential: never shown.
             Grant::JwtBearer { .. } => f.write_str("JwtBearer { assertion: <redacted> }"),
+            Grant::EnterpriseManaged { idp_token_endpoint, idp_client_id, .. } => f
+                .debug_struct("EnterpriseManaged")
+                .field("idp_token_endpoint", idp_token_endpoint)
+                .field("idp_client_id", idp_client_id)
+                .field("id_token", &"<redacted>")
+                .finish(),
         }
     }
 }
@@ -174,6 +193,23 @@ impl OAuth {
         let credentials = ClientCredentials { client_id: client_id.into(), client_secret: None, issuer: None };
         let key = assertion::AssertionKey::es256(private_key_pem)?;
         Ok(OAuth { assertion_key: Some(key), ..OAuth::client_credentials(credentials) })
+    }
+
+    /// Enterprise-managed authorization (see [`Grant::EnterpriseManaged`]): `credentials`
+    /// registered with the authorization server, and the user's `id_token` from the
+    /// identity provider whose token endpoint and client id are given.
+    pub fn enterprise_managed(
+        credentials: ClientCredentials,
+        idp_token_endpoint: impl Into<String>,
+        idp_client_id: impl Into<String>,
+        id_token: impl Into<String>,
+    ) -> OAuth {
+        let grant = Grant::EnterpriseManaged {
+            idp_token_endpoint: idp_token_endpoint.into(),
+            idp_client_id: idp_client_id.into(),
+            id_token: id_token.into(),
+        };
+        OAuth { grant, ..OAuth::client_credentials(credentials) }
     }
 
     /// The same settings with pre-registered credentials (used before CIMD and DCR).
