@@ -161,21 +161,8 @@ impl OAuth {
 
     /// Client credentials with `credentials` (a machine client; no user agent).
     pub fn client_credentials(credentials: ClientCredentials) -> OAuth {
-        OAuth {
-            grant: Grant::ClientCredentials,
-            client_name: credentials.client_id.clone(),
-            redirect_uri: String::new(),
-            user_agent: Arc::new(HeadlessUserAgent::new()),
-            store: Arc::new(MemoryStore::default()),
-            preregistered: Some(credentials),
-            metadata_url: None,
-            scope: None,
-            allow_http_loopback: false,
-            legacy_discovery: false,
-            max_authorizations: 2,
-            #[cfg(feature = "private-key-jwt")]
-            assertion_key: None,
-        }
+        let defaults = OAuth::authorization_code(credentials.client_id.clone(), "", HeadlessUserAgent::new());
+        OAuth { grant: Grant::ClientCredentials, preregistered: Some(credentials), ..defaults }
     }
 
     /// The JWT-bearer grant for a workload: `client_id` (pre-registered, public) and the
