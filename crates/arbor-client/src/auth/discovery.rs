@@ -85,6 +85,12 @@ pub struct ResourceMetadata {
     /// Scopes for basic use.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// RFC 9449 §5.2: the resource accepts DPoP proofs signed with these.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// RFC 9449 §5.2: the resource accepts DPoP-bound tokens only.
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: Option<bool>,
 }
 
 /// The authorization server metadata, as far as the client reads it.
@@ -115,6 +121,9 @@ pub struct ServerMetadata {
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: Option<bool>,
+    /// RFC 9449 §5.1: the token endpoint binds tokens to DPoP keys of these algorithms.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// The safety rules for a URL the client fetches during discovery or authorization: https,

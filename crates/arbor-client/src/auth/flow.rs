@@ -2,13 +2,15 @@
 //! server sets off, step by step as the MCP authorization spec orders it (brief:
 //! `authorization.md` §6): the challenge read, the protected resource metadata found and
 //! checked, the authorization server's metadata found and checked, registration, scope
-//! selection, the authorization (code + PKCE, or client credentials), the token; and the
-//! refresh of a token about to expire.
+//! selection, the authorization (code + PKCE, or client credentials), the token; the
+//! refresh of a token about to expire; and DPoP (RFC 9449): whether to bind the token to a
+//! key, and the servers' nonces.
 //!
-//! It is not the transport: the link asks for the bearer before each request and hands
-//! back a refusal. Invariant: one flow runs at a time per link (a `tokio` mutex; a refusal
-//! that arrives after another flow already replaced the token it was sent with only
-//! retries), and identifiers are raw strings throughout.
+//! It is not the transport: the link asks for the credential before each request and
+//! hands back a refusal; the token endpoint exchange itself is `token`. Invariant: one
+//! flow runs at a time per link (a `tokio` mutex; a refusal that arrives after another
+//! flow already replaced the token it was sent with only retries), and identifiers are
+//! raw strings throughout.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime};
@@ -20,11 +22,16 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::discovery::{self, ResourceMetadata, ServerMetadata};
+use super::dpop::DpopKey;
 use super::store::{Registration, TokenSet};
+use super::token::Endpoint;
 use super::{Grant, OAuth, OAuthError};
 
 /// RFC 7523's grant type.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// How many times one request is sent again with a new DPoP nonce (RFC 9449 §9).
+pub(crate) const MAX_NONCE_RETRIES: usize = 2;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
@@ -48,6 +55,49 @@ struct Current {
     token_endpoint: String,
     registration: Registration,
     auth_methods: Option<Vec<String>>,
+    /// The token endpoint takes DPoP proofs (refreshes carry one too).
+    dpop: bool,
+}
+
+/// What a server's refusal asks of DPoP, read from its challenges and metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum DpopAsk {
+    /// Nothing: bearer tokens.
+    #[default]
+    No,
+    /// DPoP is accepted (a `DPoP` challenge beside a `Bearer` one, or DPoP algorithms in
+    /// its metadata): used when the authorization server offers it.
+    Offered,
+    /// Only DPoP-bound tokens are accepted.
+    Required,
+}
+
+impl DpopAsk {
+    fn max(self, other: DpopAsk) -> DpopAsk {
+        match (self, other) {
+            (DpopAsk::Required, _) | (_, DpopAsk::Required) => DpopAsk::Required,
+            (DpopAsk::Offered, _) | (_, DpopAsk::Offered) => DpopAsk::Offered,
+            _ => DpopAsk::No,
+        }
+    }
+}
+
+/// What the link puts on a request: the `Authorization` value, and the `DPoP` proof for a
+/// bound token.
+pub(crate) struct Credential {
+    pub(crate) authorization: String,
+    pub(crate) proof: Option<String>,
+    /// The access token (to say which one a refusal was for).
+    pub(crate) token: String,
+}
+
+/// Why the link may send a refused request again.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// A new token is in place (or another flow put one there).
+    Authorized,
+    /// The server asked for a DPoP nonce, which the next proof carries.
+    Nonce,
 }
 
 /// A refusal from the MCP server, as the link saw it.
@@ -55,19 +105,27 @@ struct Current {
 pub(crate) struct Refusal {
     pub(crate) status: u16,
     pub(crate) challenges: Vec<String>,
-    /// The bearer the refused request carried.
+    /// The access token the refused request carried.
     pub(crate) sent: Option<String>,
+    /// The response's `DPoP-Nonce`, if any.
+    pub(crate) nonce: Option<String>,
 }
 
 /// One link's OAuth state.
 pub(crate) struct Authorizer {
-    oauth: OAuth,
+    pub(super) oauth: OAuth,
     server_url: String,
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     current: Mutex<Option<Current>>,
     /// The scopes asked for last (step-up asks for these and the challenged ones).
     requested: Mutex<BTreeSet<String>>,
     flow: tokio::sync::Mutex<()>,
+    /// The DPoP key: the application's, or made when a server first asked for DPoP.
+    dpop_key: Mutex<Option<DpopKey>>,
+    /// The last nonce of each DPoP server: the token endpoint's (with its URL) and the
+    /// MCP server's.
+    pub(super) as_nonce: Mutex<Option<(String, String)>>,
+    rs_nonce: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Authorizer {
@@ -84,12 +142,15 @@ impl Authorizer {
             .build()
             .expect("an HTTP client");
         Authorizer {
+            dpop_key: Mutex::new(oauth.dpop_key.clone()),
             oauth,
             server_url: server_url.to_owned(),
             http,
             current: Mutex::new(None),
             requested: Mutex::new(BTreeSet::new()),
             flow: tokio::sync::Mutex::new(()),
+            as_nonce: Mutex::new(None),
+            rs_nonce: Mutex::new(None),
         }
     }
 
@@ -98,9 +159,43 @@ impl Authorizer {
         self.oauth.max_authorizations
     }
 
-    /// The bearer for the next request, refreshed first when it is about to expire and a
-    /// refresh token is held (a failed refresh keeps the old token: the server decides).
-    pub(crate) async fn bearer(&self) -> Option<String> {
+    /// The credential for the next `method` request: the token, refreshed first when it
+    /// is about to expire and a refresh token is held (a failed refresh keeps the old
+    /// token: the server decides), as a bearer or, bound, with the `DPoP` scheme and a
+    /// fresh proof.
+    pub(crate) async fn credential(&self, method: &str) -> Option<Credential> {
+        let tokens = self.tokens().await?;
+        if !tokens.dpop {
+            return Some(Credential {
+                authorization: format!("Bearer {}", tokens.access_token),
+                proof: None,
+                token: tokens.access_token,
+            });
+        }
+        let key = self.dpop_key.lock().clone()?;
+        let nonce = self.rs_nonce.lock().clone();
+        match key.proof(method, &self.server_url, Some(&tokens.access_token), nonce.as_deref()) {
+            Ok(proof) => Some(Credential {
+                authorization: format!("DPoP {}", tokens.access_token),
+                proof: Some(proof),
+                token: tokens.access_token,
+            }),
+            Err(e) => {
+                tracing::debug!(error = %e, "no DPoP proof");
+                None
+            }
+        }
+    }
+
+    /// Keeps the MCP server's newest DPoP nonce (RFC 9449 §9: any response may carry one).
+    pub(crate) fn observe(&self, headers: &reqwest::header::HeaderMap) {
+        if let Some(nonce) = dpop_nonce(headers) {
+            *self.rs_nonce.lock() = Some(nonce);
+        }
+    }
+
+    /// The tokens in use, refreshed first when about to expire.
+    async fn tokens(&self) -> Option<TokenSet> {
         let current = self.current.lock().clone()?;
         let lifetime = current.tokens.expires_at.and_then(|at| at.duration_since(current.obtained).ok());
         let ahead = refresh_ahead(lifetime);
@@ -114,20 +209,41 @@ impl Authorizer {
                 }
             }
         }
-        self.current.lock().as_ref().map(|c| c.tokens.access_token.clone())
+        self.current.lock().as_ref().map(|c| c.tokens.clone())
     }
 
-    /// Answers a refusal: refresh, step up or authorize from the start. `Ok` means a new
-    /// token is in place (or another flow put one there) and the request may be sent again.
-    pub(crate) async fn answer(&self, refusal: Refusal) -> Result<(), OAuthError> {
+    /// Answers a refusal: a DPoP nonce kept, or a refresh, a step-up or an authorization
+    /// from the start. `Ok` says why the request may be sent again.
+    pub(crate) async fn answer(&self, refusal: Refusal) -> Result<Retry, OAuthError> {
+        let challenges = parse_challenges(&refusal.challenges.join(", ")).unwrap_or_default();
+        let scheme = |name: &str| challenges.iter().find(|c| c.scheme.eq_ignore_ascii_case(name));
+        let (bearer_challenge, dpop_challenge) = (scheme("bearer"), scheme("dpop"));
+        // RFC 9449 §9: the proof lacked the nonce the server wants; the next one has it.
+        if refusal.status == 401 && dpop_challenge.and_then(|c| c.param("error")) == Some("use_dpop_nonce") {
+            return match refusal.nonce {
+                Some(nonce) => {
+                    *self.rs_nonce.lock() = Some(nonce);
+                    Ok(Retry::Nonce)
+                }
+                None => Err(OAuthError::Dpop("the server asked for a nonce and sent none".into())),
+            };
+        }
         let _flow = self.flow.lock().await;
         let held = self.current.lock().as_ref().map(|c| c.tokens.access_token.clone());
         if held.is_some() && held != refusal.sent {
-            return Ok(());
+            return Ok(Retry::Authorized);
         }
-        let challenge = parse_challenges(&refusal.challenges.join(", ")).unwrap_or_default();
-        let bearer = challenge.iter().find(|c| c.scheme.eq_ignore_ascii_case("bearer"));
-        let param = |name: &str| bearer.and_then(|c| c.param(name)).map(str::to_owned);
+        let ask = match (bearer_challenge, dpop_challenge) {
+            (None, Some(_)) => DpopAsk::Required,
+            (Some(_), Some(_)) => DpopAsk::Offered,
+            _ => DpopAsk::No,
+        };
+        // The parameters of the challenge for the scheme the token was sent with, else
+        // the bearer one, else the DPoP one.
+        let sent_dpop = self.current.lock().as_ref().is_some_and(|c| c.tokens.dpop);
+        let challenge =
+            if sent_dpop { dpop_challenge.or(bearer_challenge) } else { bearer_challenge.or(dpop_challenge) };
+        let param = |name: &str| challenge.and_then(|c| c.param(name)).map(str::to_owned);
         let challenged: Option<Vec<String>> = param("scope").map(|s| s.split_whitespace().map(str::to_owned).collect());
         let step_up = refusal.status == 403 && param("error").as_deref() == Some("insufficient_scope");
         if refusal.status == 403 && !step_up {
@@ -138,11 +254,11 @@ impl Authorizer {
             let current = self.current.lock().clone();
             if let Some(current) = current.filter(|c| c.tokens.refresh_token.is_some()) {
                 if self.refresh(&current).await.is_ok() {
-                    return Ok(());
+                    return Ok(Retry::Authorized);
                 }
             }
         }
-        self.authorize(param("resource_metadata"), challenged, step_up).await
+        self.authorize(param("resource_metadata"), challenged, step_up, ask).await.map(|()| Retry::Authorized)
     }
 
     /// Steps 2–10: discovery, registration, scope, authorization, token.
@@ -151,6 +267,7 @@ impl Authorizer {
         metadata_url: Option<String>,
         challenged: Option<Vec<String>>,
         step_up: bool,
+        ask: DpopAsk,
     ) -> Result<(), OAuthError> {
         let prm = match self.resource_metadata(metadata_url).await? {
             Some(prm) => prm,
@@ -160,6 +277,8 @@ impl Authorizer {
                 resource: String::new(),
                 authorization_servers: vec![discovery::split_origin(&self.server_url).0.to_owned()],
                 scopes_supported: None,
+                dpop_signing_alg_values_supported: None,
+                dpop_bound_access_tokens_required: None,
             },
             None => return Err(OAuthError::ResourceMetadata("none found at the well-known URLs".into())),
         };
@@ -176,9 +295,22 @@ impl Authorizer {
         // Legacy: the metadata's own issuer is the one to hold the callback's `iss` to.
         let issuer = if legacy { meta.issuer.clone() } else { issuer };
         let scopes = self.scopes(&prm, &meta, challenged, step_up);
+        let ask = ask.max(match (prm.dpop_bound_access_tokens_required, &prm.dpop_signing_alg_values_supported) {
+            (Some(true), _) => DpopAsk::Required,
+            (_, Some(_)) => DpopAsk::Offered,
+            _ => DpopAsk::No,
+        });
+        let dpop = self.use_dpop(&meta, ask)?;
         let registration = self.register(&issuer, &meta).await?;
+        let endpoint = Endpoint {
+            url: &meta.token_endpoint,
+            issuer: &issuer,
+            registration: &registration,
+            methods: meta.token_endpoint_auth_methods_supported.as_deref(),
+            dpop,
+        };
         let tokens = match self.oauth.grant {
-            Grant::AuthorizationCode => self.code_flow(&prm, &issuer, &meta, &registration, &scopes).await?,
+            Grant::AuthorizationCode => self.code_flow(&prm, &issuer, &meta, &endpoint, &scopes).await?,
             Grant::ClientCredentials | Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => {
                 let mut form = match &self.oauth.grant {
                     Grant::JwtBearer { assertion } => vec![
@@ -197,17 +329,14 @@ impl Authorizer {
                     form.push(("scope".into(), scopes.join(" ")));
                 }
                 push_resource(&mut form, &prm.resource);
-                self.token_request(
-                    &meta.token_endpoint,
-                    &issuer,
-                    &registration,
-                    meta.token_endpoint_auth_methods_supported.as_deref(),
-                    form,
-                    &scopes,
-                )
-                .await?
+                self.token_request(&endpoint, form, &scopes).await?
             }
         };
+        if ask == DpopAsk::Required && !tokens.dpop {
+            return Err(OAuthError::Dpop(
+                "the server accepts DPoP-bound tokens only and its authorization server issued a bearer token".into(),
+            ));
+        }
         *self.requested.lock() = scopes.iter().cloned().collect();
         let key = if legacy { self.server_url.clone() } else { prm.resource.clone() };
         self.oauth.store.save_tokens(&key, &issuer, Some(tokens.clone()));
@@ -219,8 +348,37 @@ impl Authorizer {
             token_endpoint: meta.token_endpoint,
             registration,
             auth_methods: meta.token_endpoint_auth_methods_supported,
+            dpop,
         });
         Ok(())
+    }
+
+    /// Whether to bind the token to the DPoP key: when the application gave a key or the
+    /// server asks, and the authorization server offers ES256 DPoP (RFC 9449 §5.1). A
+    /// server that requires DPoP from an authorization server without it is an error
+    /// before any authorization request. The key is made here on first need.
+    fn use_dpop(&self, meta: &ServerMetadata, ask: DpopAsk) -> Result<bool, OAuthError> {
+        let offered = meta.dpop_signing_alg_values_supported.as_ref().is_some_and(|a| a.iter().any(|a| a == "ES256"));
+        let wanted = ask != DpopAsk::No || self.dpop_key.lock().is_some();
+        if ask == DpopAsk::Required && !offered {
+            return Err(OAuthError::Dpop(format!(
+                "the server accepts DPoP-bound tokens only and its authorization server {} offers no ES256 DPoP",
+                arbor_protocol::reflect::Clamped(&meta.issuer)
+            )));
+        }
+        if !(wanted && offered) {
+            return Ok(false);
+        }
+        let mut key = self.dpop_key.lock();
+        if key.is_none() {
+            *key = Some(DpopKey::generate()?);
+        }
+        Ok(true)
+    }
+
+    /// The DPoP key, when tokens are bound.
+    pub(super) fn dpop_key(&self) -> Option<DpopKey> {
+        self.dpop_key.lock().clone()
     }
 
     /// SEP-990's first step: the user's ID token exchanged at the identity provider
@@ -333,6 +491,7 @@ impl Authorizer {
                 scopes_supported: None,
                 client_id_metadata_document_supported: None,
                 authorization_response_iss_parameter_supported: None,
+                dpop_signing_alg_values_supported: None,
             });
         }
         Err(OAuthError::ServerMetadata(format!("none found for {issuer}")))
@@ -421,9 +580,10 @@ impl Authorizer {
         prm: &ResourceMetadata,
         issuer: &str,
         meta: &ServerMetadata,
-        registration: &Registration,
+        token_endpoint: &Endpoint<'_>,
         scopes: &[String],
     ) -> Result<TokenSet, OAuthError> {
+        let registration = token_endpoint.registration;
         let endpoint = meta
             .authorization_endpoint
             .as_deref()
@@ -479,15 +639,7 @@ impl Authorizer {
             ("code_verifier".into(), verifier),
         ];
         push_resource(&mut form, &prm.resource);
-        self.token_request(
-            &meta.token_endpoint,
-            issuer,
-            registration,
-            meta.token_endpoint_auth_methods_supported.as_deref(),
-            form,
-            scopes,
-        )
-        .await
+        self.token_request(token_endpoint, form, scopes).await
     }
 
     /// A refresh with the held refresh token; on success the token in use is replaced.
@@ -497,16 +649,14 @@ impl Authorizer {
         let mut form =
             vec![("grant_type".to_owned(), "refresh_token".to_owned()), ("refresh_token".into(), refresh.clone())];
         push_resource(&mut form, &current.resource);
-        let mut tokens = self
-            .token_request(
-                &current.token_endpoint,
-                &current.issuer,
-                &current.registration,
-                current.auth_methods.as_deref(),
-                form,
-                &current.tokens.scopes,
-            )
-            .await?;
+        let endpoint = Endpoint {
+            url: &current.token_endpoint,
+            issuer: &current.issuer,
+            registration: &current.registration,
+            methods: current.auth_methods.as_deref(),
+            dpop: current.dpop,
+        };
+        let mut tokens = self.token_request(&endpoint, form, &current.tokens.scopes).await?;
         // A server that does not rotate refresh tokens sends none back: keep ours.
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh);
@@ -517,94 +667,6 @@ impl Authorizer {
             held.obtained = SystemTime::now();
         }
         Ok(())
-    }
-
-    /// A token endpoint request with the client's authentication: the registered method if
-    /// the server lists it, else Basic (or post when only that is listed) with a secret,
-    /// else none.
-    async fn token_request(
-        &self,
-        endpoint: &str,
-        audience: &str,
-        registration: &Registration,
-        methods: Option<&[String]>,
-        mut form: Vec<(String, String)>,
-        scopes: &[String],
-    ) -> Result<TokenSet, OAuthError> {
-        let listed = |m: &str| methods.is_none_or(|ms| ms.iter().any(|x| x == m));
-        let method = match (&registration.auth_method, &registration.client_secret) {
-            (Some(m), _) if listed(m) => m.clone(),
-            (_, Some(_))
-                if methods.is_some_and(|ms| !ms.iter().any(|x| x == "client_secret_basic"))
-                    && listed("client_secret_post") =>
-            {
-                "client_secret_post".into()
-            }
-            (_, Some(_)) => "client_secret_basic".into(),
-            (_, None) => "none".into(),
-        };
-        let mut request = self.http.post(endpoint);
-        // `private_key_jwt`: a signed assertion instead of any secret; its audience is the
-        // authorization server's issuer.
-        #[cfg(feature = "private-key-jwt")]
-        let method = match &self.oauth.assertion_key {
-            Some(key) => {
-                form.push(("client_id".into(), registration.client_id.clone()));
-                let kind = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-                form.push(("client_assertion_type".into(), kind.to_owned()));
-                form.push(("client_assertion".into(), key.sign(&registration.client_id, audience)?));
-                "private_key_jwt".to_owned()
-            }
-            None => method,
-        };
-        #[cfg(not(feature = "private-key-jwt"))]
-        let _ = audience;
-        match (method.as_str(), &registration.client_secret) {
-            ("private_key_jwt", _) => {}
-            ("client_secret_basic", Some(secret)) => {
-                let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-                let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-                    "{}:{}",
-                    enc(&registration.client_id),
-                    enc(secret)
-                ));
-                request = request.header(reqwest::header::AUTHORIZATION, format!("Basic {basic}"));
-            }
-            ("client_secret_post", Some(secret)) => {
-                form.push(("client_id".into(), registration.client_id.clone()));
-                form.push(("client_secret".into(), secret.clone()));
-            }
-            _ => form.push(("client_id".into(), registration.client_id.clone())),
-        }
-        let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form.iter()).finish();
-        let response = request
-            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .map_err(http_error)?;
-        let status = response.status();
-        #[derive(Deserialize)]
-        struct Answer {
-            access_token: Option<String>,
-            refresh_token: Option<String>,
-            expires_in: Option<u64>,
-            error: Option<String>,
-        }
-        let answer: Answer = response.json().await.map_err(|e| OAuthError::Token(e.without_url().to_string()))?;
-        match answer.access_token {
-            Some(access_token) if status.is_success() => Ok(TokenSet {
-                access_token,
-                refresh_token: answer.refresh_token,
-                expires_at: answer.expires_in.map(|s| SystemTime::now() + Duration::from_secs(s)),
-                scopes: scopes.to_vec(),
-            }),
-            _ => Err(OAuthError::Token(format!(
-                "HTTP {}: {}",
-                status.as_u16(),
-                arbor_protocol::reflect::Clamped(answer.error.as_deref().unwrap_or("no access token"))
-            ))),
-        }
     }
 
     /// GETs a JSON document: `Ok(None)` on a 4xx (try the next URL), `Err` on anything else.
@@ -635,7 +697,25 @@ fn push_resource(form: &mut Vec<(String, String)>, resource: &str) {
     }
 }
 
-fn http_error(e: reqwest::Error) -> OAuthError {
+/// Whether a response is a resource server's DPoP nonce challenge (RFC 9449 §9): a 401
+/// with a `DPoP` challenge `error="use_dpop_nonce"` and a `DPoP-Nonce`.
+pub(crate) fn asks_nonce(status: u16, headers: &reqwest::header::HeaderMap) -> bool {
+    status == 401
+        && dpop_nonce(headers).is_some()
+        && headers.get_all(reqwest::header::WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).any(|v| {
+            parse_challenges(v)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.scheme.eq_ignore_ascii_case("dpop") && c.param("error") == Some("use_dpop_nonce"))
+        })
+}
+
+/// A response's `DPoP-Nonce`.
+pub(super) fn dpop_nonce(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    headers.get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+pub(super) fn http_error(e: reqwest::Error) -> OAuthError {
     OAuthError::Http(e.without_url().to_string())
 }
 

@@ -18,13 +18,21 @@
 #[cfg(feature = "private-key-jwt")]
 mod assertion;
 pub mod discovery;
+#[cfg(feature = "dpop")]
+mod dpop;
+#[cfg(not(feature = "dpop"))]
+#[path = "no_dpop.rs"]
+mod dpop;
 pub(crate) mod flow;
 mod store;
+mod token;
 mod user_agent;
 
 use std::fmt;
 use std::sync::Arc;
 
+#[cfg(feature = "dpop")]
+pub use dpop::DpopKey;
 pub use store::{CredentialStore, MemoryStore, Registration, TokenSet};
 pub use user_agent::{Callback, HeadlessUserAgent, LoopbackUserAgent, UserAgent};
 
@@ -117,6 +125,9 @@ pub struct OAuth {
     pub(crate) max_authorizations: usize,
     #[cfg(feature = "private-key-jwt")]
     pub(crate) assertion_key: Option<assertion::AssertionKey>,
+    /// The key DPoP-bound tokens are bound to: the application's, else one made when a
+    /// server first asks for DPoP.
+    pub(crate) dpop_key: Option<dpop::DpopKey>,
 }
 
 impl fmt::Debug for OAuth {
@@ -129,6 +140,7 @@ impl fmt::Debug for OAuth {
             .field("metadata_url", &self.metadata_url)
             .field("scope", &self.scope)
             .field("allow_http_loopback", &self.allow_http_loopback)
+            .field("dpop_key", &self.dpop_key)
             .finish_non_exhaustive()
     }
 }
@@ -156,6 +168,7 @@ impl OAuth {
             max_authorizations: 2,
             #[cfg(feature = "private-key-jwt")]
             assertion_key: None,
+            dpop_key: None,
         }
     }
 
@@ -247,6 +260,19 @@ impl OAuth {
         self
     }
 
+    /// The same settings asking for DPoP-bound tokens (RFC 9449) bound to `key` from every
+    /// authorization server that offers ES256 DPoP, whether or not the MCP server asks.
+    /// Without it the client still uses DPoP, with a key of its own made on first use,
+    /// when the server asks for it (a `DPoP` challenge, or protected resource metadata
+    /// with `dpop_bound_access_tokens_required` or `dpop_signing_alg_values_supported`).
+    /// Give the key when tokens outlive the process (a bound token needs its key). Needs
+    /// the `dpop` feature (on by default).
+    #[cfg(feature = "dpop")]
+    pub fn dpop(mut self, key: DpopKey) -> OAuth {
+        self.dpop_key = Some(key);
+        self
+    }
+
     /// The most authorization requests one MCP request may cause (a 401, then a 403
     /// step-up). Default 2.
     pub fn max_authorizations(mut self, n: usize) -> OAuth {
@@ -299,4 +325,9 @@ pub enum OAuthError {
     /// An HTTP exchange with the authorization server failed.
     #[error("an authorization HTTP exchange failed: {0}")]
     Http(String),
+    /// DPoP could not be used where the server requires it (no ES256 DPoP at its
+    /// authorization server, a bearer token issued instead, the feature left out), or a
+    /// key could not be made or used.
+    #[error("DPoP: {0}")]
+    Dpop(String),
 }

@@ -44,6 +44,9 @@ pub struct TokenSet {
     pub expires_at: Option<SystemTime>,
     /// The scopes asked for when it was obtained.
     pub scopes: Vec<String>,
+    /// Whether the access token is DPoP-bound (`token_type` `DPoP`): it is sent with the
+    /// `DPoP` scheme and a proof signed by the key it is bound to, never as a bearer.
+    pub dpop: bool,
 }
 
 impl fmt::Debug for TokenSet {
@@ -53,6 +56,7 @@ impl fmt::Debug for TokenSet {
             .field("refresh_token", &self.refresh_token.as_ref().map(|_| "<redacted>"))
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -129,6 +133,7 @@ mod tests {
             refresh_token: Some("secret-refresh".into()),
             expires_at: None,
             scopes: vec!["a".into()],
+            dpop: false,
         };
         let r = Registration { client_id: "id".into(), client_secret: Some("secret-client".into()), auth_method: None };
         let text = format!("{t:?} {r:?}");

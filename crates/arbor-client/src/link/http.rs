@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 
-use crate::auth::flow::Refusal;
+use crate::auth::flow::{Refusal, Retry, MAX_NONCE_RETRIES};
 use crate::auth::Authorizer;
 use serde_json::Value;
 use tokio::task::AbortHandle;
@@ -197,10 +197,10 @@ impl HttpLink {
     async fn run_request(&self, shared: &Arc<Shared>, id: i64, method: MethodName, headers: HeaderMap, frame: Vec<u8>) {
         let modern = headers.contains_key(METHOD_HEADER);
         let frame = bytes::Bytes::from(frame);
-        let mut authorizations = 0;
+        let (mut authorizations, mut nonces) = (0, 0);
         let response = loop {
             let mut headers = headers.clone();
-            let sent_token = self.authorize(&mut headers).await;
+            let sent_token = self.authorize(&mut headers, "POST").await;
             let sent = self.client.post(self.url.clone()).headers(headers).body(frame.clone()).send().await;
             let response = match sent {
                 Ok(r) => r,
@@ -210,21 +210,33 @@ impl HttpLink {
                     return;
                 }
             };
+            if let Some(auth) = &self.auth {
+                auth.observe(response.headers());
+            }
             let refused = matches!(response.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
             let Some(auth) = self.auth.as_ref().filter(|_| refused) else { break response };
-            let failure = if authorizations == auth.max_authorizations() {
+            let failure = if nonces == MAX_NONCE_RETRIES {
+                crate::auth::OAuthError::Dpop(format!("the server refused {nonces} DPoP nonces in a row"))
+            } else if authorizations == auth.max_authorizations() {
                 crate::auth::OAuthError::RetryLimit(authorizations)
             } else {
-                authorizations += 1;
                 let challenges = response
                     .headers()
                     .get_all(reqwest::header::WWW_AUTHENTICATE)
                     .iter()
                     .filter_map(|v| v.to_str().ok().map(str::to_owned))
                     .collect();
-                let refusal = Refusal { status: response.status().as_u16(), challenges, sent: sent_token };
+                let nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let refusal = Refusal { status: response.status().as_u16(), challenges, sent: sent_token, nonce };
                 match auth.answer(refusal).await {
-                    Ok(()) => continue,
+                    Ok(Retry::Authorized) => {
+                        authorizations += 1;
+                        continue;
+                    }
+                    Ok(Retry::Nonce) => {
+                        nonces += 1;
+                        continue;
+                    }
                     Err(e) => e,
                 }
             };
@@ -268,12 +280,44 @@ impl HttpLink {
         shared.complete(id, crate::shared::Reply::Failed(Failure::Transport(why)));
     }
 
-    /// Puts the bearer into `headers` (OAuth on and a token held), and says which.
-    async fn authorize(&self, headers: &mut HeaderMap) -> Option<String> {
-        let token = self.auth.as_ref()?.bearer().await?;
-        let value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-        Some(token)
+    /// Puts the credential for a `method` request into `headers` (OAuth on and a token
+    /// held): the bearer, or the DPoP-bound token and its proof; says which token.
+    async fn authorize(&self, headers: &mut HeaderMap, method: &str) -> Option<String> {
+        let credential = self.auth.as_ref()?.credential(method).await?;
+        headers.insert(reqwest::header::AUTHORIZATION, HeaderValue::from_str(&credential.authorization).ok()?);
+        if let Some(proof) = credential.proof.and_then(|p| HeaderValue::from_str(&p).ok()) {
+            headers.insert(HeaderName::from_static("dpop"), proof);
+        }
+        Some(credential.token)
+    }
+
+    /// Sends a request other than a call (a GET stream, a notification or response, the
+    /// DELETE) with the credential for its method, once more when the server asks for a
+    /// new DPoP nonce (RFC 9449 §9). A refusal otherwise is the caller's to read: only a
+    /// call may set off an authorization.
+    async fn send_authorized(
+        &self,
+        method: reqwest::Method,
+        headers: HeaderMap,
+        body: Option<bytes::Bytes>,
+    ) -> reqwest::Result<Response> {
+        let mut retried = false;
+        loop {
+            let mut h = headers.clone();
+            self.authorize(&mut h, method.as_str()).await;
+            let mut request = self.client.request(method.clone(), self.url.clone()).headers(h);
+            if let Some(body) = &body {
+                request = request.body(body.clone());
+            }
+            let response = request.send().await?;
+            let Some(auth) = &self.auth else { return Ok(response) };
+            auth.observe(response.headers());
+            if !retried && crate::auth::flow::asks_nonce(response.status().as_u16(), response.headers()) {
+                retried = true;
+                continue;
+            }
+            return Ok(response);
+        }
     }
 
     /// Whether request `id` still waits for its answer.
@@ -324,8 +368,7 @@ impl HttpLink {
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         headers.remove(CONTENT_TYPE);
         headers.insert(LAST_EVENT_ID, HeaderValue::from_str(last_id).ok()?);
-        self.authorize(&mut headers).await;
-        let response = self.client.get(self.url.clone()).headers(headers).send().await.ok()?;
+        let response = self.send_authorized(reqwest::Method::GET, headers, None).await.ok()?;
         response.status().is_success().then_some(response)
     }
 
@@ -340,13 +383,8 @@ impl HttpLink {
                 }
             }
         }
-        self.authorize(&mut headers).await;
         let response = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .body(frame)
-            .send()
+            .send_authorized(reqwest::Method::POST, headers, Some(frame.into()))
             .await
             .map_err(|e| ClientError::Transport(TransportError::Http(Arc::new(e))))?;
         if response.status().is_success() {
@@ -374,8 +412,7 @@ impl HttpLink {
                 if let Some(v) = resume.as_ref().and_then(|r| HeaderValue::from_str(&r.last_id).ok()) {
                     headers.insert(LAST_EVENT_ID, v);
                 }
-                link.authorize(&mut headers).await;
-                let sent = link.client.get(link.url.clone()).headers(headers).send().await;
+                let sent = link.send_authorized(reqwest::Method::GET, headers, None).await;
                 // Answered, one way or the other: the caller may go on.
                 ready_tx.take().map(|tx| tx.send(()));
                 let response = match sent {
@@ -412,8 +449,7 @@ impl HttpLink {
             if let Ok(v) = HeaderValue::from_str(&sid) {
                 headers.insert(SESSION_HEADER, v);
             }
-            self.authorize(&mut headers).await;
-            let delete = self.client.delete(self.url.clone()).headers(headers).send();
+            let delete = self.send_authorized(reqwest::Method::DELETE, headers, None);
             let _ = tokio::time::timeout(std::time::Duration::from_secs(2), delete).await;
         }
     }

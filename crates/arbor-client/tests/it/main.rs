@@ -9,6 +9,7 @@ mod handler;
 mod a_stdio_server_is_spawned_and_restarted;
 mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
+mod dpop_binds_tokens_and_follows_nonces;
 mod era_detection_falls_back_on_any_error_or_silence;
 mod input_is_answered_by_the_handler_in_both_eras;
 mod oauth_logs_in_to_a_real_authorization_server;
