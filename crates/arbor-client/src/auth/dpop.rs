@@ -81,8 +81,9 @@ impl DpopKey {
 
     /// A fresh proof for a `method` request to `url` (its query and fragment are left out,
     /// as `htu` must be), bound to `access_token` when one is sent, with the server's
-    /// `nonce` when it gave one.
-    pub(crate) fn proof(
+    /// `nonce` when it gave one. The client makes these itself; this is for requests an
+    /// application sends with the same token by other means.
+    pub fn proof(
         &self,
         method: &str,
         url: &str,
