@@ -21,5 +21,6 @@ pub mod method;
 pub mod methods;
 pub mod model;
 pub mod reflect;
+pub mod uri;
 pub mod version;
 pub mod www_authenticate;

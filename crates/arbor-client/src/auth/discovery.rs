@@ -16,15 +16,7 @@ use super::OAuthError;
 /// The well-known path of RFC 9728.
 const PRM: &str = "/.well-known/oauth-protected-resource";
 
-/// `scheme://authority` and the path (without query or fragment) of `url`, as written.
-pub fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let rest = &url[after_scheme..];
-    let path_at = rest.find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
-    let (origin, tail) = url.split_at(path_at);
-    let end = tail.find(['?', '#']).unwrap_or(tail.len());
-    (origin, &tail[..end])
-}
+pub use arbor_protocol::uri::split_origin;
 
 /// Where to look for the protected resource metadata of the server at `server_url`
 /// when its challenge named none: the path-suffixed well-known URL (unless the path is

@@ -90,7 +90,7 @@ impl DpopKey {
         access_token: Option<&str>,
         nonce: Option<&str>,
     ) -> Result<String, OAuthError> {
-        let (origin, path) = crate::auth::discovery::split_origin(url);
+        let (origin, path) = arbor_protocol::uri::split_origin(url);
         let mut jti = [0u8; 16];
         getrandom::fill(&mut jti).map_err(|e| OAuthError::Dpop(format!("no randomness: {e}")))?;
         let iat = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use arbor_protocol::uri::split_origin;
 use arbor_server::ScopeHierarchy;
 
 use super::verify::{SharedVerifier, TokenVerifier};
@@ -189,17 +190,6 @@ impl AuthConfig {
             &self.scopes_supported
         }
     }
-}
-
-/// `https://host:port/path?q` → (`https://host:port`, `/path`): the path without query
-/// or fragment.
-fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let rest = &url[after_scheme..];
-    let path_at = rest.find(['/', '?', '#']).map_or(url.len(), |i| after_scheme + i);
-    let (origin, tail) = url.split_at(path_at);
-    let path_end = tail.find(['?', '#']).unwrap_or(tail.len());
-    (origin, &tail[..path_end])
 }
 
 #[cfg(test)]
