@@ -63,6 +63,22 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Whether a server answering with this code failed, for telemetry (the OpenTelemetry
+    /// MCP conventions' server-side classification): a parse error, an invalid request, an
+    /// unknown method, invalid params (an unknown tool too) and resource-not-found are the
+    /// caller's mistakes and "SHOULD NOT be considered errors"; every other code is. A
+    /// client counts every error code as an error.
+    pub const fn is_server_fault(self) -> bool {
+        !matches!(
+            self,
+            ErrorCode::ParseError
+                | ErrorCode::InvalidRequest
+                | ErrorCode::MethodNotFound
+                | ErrorCode::InvalidParams
+                | ErrorCode::ResourceNotFound
+        )
+    }
+
     /// Classifies a numeric code. Every `i64` has exactly one class, and
     /// `ErrorCode::from_i64(c).as_i64() == c`.
     pub const fn from_i64(code: i64) -> ErrorCode {
@@ -495,4 +511,19 @@ impl From<MethodError> for McpError {
 /// the id when the decoder could read one.
 pub fn decode_error_response(err: &DecodeError) -> Message {
     McpError::from(err).to_response(err.id.clone())
+}
+
+#[cfg(test)]
+mod server_fault_tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn only_the_callers_mistakes_are_not_server_faults() {
+        for code in [-32700, -32600, -32601, -32602, -32002] {
+            assert!(!ErrorCode::from_i64(code).is_server_fault(), "{code}");
+        }
+        for code in [-32603, -32000, -32020, -32021, -32022, -32042, 1, -32099] {
+            assert!(ErrorCode::from_i64(code).is_server_fault(), "{code}");
+        }
+    }
 }
