@@ -59,8 +59,9 @@ struct Current {
     dpop: bool,
 }
 
-/// What a server's refusal asks of DPoP, read from its challenges and metadata.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a server's refusal asks of DPoP, read from its challenges and metadata. Ordered
+/// by how much is asked, so two readings combine with `max`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 enum DpopAsk {
     /// Nothing: bearer tokens.
     #[default]
@@ -70,16 +71,6 @@ enum DpopAsk {
     Offered,
     /// Only DPoP-bound tokens are accepted.
     Required,
-}
-
-impl DpopAsk {
-    fn max(self, other: DpopAsk) -> DpopAsk {
-        match (self, other) {
-            (DpopAsk::Required, _) | (_, DpopAsk::Required) => DpopAsk::Required,
-            (DpopAsk::Offered, _) | (_, DpopAsk::Offered) => DpopAsk::Offered,
-            _ => DpopAsk::No,
-        }
-    }
 }
 
 /// What the link puts on a request: the `Authorization` value, and the `DPoP` proof for a
@@ -219,7 +210,7 @@ impl Authorizer {
         let scheme = |name: &str| challenges.iter().find(|c| c.scheme.eq_ignore_ascii_case(name));
         let (bearer_challenge, dpop_challenge) = (scheme("bearer"), scheme("dpop"));
         // RFC 9449 §9: the proof lacked the nonce the server wants; the next one has it.
-        if refusal.status == 401 && dpop_challenge.and_then(|c| c.param("error")) == Some("use_dpop_nonce") {
+        if refusal.status == 401 && dpop_challenge.is_some_and(asks_for_nonce) {
             return match refusal.nonce {
                 Some(nonce) => {
                     *self.rs_nonce.lock() = Some(nonce);
@@ -706,12 +697,17 @@ pub(crate) fn asks_nonce(status: u16, headers: &reqwest::header::HeaderMap) -> b
             parse_challenges(v)
                 .unwrap_or_default()
                 .iter()
-                .any(|c| c.scheme.eq_ignore_ascii_case("dpop") && c.param("error") == Some("use_dpop_nonce"))
+                .any(|c| c.scheme.eq_ignore_ascii_case("dpop") && asks_for_nonce(c))
         })
 }
 
+/// Whether a `DPoP` challenge says the proof lacked the nonce the server wants.
+fn asks_for_nonce(challenge: &arbor_protocol::www_authenticate::ParsedChallenge) -> bool {
+    challenge.param("error") == Some("use_dpop_nonce")
+}
+
 /// A response's `DPoP-Nonce`.
-pub(super) fn dpop_nonce(headers: &reqwest::header::HeaderMap) -> Option<String> {
+pub(crate) fn dpop_nonce(headers: &reqwest::header::HeaderMap) -> Option<String> {
     headers.get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned)
 }
 

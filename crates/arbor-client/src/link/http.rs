@@ -226,7 +226,7 @@ impl HttpLink {
                     .iter()
                     .filter_map(|v| v.to_str().ok().map(str::to_owned))
                     .collect();
-                let nonce = response.headers().get("dpop-nonce").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let nonce = crate::auth::flow::dpop_nonce(response.headers());
                 let refusal = Refusal { status: response.status().as_u16(), challenges, sent: sent_token, nonce };
                 match auth.answer(refusal).await {
                     Ok(Retry::Authorized) => {
