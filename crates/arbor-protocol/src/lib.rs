@@ -21,6 +21,7 @@ pub mod method;
 pub mod methods;
 pub mod model;
 pub mod reflect;
+pub mod telemetry;
 pub mod uri;
 pub mod version;
 pub mod www_authenticate;

@@ -87,6 +87,11 @@ pub struct ServerConfig {
     /// flight may run on before each is stopped and answered with a -32603 saying so; the
     /// connection closes once all are answered. Default 5 s.
     pub drain_timeout: Duration,
+    /// Whether request spans carry tool calls' arguments and results
+    /// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`, see
+    /// [`telemetry`](crate::telemetry)). They may hold anything a user typed or a tool
+    /// read, so they are opt-in. Default false.
+    pub trace_tool_payloads: bool,
 }
 
 impl Default for ServerConfig {
@@ -110,11 +115,18 @@ impl Default for ServerConfig {
             subscription_options: SubscribeOptions::coalesce(),
             tasks: TaskConfig::default(),
             drain_timeout: Duration::from_secs(5),
+            trace_tool_payloads: false,
         }
     }
 }
 
 impl ServerConfig {
+    /// Sets [`ServerConfig::trace_tool_payloads`].
+    pub fn trace_tool_payloads(mut self, on: bool) -> Self {
+        self.trace_tool_payloads = on;
+        self
+    }
+
     /// Sets [`ServerConfig::max_in_flight_per_connection`].
     pub fn max_in_flight_per_connection(mut self, max: usize) -> Self {
         self.max_in_flight_per_connection = max;

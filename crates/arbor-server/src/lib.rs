@@ -40,6 +40,7 @@ pub mod router;
 mod serve;
 pub mod subscription;
 pub mod tasks;
+pub mod telemetry;
 mod tree;
 
 /// The pub/sub bus subscription streams are fed by (re-exported from `arbor-bus`).

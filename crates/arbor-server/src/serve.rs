@@ -64,6 +64,9 @@ pub struct ConnectOptions {
     /// `auth`, it names the connection's [`Requester`](crate::Requester): the bounds one
     /// client may not exceed across all its connections count against it.
     pub peer: Option<SocketAddr>,
+    /// The legacy HTTP session this connection serves (`Mcp-Session-Id`), for the spans'
+    /// `mcp.session.id` (never set on 2026-07-28 requests, whatever this says).
+    pub session_id: Option<Arc<str>>,
 }
 
 impl ConnectOptions {
@@ -83,6 +86,12 @@ impl ConnectOptions {
     pub fn principal(mut self, principal: Arc<Principal>) -> Self {
         self.auth = Some(principal.key());
         self.principal = Some(principal);
+        self
+    }
+
+    /// The same options for the legacy session `id` (see [`ConnectOptions::session_id`]).
+    pub fn session_id(mut self, id: Arc<str>) -> Self {
+        self.session_id = Some(id);
         self
     }
 
@@ -297,6 +306,7 @@ impl Server {
             auth: options.auth,
             principal: options.principal,
             peer: options.peer,
+            session_id: options.session_id,
             gauge,
         })
         .await

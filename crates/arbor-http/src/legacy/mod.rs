@@ -124,7 +124,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     };
     // The session's requests and subscriptions count against its client's share of the
     // tenant (with the other sessions and POSTs from the same address or principal).
-    let options = session_options(inner, parts);
+    let options = session_options(inner, parts).session_id(id.clone());
     let owner = verified(parts).map(|v| v.requester.clone());
     let standalone = Arc::new(EventStream::new(0));
     let (route, rx) = Route::channel();

@@ -80,7 +80,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         Ok(id) => id,
         Err(e) => return unavailable(format!("Service Unavailable: no randomness: {e}")),
     };
-    let options = session_options(&inner, &parts);
+    let options = session_options(&inner, &parts).session_id(id.clone());
     let owner = verified(&parts).map(|v| v.requester.clone());
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route.clone()).await {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
@@ -97,13 +98,25 @@ impl ClientRequester for ConnectionHandle {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
         let (reply, answer) = oneshot::channel();
         let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
+        let method = match &request {
+            InputRequest::Elicit(_) => MethodName::Elicit,
+            InputRequest::CreateMessage(_) => MethodName::CreateMessage,
+            InputRequest::ListRoots(_) => MethodName::ListRoots,
+        };
+        let span = crate::telemetry::outgoing_span(method.as_str(), &id);
         self.actor
             .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply, output: self.output.clone() })
             .map_err(|_| McpError::internal("the connection to the client is closed"))?;
         let mut abandon = Abandon { handle: self, id: Some(id) };
-        let answered = answer.await;
+        let answered = tracing::Instrument::instrument(answer, span.clone()).await;
         abandon.id = None;
-        answered.map_err(|_| McpError::internal("the connection closed before the client answered"))?
+        let answered = answered
+            .map_err(|_| McpError::internal("the connection closed before the client answered"))
+            .and_then(|r| r);
+        if let Err(err) = &answered {
+            crate::telemetry::record_client_error(&span, err);
+        }
+        answered
     }
 }
 

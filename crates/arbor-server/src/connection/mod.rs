@@ -67,6 +67,7 @@ use crate::principal::Principal;
 use crate::request::sink::ConnectionSink;
 use crate::requester::Requester;
 use crate::serve::Shared;
+use crate::telemetry::ConnectionTrace;
 use crate::tree::TenantLimits;
 use output::Output;
 
@@ -110,6 +111,7 @@ pub(crate) struct ConnectionArgs {
     pub(crate) auth: Option<String>,
     pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) peer: Option<std::net::SocketAddr>,
+    pub(crate) session_id: Option<Arc<str>>,
     pub(crate) gauge: Gauge,
 }
 
@@ -198,6 +200,8 @@ pub(crate) struct ConnState {
     workers: Vec<JoinHandle<()>>,
     /// The connection's tracing span, parent of its requests' spans.
     span: tracing::Span,
+    /// What every span of the connection shares (`crate::telemetry`).
+    trace: ConnectionTrace,
     _live: LiveToken,
 }
 
@@ -211,8 +215,14 @@ impl Actor for ConnectionActor {
         myself: ActorRef<ConnMsg>,
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
-        let ConnectionArgs { shared, io, tenant, auth, principal, peer, gauge } = args;
-        let span = tracing::info_span!("connection", id = %myself.get_id(), tenant = tenant.name());
+        let ConnectionArgs { shared, io, tenant, auth, principal, peer, session_id, gauge } = args;
+        let trace = ConnectionTrace {
+            transport: if matches!(io, Io::Stream { .. }) { "pipe" } else { "tcp" },
+            session_id,
+            path: format!("root/tenant:{}/connections/{}", tenant.name(), myself.get_id()).into(),
+            payloads: shared.config.trace_tool_payloads,
+        };
+        let span = trace.connection_span(tenant.name());
         tracing::debug!(parent: &span, "connection started");
         let spec = TaskSupervisorSpec::new("requests")
             .max_concurrency(shared.config.max_in_flight_per_connection)
@@ -260,6 +270,7 @@ impl Actor for ConnectionActor {
             notifications: None,
             workers,
             span,
+            trace,
             _live: gauge.actor_token(),
         })
     }

@@ -285,6 +285,7 @@ impl ConnState {
         });
         let log_level = self.shared.config.default_log_level;
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
+        crate::telemetry::record_negotiated(&self.span, version);
         if let Some(endpoint) = &self.endpoint {
             let _ = endpoint.negotiated.set(version);
         }

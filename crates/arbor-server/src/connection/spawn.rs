@@ -36,6 +36,7 @@ use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
+use crate::telemetry::{self, RequestSpan};
 
 impl ConnState {
     pub(super) fn spawn(&mut self, id: RequestId, request: Box<ClientRequest>, meta: Meta, terms: JobTerms) {
@@ -88,7 +89,21 @@ impl ConnState {
                 self.me.with_output(current.output.clone()),
             ),
         };
+        // A span per request (`crate::telemetry`), child of the connection's (a 2026-07-28
+        // pool's requests are roots) unless `_meta` names a trace; without a subscriber
+        // interested in it, it costs a relaxed load and builds no string.
+        let span = RequestSpan {
+            parent: (!scoped).then_some(&self.span),
+            trace: &self.trace,
+            id: &id,
+            request: &request,
+            version: terms.version,
+            info: &terms.connection,
+            meta: &meta,
+        }
+        .open();
         let job = RequestJob {
+            span: span.clone(),
             shared: self.shared.clone(),
             id: id.clone(),
             request,
@@ -101,6 +116,7 @@ impl ConnState {
         };
         let report = {
             let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
+            let span = span.clone();
             move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
                 tenant.release();
                 drop(requester_slot);
@@ -109,9 +125,15 @@ impl ConnState {
                     TaskOutcome::Failed(never) => match never {},
                     TaskOutcome::Panicked(message) => {
                         tracing::error!(%id, %method, %message, "request handler panicked");
-                        error_frame(&id, &panicked(method))
+                        let err = panicked(method);
+                        telemetry::record_error(&span, &err);
+                        error_frame(&id, &err)
                     }
-                    TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
+                    TaskOutcome::TimedOut => {
+                        let err = timed_out(method, deadline);
+                        telemetry::record_error(&span, &err);
+                        error_frame(&id, &err)
+                    }
                     // Cancelled by the client (or its route closed), or the connection is
                     // stopping: no answer.
                     TaskOutcome::Cancelled | TaskOutcome::Shutdown => {
@@ -132,9 +154,6 @@ impl ConnState {
         // Boxed once here (the request's state is several KiB), so the task wrapper and
         // tokio move a pointer instead of copying that state at every layer; this alone
         // tripled pipelined throughput.
-        // A span per request, child of the connection's, with the id and method as fields;
-        // without a subscriber interested in debug spans it costs a relaxed load.
-        let span = tracing::debug_span!(parent: &self.span, "request", %id, %method);
         let options = TaskOptions::deadline(deadline);
         let spawned = if scoped {
             let route = self.out().clone();

@@ -34,6 +34,7 @@ use crate::error::{duplicate_id, listens_overloaded, OverloadScope};
 use crate::requester::RequesterSlot;
 use crate::subscription::unit::Unit;
 use crate::subscription::StreamShared;
+use crate::telemetry;
 
 impl ConnState {
     fn unit(
@@ -46,6 +47,10 @@ impl ConnState {
         ready: Option<oneshot::Sender<Result<(), McpError>>>,
     ) -> Unit {
         let shared = &self.shared;
+        // A scoped listen (the 2026-07-28 pool) is a root span, as its requests are.
+        let parent = (!close_with_output).then_some(&self.span);
+        let uri = filter.resource_subscriptions.as_ref().and_then(|uris| uris.first()).map(String::as_str);
+        let span = telemetry::stream_span(parent, &self.trace, id.as_ref(), &connection, uri);
         Unit {
             shared: StreamShared::new(
                 id,
@@ -60,6 +65,7 @@ impl ConnState {
             requested: filter,
             ready,
             slot: None,
+            span,
         }
     }
 

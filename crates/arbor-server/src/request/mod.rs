@@ -40,6 +40,7 @@ use crate::input::modern::Arguments;
 use crate::reply::Reply;
 use crate::serve::Shared;
 use crate::tasks::{self, CallRoute};
+use crate::telemetry;
 use shape::{CacheDefaults, Shape};
 
 /// The terms a request runs under, whichever era supplied them.
@@ -63,6 +64,9 @@ pub(crate) struct RequestJob {
     /// How to reach the client, for legacy input requests.
     pub(crate) requester: ConnectionHandle,
     pub(crate) signal: Arc<RequestSignal>,
+    /// The request's span (`crate::telemetry`): the task runs in it; errors and tool
+    /// results are recorded on it.
+    pub(crate) span: tracing::Span,
 }
 
 /// Marks the request's signal when the task ends: finished if it answered, stopped if its
@@ -83,17 +87,20 @@ impl RequestJob {
     /// Runs the request and returns its encoded response.
     pub(crate) async fn run(self) -> Vec<u8> {
         let mut guard = SignalGuard(self.signal.clone(), false);
-        let id = self.id.clone();
+        let (id, span) = (self.id.clone(), self.span.clone());
         let frame = match self.dispatch().await {
             Ok(frame) => frame,
-            Err(err) => error_frame(&id, &err),
+            Err(err) => {
+                telemetry::record_error(&span, &err);
+                error_frame(&id, &err)
+            }
         };
         guard.1 = true;
         frame
     }
 
     async fn dispatch(self) -> Result<Vec<u8>, McpError> {
-        let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal } = self;
+        let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal, span } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
         let cx = RequestContext::from_parts(ContextParts {
@@ -139,6 +146,10 @@ impl RequestJob {
                         handler.call_tool(p, cx)
                     })
                     .await?;
+                if let Outcome::Complete(result) = &outcome {
+                    let payloads = shared.config.trace_tool_payloads;
+                    telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
+                }
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListResources(p) => {

@@ -63,6 +63,8 @@ pub(crate) struct Unit {
     /// The requester's stream slot (`TenantLimits::streams`), if it is counted: owned by
     /// the task, so it is given back exactly when the stream ends, however it ends.
     pub(crate) slot: Option<RequesterSlot>,
+    /// The stream's span (`crate::telemetry::stream_span`), which its task runs in.
+    pub(crate) span: tracing::Span,
 }
 
 /// What a connection keeps of a running stream.
@@ -88,7 +90,7 @@ impl UnitRef {
 
 impl Unit {
     /// Starts the stream on `tasks`, with no deadline.
-    pub(crate) fn spawn(self, tasks: &TaskSupervisor) -> Result<UnitRef, SpawnError> {
+    pub(crate) fn spawn(mut self, tasks: &TaskSupervisor) -> Result<UnitRef, SpawnError> {
         let (close_tx, close_rx) = oneshot::channel();
         let id = self.shared.id.clone();
         let report = move |outcome: TaskOutcome<(), Infallible>| {
@@ -98,13 +100,14 @@ impl Unit {
             }
         };
         let options = TaskOptions { deadline: None };
-        let work = Box::pin(self.run(close_rx));
+        let span = std::mem::replace(&mut self.span, tracing::Span::none());
+        let work = Box::pin(tracing::Instrument::instrument(self.run(close_rx), span));
         let task = tasks.spawn_reporting(options, work, report)?;
         Ok(UnitRef { close: Some(close_tx), task })
     }
 
     async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {
-        let Unit { shared, handlers, requested, ready, slot: _slot } = self;
+        let Unit { shared, handlers, requested, ready, slot: _slot, span: _ } = self;
         let mut stream = Stream { shared, handlers, states: Vec::new() };
         let mut filter = requested.clone();
         for owner in 0..stream.handlers.len() {
@@ -358,8 +361,14 @@ mod tests {
             SubscribeOptions::coalesce(),
             Default::default(),
         );
-        let unit =
-            Unit { shared, handlers: Arc::from(Vec::new()), requested: Default::default(), ready: None, slot: None };
+        let unit = Unit {
+            shared,
+            handlers: Arc::from(Vec::new()),
+            requested: Default::default(),
+            ready: None,
+            slot: None,
+            span: tracing::Span::none(),
+        };
         let (_close, rx) = oneshot::channel();
         let future = unit.run(rx);
         let size = std::mem::size_of_val(&future);

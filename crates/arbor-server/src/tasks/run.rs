@@ -102,7 +102,10 @@ pub(crate) fn call_as_task(
     let entry = store.create(owner(cx))?;
     let signal = Arc::new(RequestSignal::default());
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
+    // The run's span, a child of the request's: it outlives the request, as the task does.
+    let span = crate::telemetry::task_span(&params.name, &entry.id, cx.connection());
     let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
+    let run = tracing::Instrument::instrument(run, span);
     store.spawn(&entry, Box::pin(run))?;
     Ok(created(entry.view()))
 }
@@ -139,34 +142,40 @@ async fn drive(
         };
         match shared.handler.call_tool(params.clone(), call_cx).await {
             Ok(Reply::Complete(mut result)) => {
+                let span = tracing::Span::current();
+                let payloads = shared.config.trace_tool_payloads;
+                crate::telemetry::record_tool_result(&span, result.is_error == Some(true), &result, payloads);
                 result.shape(version, &cache);
                 match serde_json::to_value(&result) {
                     Ok(Value::Object(object)) => entry.complete(object),
-                    _ => entry.fail(&McpError::internal("Internal error: the tool result did not serialise")),
+                    _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")),
                 }
                 break;
             }
             Ok(Reply::InputRequired(asked)) => {
                 rounds += 1;
                 if rounds > shared.config.max_input_rounds {
-                    entry.fail(&McpError::internal(format!(
-                        "Internal error: the tool asked for input more than {} times",
-                        shared.config.max_input_rounds
-                    )));
+                    fail(
+                        &entry,
+                        &McpError::internal(format!(
+                            "Internal error: the tool asked for input more than {} times",
+                            shared.config.max_input_rounds
+                        )),
+                    );
                     break;
                 }
                 if asked.requests.is_empty() {
-                    entry.fail(&McpError::internal("Internal error: the tool asked for input but named none"));
+                    fail(&entry, &McpError::internal("Internal error: the tool asked for input but named none"));
                     break;
                 }
                 match needs::check(&asked.requests, cx.client_capabilities(), None) {
                     Ok(()) => {}
                     Err(Refusal::Undeclared { required, .. }) => {
-                        entry.fail(&McpError::missing_client_capability(required));
+                        fail(&entry, &McpError::missing_client_capability(required));
                         break;
                     }
                     Err(Refusal::Unsupported { detail }) => {
-                        entry.fail(&McpError::internal(detail));
+                        fail(&entry, &McpError::internal(detail));
                         break;
                     }
                 }
@@ -177,12 +186,18 @@ async fn drive(
                 input = Some((Some(answers), asked.state));
             }
             Err(error) => {
-                entry.fail(&error);
+                fail(&entry, &error);
                 break;
             }
         }
     }
     guard.0.finish();
+}
+
+/// Fails the task, and says so on the run's span (the current one).
+fn fail(entry: &Entry, error: &McpError) {
+    crate::telemetry::record_error(&tracing::Span::current(), error);
+    entry.fail(error);
 }
 
 /// `tasks/get`, `tasks/update` and `tasks/cancel`, answered as encoded response frames.

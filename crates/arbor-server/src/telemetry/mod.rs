@@ -1,0 +1,321 @@
+//! Tracing spans by the OpenTelemetry MCP semantic conventions: a span per connection or
+//! legacy session, per request (kind server), per subscription stream, per task of the
+//! tasks extension and per legacy server→client request (kind client), named
+//! `{mcp.method.name} {target}` (target: the tool or prompt) through the `otel.name` field
+//! `tracing-opentelemetry` exports as the name, and attributed with the names of [`attr`].
+//!
+//! Built on `tracing` only: any subscriber sees the spans (target [`TARGET`], level INFO).
+//! With the `otel` feature, a W3C trace context in a request's `params._meta`
+//! (`traceparent`, `tracestate`, `baggage`) becomes the OpenTelemetry parent of its span
+//! ([`propagate`]); without it, the raw `traceparent` is recorded as a field. With the
+//! `otlp` feature, [`otlp`] installs an OTLP exporter. This module is not the metrics
+//! (`metrics.rs`) and exports nothing by itself.
+//!
+//! Invariants: no attribute string is built, and no payload serialised, unless a
+//! subscriber wants the span (every value is formatted lazily or behind
+//! `Span::is_disabled`); tool arguments and results appear only with
+//! `ServerConfig::trace_tool_payloads`; no token is ever a field (the principal is named
+//! by its subject); `error.type` is set exactly when the server failed
+//! (`ErrorCode::is_server_fault`, or `tool_error` for `isError`), and `otel.status_code`
+//! is `error` exactly then.
+
+/// The attribute names (the conventions' and Arbor's own), from `arbor-protocol`.
+pub use arbor_protocol::telemetry as attr;
+#[cfg(feature = "otlp")]
+pub mod otlp;
+pub mod propagate;
+
+use std::fmt;
+use std::sync::Arc;
+
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::Meta;
+use arbor_protocol::methods::ClientRequest;
+use arbor_protocol::version::{Era, ProtocolVersion};
+use serde::Serialize;
+use tracing::field::{display, Empty};
+use tracing::Span;
+
+use crate::context::ConnectionInfo;
+
+/// The `tracing` target of every span the runtime opens, for filters
+/// (`RUST_LOG=arbor::mcp=info`).
+pub const TARGET: &str = "arbor::mcp";
+
+/// What every span of one connection shares, fixed when it starts.
+#[derive(Clone, Debug)]
+pub(crate) struct ConnectionTrace {
+    /// `pipe` or `tcp` ([`attr::NETWORK_TRANSPORT`]).
+    pub(crate) transport: &'static str,
+    /// The legacy HTTP session's id, when the connection is one.
+    pub(crate) session_id: Option<Arc<str>>,
+    /// The connection's place in the tree, for [`attr::ARBOR_SUPERVISOR_PATH`].
+    pub(crate) path: Arc<str>,
+    /// `ServerConfig::trace_tool_payloads`.
+    pub(crate) payloads: bool,
+}
+
+impl ConnectionTrace {
+    /// The span of the connection (or legacy session): parent of its requests and streams.
+    pub(crate) fn connection_span(&self, tenant: &str) -> Span {
+        tracing::info_span!(
+            target: TARGET,
+            parent: None,
+            "mcp.connection",
+            { attr::OTEL_NAME } = if self.session_id.is_some() { "mcp.session" } else { "mcp.connection" },
+            { attr::OTEL_KIND } = "server",
+            { attr::NETWORK_TRANSPORT } = self.transport,
+            { attr::MCP_SESSION_ID } = self.session_id.as_deref(),
+            { attr::MCP_PROTOCOL_VERSION } = Empty,
+            { attr::ARBOR_TENANT } = tenant,
+            { attr::ARBOR_SUPERVISOR_PATH } = &*self.path,
+        )
+    }
+
+    /// The session id, for a legacy request only: the conventions forbid it on 2026-07-28.
+    fn session_for(&self, version: ProtocolVersion) -> Option<&str> {
+        self.session_id.as_deref().filter(|_| version.era() == Era::Legacy)
+    }
+}
+
+/// Records the revision a legacy session negotiated on its span.
+pub(crate) fn record_negotiated(span: &Span, version: ProtocolVersion) {
+    span.record(attr::MCP_PROTOCOL_VERSION, version.as_str());
+}
+
+/// `{method} {target}`, or the method alone: the conventions' span name.
+struct SpanName<'a>(&'a str, Option<&'a str>);
+
+impl fmt::Display for SpanName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(target) => write!(f, "{} {target}", self.0),
+            None => f.write_str(self.0),
+        }
+    }
+}
+
+/// A JSON-RPC id as the peer wrote it: a string id without JSON quotes.
+struct RawId<'a>(&'a RequestId);
+
+impl fmt::Display for RawId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A value shown as compact JSON, serialised only if a subscriber records it.
+struct Json<'a, T: ?Sized>(&'a T);
+
+impl<T: Serialize + ?Sized> fmt::Display for Json<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match serde_json::to_string(self.0) {
+            Ok(json) => f.write_str(&json),
+            Err(_) => f.write_str("null"),
+        }
+    }
+}
+
+/// What names a request's target: its tool or prompt (the span name's second part), and
+/// the resource it reads or subscribes to.
+fn targets(request: &ClientRequest) -> (Option<&str>, Option<&str>, Option<&str>) {
+    match request {
+        ClientRequest::CallTool(p) => (Some(&p.name), None, None),
+        ClientRequest::GetPrompt(p) => (None, Some(&p.name), None),
+        ClientRequest::ReadResource(p) => (None, None, Some(&p.uri)),
+        ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => (None, None, Some(&p.uri)),
+        _ => (None, None, None),
+    }
+}
+
+/// The span of one request served on a request task.
+pub(crate) struct RequestSpan<'a> {
+    /// The connection span, or `None` for a request of the 2026-07-28 pool (a root:
+    /// the pool lives as long as the server, and is no peer's connection).
+    pub(crate) parent: Option<&'a Span>,
+    pub(crate) trace: &'a ConnectionTrace,
+    pub(crate) id: &'a RequestId,
+    pub(crate) request: &'a ClientRequest,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) info: &'a ConnectionInfo,
+    pub(crate) meta: &'a Meta,
+}
+
+impl RequestSpan<'_> {
+    /// Opens the span (kind server), its parent taken from `_meta`'s trace context when
+    /// there is one.
+    pub(crate) fn open(self) -> Span {
+        let RequestSpan { parent, trace, id, request, version, info, meta } = self;
+        let method = request.method().as_str();
+        let (tool, prompt, uri) = targets(request);
+        let parent = parent.and_then(Span::id);
+        let arguments = match request {
+            ClientRequest::CallTool(p) if trace.payloads => p.arguments.as_ref(),
+            _ => None,
+        };
+        let span = tracing::info_span!(
+            target: TARGET,
+            parent: parent,
+            "mcp.server.request",
+            { attr::OTEL_NAME } = %SpanName(method, tool.or(prompt)),
+            { attr::OTEL_KIND } = "server",
+            { attr::OTEL_STATUS_CODE } = Empty,
+            { attr::OTEL_STATUS_DESCRIPTION } = Empty,
+            { attr::MCP_METHOD_NAME } = method,
+            { attr::MCP_PROTOCOL_VERSION } = version.as_str(),
+            { attr::MCP_SESSION_ID } = trace.session_for(version),
+            { attr::MCP_RESOURCE_URI } = uri,
+            { attr::GEN_AI_TOOL_NAME } = tool,
+            { attr::GEN_AI_PROMPT_NAME } = prompt,
+            { attr::GEN_AI_OPERATION_NAME } = tool.map(|_| attr::EXECUTE_TOOL),
+            { attr::GEN_AI_TOOL_CALL_ARGUMENTS } = arguments.map(|a| display(Json(a))),
+            { attr::GEN_AI_TOOL_CALL_RESULT } = Empty,
+            { attr::JSONRPC_REQUEST_ID } = %RawId(id),
+            { attr::ERROR_TYPE } = Empty,
+            { attr::RPC_RESPONSE_STATUS_CODE } = Empty,
+            { attr::NETWORK_TRANSPORT } = trace.transport,
+            { attr::ARBOR_TENANT } = info.tenant.as_str(),
+            { attr::ARBOR_PRINCIPAL } = info.principal.as_ref().map(|p| p.subject.as_str()),
+            { attr::ARBOR_SUPERVISOR_PATH } = %SupervisorPath(&trace.path, "requests"),
+            { attr::ARBOR_TRACEPARENT } = Empty,
+        );
+        if !span.is_disabled() {
+            propagate::adopt(&span, meta);
+        }
+        span
+    }
+}
+
+/// A connection's path and the child supervisor a unit lives under.
+struct SupervisorPath<'a>(&'a str, &'a str);
+
+impl fmt::Display for SupervisorPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.0, self.1)
+    }
+}
+
+/// The span of a subscription stream: a 2026-07-28 listen (kind server, the request's
+/// id), a legacy `resources/subscribe` (its URI) or a legacy session's `list_changed`
+/// stream. It lasts as long as the stream.
+pub(crate) fn stream_span(
+    parent: Option<&Span>,
+    trace: &ConnectionTrace,
+    id: Option<&RequestId>,
+    info: &ConnectionInfo,
+    uri: Option<&str>,
+) -> Span {
+    let method = match (id, uri) {
+        (Some(_), _) => "subscriptions/listen",
+        (None, Some(_)) => "resources/subscribe",
+        (None, None) => "notifications/list_changed",
+    };
+    let version = info.protocol_version;
+    tracing::info_span!(
+        target: TARGET,
+        parent: parent.and_then(Span::id),
+        "mcp.server.stream",
+        { attr::OTEL_NAME } = method,
+        { attr::OTEL_KIND } = "server",
+        { attr::MCP_METHOD_NAME } = method,
+        { attr::MCP_PROTOCOL_VERSION } = version.as_str(),
+        { attr::MCP_SESSION_ID } = trace.session_for(version),
+        { attr::MCP_RESOURCE_URI } = uri,
+        { attr::JSONRPC_REQUEST_ID } = id.map(|id| display(RawId(id))),
+        { attr::NETWORK_TRANSPORT } = trace.transport,
+        { attr::ARBOR_TENANT } = info.tenant.as_str(),
+        { attr::ARBOR_PRINCIPAL } = info.principal.as_ref().map(|p| p.subject.as_str()),
+        { attr::ARBOR_SUPERVISOR_PATH } = %SupervisorPath(&trace.path, "subscriptions"),
+    )
+}
+
+/// The span of a task's run (tasks extension): a child of the `tools/call` that created
+/// it (the current span), lasting as long as the run, named `tools/call {tool}` with the
+/// task's id.
+pub(crate) fn task_span(tool: &str, task_id: &str, info: &ConnectionInfo) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "mcp.server.task",
+        { attr::OTEL_NAME } = %SpanName("tools/call", Some(tool)),
+        { attr::OTEL_KIND } = "internal",
+        { attr::OTEL_STATUS_CODE } = Empty,
+        { attr::OTEL_STATUS_DESCRIPTION } = Empty,
+        { attr::MCP_METHOD_NAME } = "tools/call",
+        { attr::MCP_PROTOCOL_VERSION } = info.protocol_version.as_str(),
+        { attr::GEN_AI_TOOL_NAME } = tool,
+        { attr::GEN_AI_OPERATION_NAME } = attr::EXECUTE_TOOL,
+        { attr::GEN_AI_TOOL_CALL_RESULT } = Empty,
+        { attr::ERROR_TYPE } = Empty,
+        { attr::RPC_RESPONSE_STATUS_CODE } = Empty,
+        { attr::ARBOR_TASK_ID } = task_id,
+        { attr::ARBOR_TENANT } = info.tenant.as_str(),
+        { attr::ARBOR_PRINCIPAL } = info.principal.as_ref().map(|p| p.subject.as_str()),
+        { attr::ARBOR_SUPERVISOR_PATH } = "root/tasks",
+    )
+}
+
+/// The span of a legacy server→client request (`elicitation/create`,
+/// `sampling/createMessage`, `roots/list`): kind client, a child of the current span (the
+/// request task that asked), ended when the answer arrives or the waiter goes away.
+pub(crate) fn outgoing_span(method: &'static str, id: &RequestId) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "mcp.server.outgoing",
+        { attr::OTEL_NAME } = method,
+        { attr::OTEL_KIND } = "client",
+        { attr::OTEL_STATUS_CODE } = Empty,
+        { attr::OTEL_STATUS_DESCRIPTION } = Empty,
+        { attr::MCP_METHOD_NAME } = method,
+        { attr::JSONRPC_REQUEST_ID } = %RawId(id),
+        { attr::ERROR_TYPE } = Empty,
+        { attr::RPC_RESPONSE_STATUS_CODE } = Empty,
+    )
+}
+
+/// Records an error response on a server span: its code always, `error.type` and the
+/// error status only when the server failed (the conventions' server-side
+/// classification).
+pub(crate) fn record_error(span: &Span, err: &McpError) {
+    if span.is_disabled() {
+        return;
+    }
+    let code = err.code();
+    span.record(attr::RPC_RESPONSE_STATUS_CODE, display(code.as_i64()));
+    if code.is_server_fault() {
+        record_failure(span, &code.as_i64(), err.message());
+    }
+}
+
+/// Records an error answer on a client span: every JSON-RPC error is an error there.
+pub(crate) fn record_client_error(span: &Span, err: &McpError) {
+    if span.is_disabled() {
+        return;
+    }
+    let code = err.code().as_i64();
+    span.record(attr::RPC_RESPONSE_STATUS_CODE, display(code));
+    record_failure(span, &code, err.message());
+}
+
+fn record_failure(span: &Span, error_type: &dyn fmt::Display, message: &str) {
+    span.record(attr::ERROR_TYPE, display(error_type));
+    span.record(attr::OTEL_STATUS_CODE, "error");
+    span.record(attr::OTEL_STATUS_DESCRIPTION, message);
+}
+
+/// Records a tool result: `tool_error` when it says `isError`, and the result itself
+/// when payloads are traced.
+pub(crate) fn record_tool_result<T: Serialize>(span: &Span, is_error: bool, result: &T, payloads: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    if payloads {
+        span.record(attr::GEN_AI_TOOL_CALL_RESULT, display(Json(result)));
+    }
+    if is_error {
+        record_failure(span, &attr::TOOL_ERROR, "the tool reported an error (isError)");
+    }
+}
