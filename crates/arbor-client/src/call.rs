@@ -29,6 +29,7 @@ use crate::error::ClientError;
 use crate::handler::{Assigns, CallLink};
 use crate::options::{CallOptions, ProgressFn};
 use crate::shared::{Failure, Pending, PendingKind, Reply, Shared};
+use crate::telemetry;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Signal {
@@ -283,52 +284,65 @@ pub(crate) async fn roundtrip(
     let link = shared.link().ok_or(ClientError::Disconnected)?;
     let id = shared.next_id();
     let modern = is_modern(shared, method);
-    let progress = ctl.on_progress.as_ref().map(|_| id);
-    let rid = RequestId::from(id);
-    *ctl.current.lock() = Some(rid.clone());
-    let spliced = !link.is_http()
-        && modern
-        && progress.is_none()
-        && ctl.log_level.is_none()
-        && params.as_object().is_some_and(|o| !o.contains_key("_meta"));
-    let frame = if spliced {
-        encode_modern(shared, &rid, method, params)
-    } else {
-        shape_params(shared, modern, params, progress, ctl.log_level);
-        serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
-    }
-    .map_err(ClientError::Encode)?;
-    let (tx, mut rx) = oneshot::channel();
-    let alone = {
-        let mut pending = shared.pending.lock();
-        pending.insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
-        pending.len() == 1
-    };
-    let mut guard = InFlight { shared, id, armed: true, cancellable };
-    if let Err(e) = link.send_request(shared, id, method, params, modern, frame, alone) {
-        // Never sent: nothing to cancel.
-        guard.armed = false;
-        shared.pending.lock().remove(&id);
-        return Err(e);
-    }
-    let reply = match ctl.wait(&mut rx).await {
-        Ok(reply) => reply,
-        Err(e) => {
-            let reason = match &e {
-                ClientError::Timeout(_) => "timeout",
-                _ => "cancelled by the client",
-            };
+    // A span of kind client per request (`crate::telemetry`); with the `otel` feature its
+    // trace context rides in `_meta`, which rules out the spliced encoding.
+    let span = telemetry::request_span(shared, method, params, modern, link.is_http(), id);
+    let inject = telemetry::injects(&span);
+    let outcome = async {
+        let progress = ctl.on_progress.as_ref().map(|_| id);
+        let rid = RequestId::from(id);
+        *ctl.current.lock() = Some(rid.clone());
+        let spliced = !inject
+            && !link.is_http()
+            && modern
+            && progress.is_none()
+            && ctl.log_level.is_none()
+            && params.as_object().is_some_and(|o| !o.contains_key("_meta"));
+        let frame = if spliced {
+            encode_modern(shared, &rid, method, params)
+        } else {
+            shape_params(shared, modern, params, progress, ctl.log_level);
+            if inject {
+                telemetry::inject(&span, params);
+            }
+            serde_json::to_vec(&RequestFrame { id: &rid, method: method.as_str(), params: &*params })
+        }
+        .map_err(ClientError::Encode)?;
+        let (tx, mut rx) = oneshot::channel();
+        let alone = {
+            let mut pending = shared.pending.lock();
+            pending.insert(id, Pending { tx, call: Some(ctl.clone()), kind, abort: None });
+            pending.len() == 1
+        };
+        let mut guard = InFlight { shared, id, armed: true, cancellable };
+        if let Err(e) = link.send_request(shared, id, method, params, modern, frame, alone) {
+            // Never sent: nothing to cancel.
             guard.armed = false;
-            abandon(shared, id, cancellable, reason);
+            shared.pending.lock().remove(&id);
             return Err(e);
         }
-    };
-    guard.armed = false;
-    match reply {
-        Reply::Result(raw) => Ok(raw),
-        Reply::Error(e) => Err(ClientError::Rpc(e)),
-        Reply::Failed(Failure::Transport(t)) => Err(ClientError::Transport(t)),
-        Reply::Failed(Failure::SessionExpired) => Err(ClientError::SessionExpired),
-        Reply::Failed(Failure::Disconnected) => Err(ClientError::Disconnected),
+        let reply = match ctl.wait(&mut rx).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                let reason = match &e {
+                    ClientError::Timeout(_) => "timeout",
+                    _ => "cancelled by the client",
+                };
+                guard.armed = false;
+                abandon(shared, id, cancellable, reason);
+                return Err(e);
+            }
+        };
+        guard.armed = false;
+        match reply {
+            Reply::Result(raw) => Ok(raw),
+            Reply::Error(e) => Err(ClientError::Rpc(e)),
+            Reply::Failed(Failure::Transport(t)) => Err(ClientError::Transport(t)),
+            Reply::Failed(Failure::SessionExpired) => Err(ClientError::SessionExpired),
+            Reply::Failed(Failure::Disconnected) => Err(ClientError::Disconnected),
+        }
     }
+    .await;
+    telemetry::record_outcome(&span, method, &outcome);
+    outcome
 }

@@ -56,6 +56,7 @@ mod options;
 mod shared;
 mod subscription;
 mod target;
+mod telemetry;
 mod watch;
 
 pub mod auth;

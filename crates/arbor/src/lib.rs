@@ -23,6 +23,16 @@ pub use arbor_http as http;
 #[cfg(feature = "server")]
 pub use arbor_server as server;
 
+/// OpenTelemetry export (feature `otel`): the OTLP installer of
+/// [`arbor_server::telemetry::otlp`] (`init_otlp`, `otlp_layer`) and the spans' attribute
+/// names. With this feature a request's `_meta` trace context parents the server's span
+/// and the client (feature `client`) injects its own.
+#[cfg(all(feature = "otel", feature = "server"))]
+pub mod otel {
+    pub use arbor_server::telemetry::otlp::{init as init_otlp, layer as otlp_layer, OtlpError, OtlpGuard};
+    pub use arbor_server::telemetry::{attr, TARGET};
+}
+
 /// The JSON Schema derive for tool arguments and results (re-exported `schemars`).
 pub use schemars;
 // `JsonSchema` is schemars' trait (through the glob, which yields to the explicit import
