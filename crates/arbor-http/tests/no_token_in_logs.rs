@@ -1,5 +1,6 @@
 //! No bearer token reaches a log line, a span, an answer or a tree snapshot, whatever the
-//! token (accepted, short of scope, refused) and the era. Its own test binary: the
+//! token (accepted, short of scope, refused) and the era, with the request spans at TRACE
+//! and tool payloads traced (`ServerConfig::trace_tool_payloads`). Its own test binary: the
 //! subscriber that captures every line at TRACE is the process's global one, so nothing
 //! run in parallel can hide a line from it.
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 use arbor_http::auth::{AuthConfig, Principal, StaticVerifier};
 use arbor_http::{HttpConfig, HttpServer};
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{RequestContext, Router, Server};
+use arbor_server::{RequestContext, Router, Server, ServerConfig};
 use serde_json::{json, Value};
 
 const TOKENS: [&str; 3] = ["alice-secret-token", "reader-secret-token", "forged-secret-token"];
@@ -48,7 +49,7 @@ async fn no_token_reaches_a_log_line_a_span_an_answer_or_a_snapshot() {
     drop(listener);
     let url = format!("http://{addr}/mcp");
     let auth = AuthConfig::new(url.clone(), "https://as", verifier).required_scopes(["mcp"]);
-    let server = Server::new(router);
+    let server = Server::with_config(router, ServerConfig::default().trace_tool_payloads(true));
     let bound = HttpServer::with_config(server.clone(), HttpConfig::default().bind(addr).auth(auth)).bind().await;
     let bound = bound.unwrap();
     let stop = bound.shutdown_handle();
@@ -60,7 +61,7 @@ async fn no_token_reaches_a_log_line_a_span_an_answer_or_a_snapshot() {
     for token in TOKENS {
         for tool in ["whoami", "read_file"] {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                              "params": {"name": tool, "arguments": {}, "_meta": meta}});
+                              "params": {"name": tool, "arguments": {"note": "payload-marker"}, "_meta": meta}});
             let r = tests::peer::http::post(&client, &url, &body)
                 .bearer_auth(token)
                 .header("mcp-protocol-version", "2026-07-28")
@@ -82,6 +83,9 @@ async fn no_token_reaches_a_log_line_a_span_an_answer_or_a_snapshot() {
     tokio::time::timeout(Duration::from_secs(10), run).await.unwrap().unwrap().unwrap();
     let logs = String::from_utf8_lossy(&captured.0.lock()).into_owned();
     assert!(logs.contains("connection"), "the server's spans were captured: {logs}");
+    assert!(logs.contains("tools/call whoami"), "the request spans were captured: {logs}");
+    assert!(logs.contains("payload-marker"), "the tool payloads were traced: {logs}");
+    assert!(logs.contains("gen_ai.tool.call.result"), "the tool results were traced: {logs}");
     assert!(snapshot.contains("tenant"), "a snapshot was taken: {snapshot}");
     for token in TOKENS {
         assert!(!logs.contains(token), "{token} in the logs");
