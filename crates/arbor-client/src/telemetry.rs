@@ -7,7 +7,7 @@
 //!
 //! Not an exporter (the application installs one, e.g. `arbor_server::telemetry::otlp`);
 //! not the metrics. Invariants: nothing is formatted or injected unless a subscriber
-//! wants the span (target `arbor::mcp`, level INFO); on the client side every error is an
+//! wants the span (target `arbor::mcp`, level DEBUG, as the server's request spans); on the client side every error is an
 //! error (`error.type`: the JSON-RPC code, `tool_error` for `isError`, or the client's
 //! own failure class); no token or argument is ever a field.
 
@@ -51,7 +51,7 @@ pub(crate) fn request_span(
         _ => None,
     };
     let target = tool.or(prompt);
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         "mcp.client.request",
         { attr::OTEL_NAME } = %SpanName(method, target),

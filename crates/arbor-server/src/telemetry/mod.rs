@@ -4,11 +4,13 @@
 //! `{mcp.method.name} {target}` (target: the tool or prompt) through the `otel.name` field
 //! `tracing-opentelemetry` exports as the name, and attributed with the names of [`attr`].
 //!
-//! Built on `tracing` only: any subscriber sees the spans (target [`TARGET`], level INFO).
+//! Built on `tracing` only: any subscriber sees the spans (target [`TARGET`]; level INFO
+//! for connections, DEBUG for the per-request spans, as tower-http's, so a server logging
+//! at INFO pays nothing per request: `RUST_LOG=info,arbor::mcp=debug` turns them on).
 //! With the `otel` feature, a W3C trace context in a request's `params._meta`
 //! (`traceparent`, `tracestate`, `baggage`) becomes the OpenTelemetry parent of its span
 //! ([`propagate`]); without it, the raw `traceparent` is recorded as a field. With the
-//! `otlp` feature, [`otlp`] installs an OTLP exporter. This module is not the metrics
+//! `otlp` feature, `otlp::init` installs an OTLP exporter. This module is not the metrics
 //! (`metrics.rs`) and exports nothing by itself.
 //!
 //! Invariants: no attribute string is built, and no payload serialised, unless a
@@ -40,7 +42,7 @@ use tracing::Span;
 use crate::context::ConnectionInfo;
 
 /// The `tracing` target of every span the runtime opens, for filters
-/// (`RUST_LOG=arbor::mcp=info`).
+/// (`RUST_LOG=info,arbor::mcp=debug`).
 pub const TARGET: &str = "arbor::mcp";
 
 /// What every span of one connection shares, fixed when it starts.
@@ -157,7 +159,7 @@ impl RequestSpan<'_> {
             ClientRequest::CallTool(p) if trace.payloads => p.arguments.as_ref(),
             _ => None,
         };
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             target: TARGET,
             parent: parent,
             "mcp.server.request",
@@ -215,7 +217,7 @@ pub(crate) fn stream_span(
         (None, None) => "notifications/list_changed",
     };
     let version = info.protocol_version;
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         parent: parent.and_then(Span::id),
         "mcp.server.stream",
@@ -237,7 +239,7 @@ pub(crate) fn stream_span(
 /// it (the current span), lasting as long as the run, named `tools/call {tool}` with the
 /// task's id.
 pub(crate) fn task_span(tool: &str, task_id: &str, info: &ConnectionInfo) -> Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         "mcp.server.task",
         { attr::OTEL_NAME } = %SpanName("tools/call", Some(tool)),
@@ -262,7 +264,7 @@ pub(crate) fn task_span(tool: &str, task_id: &str, info: &ConnectionInfo) -> Spa
 /// `sampling/createMessage`, `roots/list`): kind client, a child of the current span (the
 /// request task that asked), ended when the answer arrives or the waiter goes away.
 pub(crate) fn outgoing_span(method: &'static str, id: &RequestId) -> Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         "mcp.server.outgoing",
         { attr::OTEL_NAME } = method,

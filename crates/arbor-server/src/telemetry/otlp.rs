@@ -13,6 +13,8 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig as _};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -52,7 +54,8 @@ impl Drop for OtlpGuard {
 }
 
 /// A `tracing` layer exporting spans to the OTLP/HTTP `endpoint` (e.g.
-/// `http://localhost:4318/v1/traces`) as service `service_name`, filtered at INFO, and
+/// `http://localhost:4318/v1/traces`) as service `service_name` (the runtime's spans, and
+/// every other span at INFO), and
 /// the guard that keeps its exporter running.
 pub fn layer<S>(
     endpoint: &str,
@@ -69,12 +72,14 @@ where
     let resource = Resource::builder().with_service_name(service_name.to_owned()).build();
     let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
     let tracer: SdkTracer = provider.tracer("arbor");
-    let layer =
-        tracing_opentelemetry::layer().with_tracer(tracer).with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    // The runtime's request spans are DEBUG (`telemetry::TARGET`); everything else at INFO.
+    let filter = Targets::new().with_target(super::TARGET, Level::DEBUG).with_default(Level::INFO);
+    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter);
     Ok((layer, OtlpGuard { provider }))
 }
 
-/// Installs a global `tracing` subscriber that exports every INFO span to the OTLP/HTTP
+/// Installs a global `tracing` subscriber that exports the runtime's spans (and every
+/// other INFO span) to the OTLP/HTTP
 /// `endpoint` as service `arbor`. Call once, in `main`, and keep the guard.
 pub fn init(endpoint: &str) -> Result<OtlpGuard, OtlpError> {
     let (layer, guard) = layer(endpoint, "arbor")?;
