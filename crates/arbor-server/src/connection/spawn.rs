@@ -43,11 +43,30 @@ impl ConnState {
         // A request scoped to its exchange is not in the id table: another exchange may
         // use the same id, and only closing its route cancels it.
         let scoped = self.scoped();
+        // A span per request (`crate::telemetry`), child of the connection's (a 2026-07-28
+        // pool's requests are roots) unless `_meta` names a trace; without a subscriber
+        // interested in it, it costs a relaxed load and builds no string.
+        let span = RequestSpan {
+            parent: (!scoped).then_some(&self.span),
+            trace: &self.trace,
+            id: &id,
+            request: &request,
+            version: terms.version,
+            info: &terms.connection,
+            meta: &meta,
+        }
+        .open();
+        // A refusal is answered here, and recorded on the span (an overload is the
+        // server's failure by the conventions' classification).
+        let refuse = |state: &Self, err: McpError| {
+            telemetry::record_error(&span, &err);
+            state.reply_error(Some(id.clone()), &err);
+        };
         if !scoped
             && (self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
                 || self.listens.get(&id).is_some_and(|unit| !unit.is_finished()))
         {
-            return self.reply_error(Some(id), &duplicate_id(self.own_scope()));
+            return refuse(self, duplicate_id(self.own_scope()));
         }
         // The requester's share of the tenant, before the connection's own bound: a
         // requester past its share is told so, whoever else is waiting.
@@ -59,15 +78,14 @@ impl ConnState {
                     Some(slot) => Some(slot),
                     None => {
                         let retry = self.shared.config.overload_retry_after;
-                        return self.reply_error(Some(id), &overloaded(OverloadScope::Requester, slots.max(), retry));
+                        return refuse(self, overloaded(OverloadScope::Requester, slots.max(), retry));
                     }
                 }
             }
         };
         let config = &self.shared.config;
         if !self.tenant.try_acquire() {
-            let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
-            return self.reply_error(Some(id), &err);
+            return refuse(self, overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after));
         }
         let method = request.method();
         let deadline = match &*request {
@@ -89,19 +107,6 @@ impl ConnState {
                 self.me.with_output(current.output.clone()),
             ),
         };
-        // A span per request (`crate::telemetry`), child of the connection's (a 2026-07-28
-        // pool's requests are roots) unless `_meta` names a trace; without a subscriber
-        // interested in it, it costs a relaxed load and builds no string.
-        let span = RequestSpan {
-            parent: (!scoped).then_some(&self.span),
-            trace: &self.trace,
-            id: &id,
-            request: &request,
-            version: terms.version,
-            info: &terms.connection,
-            meta: &meta,
-        }
-        .open();
         let job = RequestJob {
             span: span.clone(),
             shared: self.shared.clone(),
@@ -175,13 +180,13 @@ impl ConnState {
                         never = stop => match never {},
                     }
                 }
-                .instrument(span),
+                .instrument(span.clone()),
             );
             self.tasks.spawn_reporting(options, work, report).inspect(|task| {
                 let _ = task_tx.send(task.clone());
             })
         } else {
-            let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
+            let work = Box::pin(async move { Ok(job.run().await) }.instrument(span.clone()));
             self.tasks.spawn_reporting(options, work, report)
         };
         match spawned {
@@ -203,7 +208,7 @@ impl ConnState {
                     }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
                 };
-                self.reply_error(Some(id), &err);
+                refuse(self, err);
             }
         }
     }

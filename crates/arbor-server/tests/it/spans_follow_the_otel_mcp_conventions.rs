@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::{
@@ -121,6 +122,10 @@ fn router() -> Router {
         .tool("panic", "panics", |_: NoArgs| async {
             panic!("the tool broke");
             #[allow(unreachable_code)]
+            ""
+        })
+        .tool("hang", "never answers", |_: NoArgs| async {
+            std::future::pending::<()>().await;
             ""
         })
         .tool_route(
@@ -245,6 +250,25 @@ async fn only_the_servers_own_failures_are_errors() {
     let read = spans.request("5");
     assert_eq!(read.get("mcp.resource.uri"), Some("mem://greeting"));
     assert_eq!(read.get("error.type"), None);
+}
+
+#[tokio::test]
+async fn a_refused_request_has_its_span_and_an_overload_is_an_error() {
+    let (spans, _guard) = capture();
+    // The hung request is stopped when the input ends, after the (shortened) drain.
+    let config = ServerConfig::default().max_in_flight_per_connection(1).drain_timeout(Duration::from_millis(1));
+    let mut s = setup(config, ConnectOptions::default()).await;
+    let meta = modern_meta(json!({}));
+    s.peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": meta, "name": "hang"}}));
+    let refused = s.peer.call(2, "tools/call", json!({"_meta": meta, "name": "echo"})).await;
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    s.finish().await;
+    let refused = spans.request("2");
+    assert_eq!(refused.get("otel.name"), Some("tools/call echo"));
+    assert_eq!(refused.get("error.type"), Some("-32000"), "an overload is the server's failure");
+    assert_eq!(refused.get("otel.status_code"), Some("error"));
+    let hung = spans.request("1");
+    assert!(hung.closed, "the hung request's span ends when its connection stops it");
 }
 
 #[tokio::test]
