@@ -2,13 +2,13 @@
 //! round trips from 16 in-memory connections at once, both eras, with telemetry off (no
 //! subscriber) and on (a `tracing-subscriber` registry with `tracing-opentelemetry`'s
 //! layer exporting every runtime span, `arbor::mcp` at DEBUG, to opentelemetry_sdk's
-//! in-memory exporter through the batch processor), alternated in one process, reported
-//! as process CPU time per call (user + system, `/proc/self/stat`) and the ratio on/off.
+//! in-memory exporter through the batch processor), one after the other in one process,
+//! reported as process CPU time per call (user + system, `/proc/self/stat`) and the ratio.
 //!
 //! The peers are raw frames (no client runtime), so the CPU is the server's plus the cost
-//! of writing and reading one line per call. Each mode runs on its own runtime whose
-//! worker threads carry that mode's subscriber as their default. Not criterion: one
-//! ratio of CPU times is wanted. `SPANS_CALLS` (per connection and round, default 4000)
+//! of writing and reading one line per call. Each mode has its own runtime and server;
+//! off runs first, then the global subscriber is installed (it cannot be removed). Not
+//! criterion: one ratio of CPU times is wanted. `SPANS_CALLS` (per connection and round, default 4000)
 //! and `SPANS_ROUNDS` (default 3) change the sizes.
 
 use std::time::Instant;
@@ -79,16 +79,8 @@ fn run(server: &Server, runtime: &tokio::runtime::Runtime, modern: bool, calls: 
     (cpu_seconds() - before) / (CONNECTIONS * calls) as f64
 }
 
-fn runtime(dispatch: Option<tracing::Dispatch>) -> tokio::runtime::Runtime {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.enable_all();
-    if let Some(dispatch) = dispatch {
-        builder.on_thread_start(move || {
-            // Held for the thread's life: the runtime's threads end with it.
-            std::mem::forget(tracing::dispatcher::set_default(&dispatch));
-        });
-    }
-    builder.build().unwrap()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
 }
 
 fn main() {
@@ -97,40 +89,41 @@ fn main() {
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder().with_batch_exporter(exporter.clone()).build();
     let filter = Targets::new().with_target(arbor_server::telemetry::TARGET, tracing::Level::DEBUG);
-    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")).with_filter(filter);
-    let on = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
-    let runtimes = [("off", runtime(None)), ("on", runtime(Some(on)))];
-    // A server per runtime: its tree, connections and request tasks live on the runtime
-    // that first used it, so each mode's spans see that runtime's subscriber only.
-    let servers: Vec<Server> = (0..runtimes.len())
-        .map(|_| Server::new(Router::new("bench", "1").tool("hello", "says hello", |_: NoArgs| async { "hi" })))
-        .collect();
+    let mut layer = Some(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")).with_filter(filter));
     let started = Instant::now();
-    for (era, modern) in [("2026-07-28", true), ("2025-11-25", false)] {
-        let mut totals = [0.0f64; 2];
-        let mut exported = [0usize; 2];
-        for _ in 0..rounds {
-            for (i, (_, rt)) in runtimes.iter().enumerate() {
-                totals[i] += run(&servers[i], rt, modern, calls);
+    let eras = [("2026-07-28", true), ("2025-11-25", false)];
+    // Off first, then the subscriber is installed (a global default cannot be removed) and
+    // the same runs are repeated; a fresh runtime and server per mode.
+    let mut results = [[0.0f64; 2]; 2];
+    let mut exported = [[0usize; 2]; 2];
+    for mode in 0..2 {
+        if let Some(layer) = (mode == 1).then(|| layer.take()).flatten() {
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+        }
+        let rt = runtime();
+        let server = Server::new(Router::new("bench", "1").tool("hello", "says hello", |_: NoArgs| async { "hi" }));
+        for (e, (_, modern)) in eras.iter().enumerate() {
+            for _ in 0..rounds {
+                results[mode][e] += run(&server, &rt, *modern, calls) / rounds as f64;
                 let _ = provider.force_flush();
-                exported[i] += exporter.get_finished_spans().map_or(0, |s| s.len());
+                exported[mode][e] += exporter.get_finished_spans().map_or(0, |s| s.len());
                 exporter.reset();
             }
         }
-        let (off, on) = (totals[0] / rounds as f64, totals[1] / rounds as f64);
+        rt.block_on(server.shutdown());
+    }
+    for (e, (era, _)) in eras.iter().enumerate() {
+        let (off, on) = (results[0][e], results[1][e]);
         println!(
             "{era}: {CONNECTIONS} connections x {calls} calls x {rounds} rounds: CPU per call off {:.2} us, \
              spans on {:.2} us, ratio {:.3} (spans exported: off {}, on {})",
             off * 1e6,
             on * 1e6,
             on / off,
-            exported[0],
-            exported[1]
+            exported[0][e],
+            exported[1][e]
         );
     }
     eprintln!("({:.1} s)", started.elapsed().as_secs_f64());
-    for ((_, rt), server) in runtimes.iter().zip(&servers) {
-        rt.block_on(server.shutdown());
-    }
     let _ = provider.shutdown();
 }
