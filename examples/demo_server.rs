@@ -74,7 +74,8 @@ const USAGE: &str =
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
-    --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
+    --drain-timeout-ms N how long calls in flight may finish once stdin ends (--stdio) or on SIGTERM/Ctrl-C\n\
+    \x20                    (HTTP: /readyz turns 503, new requests get 503, the rest is cancelled after it; default 5000)\n\
     --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)\n\
     --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)\n\
     --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)\n\
@@ -657,6 +658,9 @@ async fn main() -> ExitCode {
         if let Some(timeout) = options.header_timeout {
             config.header_read_timeout = timeout;
         }
+        // `/healthz` and `/readyz` beside `/mcp`, and a drain on SIGTERM or Ctrl-C.
+        let drain = options.drain_timeout.unwrap_or(Duration::from_secs(5));
+        config = config.health(arbor_http::HealthConfig::default()).drain_on_signal(drain);
         match auth(&options, addr).await {
             Ok(auth) => config.auth = auth,
             Err(why) => {

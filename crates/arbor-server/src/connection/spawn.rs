@@ -15,6 +15,9 @@
 //! (`ServerConfig::max_in_flight_per_requester`), so one client over any number of
 //! connections, endpoints or sessions cannot take every slot.
 //!
+//! Every request task also races the server's drain deadline (`crate::drain`): past it
+//! the task completes with the drain error instead of its handler's answer.
+//!
 //! Invariant: the tenant slot and the requester slot taken here are released exactly
 //! once: by the report, or at once when the spawn is refused.
 
@@ -136,6 +139,12 @@ impl ConnState {
         // without a subscriber interested in debug spans it costs a relaxed load.
         let span = tracing::debug_span!(parent: &self.span, "request", %id, %method);
         let options = TaskOptions::deadline(deadline);
+        // The drain's deadline (`crate::drain`): the task completes with the drain error
+        // in place of its handler's answer, so its report answers it exactly once.
+        let drained = {
+            let (id, stopped) = (id.clone(), self.shared.drain.requests_stopped());
+            async move { error_frame(&id, &stopped.await) }
+        };
         let spawned = if scoped {
             let route = self.out().clone();
             let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
@@ -154,6 +163,7 @@ impl ConnState {
                         biased;
                         response = job.run() => Ok(response),
                         never = stop => match never {},
+                        stopped = drained => Ok(stopped),
                     }
                 }
                 .instrument(span),
@@ -162,7 +172,16 @@ impl ConnState {
                 let _ = task_tx.send(task.clone());
             })
         } else {
-            let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
+            let work = Box::pin(
+                async move {
+                    tokio::select! {
+                        biased;
+                        response = job.run() => Ok(response),
+                        stopped = drained => Ok(stopped),
+                    }
+                }
+                .instrument(span),
+            );
             self.tasks.spawn_reporting(options, work, report)
         };
         match spawned {

@@ -46,6 +46,7 @@ impl ConnState {
         ready: Option<oneshot::Sender<Result<(), McpError>>>,
     ) -> Unit {
         let shared = &self.shared;
+        let drained = id.is_some().then(|| Box::pin(shared.drain.listens_ended()) as _);
         Unit {
             shared: StreamShared::new(
                 id,
@@ -56,6 +57,7 @@ impl ConnState {
                 shared.config.subscription_options,
                 filter.clone(),
             ),
+            drained,
             handlers: shared.stream_handlers.clone(),
             requested: filter,
             ready,
