@@ -11,6 +11,9 @@
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
 //! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
+//! `/healthz` and `/readyz` are served beside `/mcp`, and SIGTERM or Ctrl-C drains: readiness
+//! turns 503, new calls get 503, calls in flight get `--drain-timeout-ms` to finish (then
+//! the drain's error), and the process exits 0.
 //!
 //! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
 //! the argument type (`echo`, `add`), a tool that asks the user for confirmation through
