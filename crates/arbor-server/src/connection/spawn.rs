@@ -141,9 +141,11 @@ impl ConnState {
         let options = TaskOptions::deadline(deadline);
         // The drain's deadline (`crate::drain`): the task completes with the drain error
         // in place of its handler's answer, so its report answers it exactly once.
+        // Lazy: the signal's receiver is made only if the handler did not answer at its
+        // first poll, which most requests do.
         let drained = {
-            let (id, stopped) = (id.clone(), self.shared.drain.requests_stopped());
-            async move { error_frame(&id, &stopped.await) }
+            let (id, shared) = (id.clone(), self.shared.clone());
+            async move { error_frame(&id, &shared.drain.requests_stopped().await) }
         };
         let spawned = if scoped {
             let route = self.out().clone();
