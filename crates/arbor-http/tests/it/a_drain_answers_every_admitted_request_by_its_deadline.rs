@@ -2,7 +2,8 @@
 //! clock only moves when everything waits): readiness turns 503 at once, a new request
 //! is refused 503 with `Retry-After`, an open listen ends with its complete result, a
 //! call that finishes within the deadline gets its result, and a hung call (both eras) is
-//! answered with the drain's error exactly at the deadline, then the server stops.
+//! answered with the drain's error exactly at the deadline, then the server stops. A
+//! 2024-11-05 HTTP+SSE session gets both answers on its stream, which closes after them.
 
 use std::time::Duration;
 
@@ -211,4 +212,67 @@ async fn a_drain_with_nothing_in_flight_ends_at_once() {
     assert!(Instant::now() < started + Duration::from_secs(1), "it did not wait for the deadline");
     // A second call (a second signal) returns too.
     http.shutdown_with_deadline(Duration::from_secs(30)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_2024_11_05_session_gets_its_calls_answers_on_its_stream_before_it_closes() {
+    let router = Router::new("drain", "1.0.0")
+        .tool("hang", "Never answers", |_: NoArgs| std::future::pending::<String>())
+        .tool("quick", "Answers after a second", |_: NoArgs| async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            "quick"
+        });
+    let config = HttpConfig { legacy_sse: true, ..HttpConfig::default() };
+    let http = HttpServer::with_config(Server::new(router), config);
+    let open = Request::get("/sse").header("host", "localhost").header("accept", "text/event-stream");
+    let stream = http.router().oneshot(open.body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut body = stream.into_body().into_data_stream();
+    let mut buf = EventBuffer::default();
+    let endpoint = loop {
+        if let Some(event) = buf.next_event() {
+            break event.data;
+        }
+        buf.push(&body.next().await.unwrap().unwrap());
+    };
+    let mut stream = Events { body, buf };
+    let message = |message: Value| {
+        let request =
+            Request::post(endpoint.as_str()).header("host", "localhost").header("content-type", "application/json");
+        http.router().oneshot(request.body(Body::from(message.to_string())).unwrap())
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+    assert_eq!(message(init).await.unwrap().status(), 202);
+    assert_eq!(stream.next().await.unwrap()["id"], 0);
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(message(initialized).await.unwrap().status(), 202);
+    for (id, tool) in [(1, "hang"), (2, "quick")] {
+        let call =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+        assert_eq!(message(call).await.unwrap().status(), 202);
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+
+    let started = Instant::now();
+    let drain = {
+        let http = http.clone();
+        tokio::spawn(async move { http.shutdown_with_deadline(DEADLINE).await })
+    };
+    tokio::task::yield_now().await;
+    let late = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "quick", "arguments": {}}});
+    let refused = message(late).await.unwrap();
+    assert_eq!(refused.status(), 503, "a new call during the drain");
+    assert_eq!(refused.headers()["retry-after"], "1");
+
+    let quick = stream.next().await.expect("the quick call's answer on the stream");
+    assert_eq!((quick["id"].clone(), quick["result"]["content"][0]["text"].clone()), (json!(2), json!("quick")));
+    let hung = stream.next().await.expect("the hung call's answer on the stream");
+    assert!(Instant::now() >= started + DEADLINE && Instant::now() < started + DEADLINE + TICK);
+    assert_eq!(hung["id"], 1, "{hung}");
+    assert_eq!(hung["error"]["data"]["reason"], "drain", "{hung}");
+    // Then the session's stream closes, and the server stops.
+    assert!(stream.next().await.is_none(), "nothing after the last answer");
+    drain.await.unwrap();
+    assert_eq!(http.stats().sse_sessions, 0);
 }
