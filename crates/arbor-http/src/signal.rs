@@ -11,9 +11,9 @@
 //!
 //! Invariant: the handlers are installed before `shutdown_on_signal` returns (a signal
 //! sent after it is never missed), and a process that heard one is gone within
-//! `shutdown_grace` plus [`EXIT_SLACK`] (plus the drain, if any): past that, the thread exits it with status 1 (a
-//! worker stuck in a handler cannot be stopped from outside, and the runtime would wait
-//! for it forever).
+//! `shutdown_grace` plus [`EXIT_SLACK`] (plus the drain, if any): past that, the thread
+//! exits it with status 1 (a worker stuck in a handler cannot be stopped from outside, and
+//! the runtime would wait for it forever).
 
 use std::time::Duration;
 
