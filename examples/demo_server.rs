@@ -11,6 +11,9 @@
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
 //! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
+//! `/healthz` and `/readyz` are served beside `/mcp`, and SIGTERM or Ctrl-C drains: readiness
+//! turns 503, new calls get 503, calls in flight get `--drain-timeout-ms` to finish (then
+//! the drain's error), and the process exits 0.
 //!
 //! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
 //! the argument type (`echo`, `add`), a tool that asks the user for confirmation through
@@ -74,7 +77,8 @@ const USAGE: &str =
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
-    --drain-timeout-ms N with --stdio: once stdin ends, how long calls in flight may finish (default 5000)\n\
+    --drain-timeout-ms N how long calls in flight may finish once stdin ends (--stdio) or on SIGTERM/Ctrl-C\n\
+    \x20                    (HTTP: /readyz turns 503, new requests get 503, the rest is cancelled after it; default 5000)\n\
     --max-connections N  HTTP connections served at once (default: the descriptor limit less a reserve)\n\
     --max-sessions-per-peer N  legacy sessions one client IP may hold (default 1000)\n\
     --header-timeout-ms N  how long an HTTP request's head may take to arrive (default 30000)\n\
@@ -657,6 +661,9 @@ async fn main() -> ExitCode {
         if let Some(timeout) = options.header_timeout {
             config.header_read_timeout = timeout;
         }
+        // `/healthz` and `/readyz` beside `/mcp`, and a drain on SIGTERM or Ctrl-C.
+        let drain = options.drain_timeout.unwrap_or(Duration::from_secs(5));
+        config = config.health(arbor_http::HealthConfig::default()).drain_on_signal(drain);
         match auth(&options, addr).await {
             Ok(auth) => config.auth = auth,
             Err(why) => {

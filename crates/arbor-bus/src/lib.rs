@@ -40,6 +40,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
+mod health;
 mod hub;
 mod local;
 mod message;
@@ -56,6 +57,7 @@ pub use error::PublishError;
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use error::RedisConnectError;
+pub use health::BusHealth;
 pub use local::LocalBus;
 pub use message::{BusEvent, BusMessage, EndReason, GapReason, Overflow, SubscribeOptions};
 #[cfg(feature = "redis")]
@@ -89,6 +91,13 @@ pub trait Bus: Send + Sync + Debug + 'static {
     /// [`BusEvent::Gap`] covers it).
     fn settled(&self) -> Settled {
         Box::pin(std::future::ready(()))
+    }
+
+    /// Whether the bus reaches its source now: [`BusHealth::Up`] for an in-process bus
+    /// until it is closed; a distributed bus says since when it has been reconnecting.
+    /// Cheap (a load or a short lock): readiness probes call it on every request.
+    fn health(&self) -> BusHealth {
+        BusHealth::Up
     }
 
     /// Closes the bus: every subscription ends ([`EndReason::Closed`], after what it has

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::hub::Hub;
 use crate::message::{BusMessage, SubscribeOptions};
-use crate::{Bus, PublishError, Subscription};
+use crate::{Bus, BusHealth, PublishError, Subscription};
 
 /// The in-process bus. Cheap to clone (one `Arc`); clones are the same bus. Dropping the
 /// last clone closes it, so no subscription waits for a publisher that can no longer exist.
@@ -62,6 +62,14 @@ impl Bus for LocalBus {
 
     fn subscriber_count(&self) -> usize {
         self.inner.hub.subscriber_count()
+    }
+
+    fn health(&self) -> BusHealth {
+        if self.inner.hub.is_closed() {
+            BusHealth::Closed
+        } else {
+            BusHealth::Up
+        }
     }
 
     fn close(&self) {

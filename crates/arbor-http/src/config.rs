@@ -17,6 +17,7 @@ use arbor_server::ConnectOptions;
 use axum::http::request::Parts;
 
 use crate::auth::AuthConfig;
+use crate::health::HealthConfig;
 
 /// Picks the tenant and identity of a request from its head (for example from an
 /// `Authorization` header already checked by a layer in front). Called once per modern
@@ -151,6 +152,13 @@ pub struct HttpConfig {
     /// valid bearer token for this resource, verified before routing; the protected
     /// resource metadata is served. `None` (default): no authentication.
     pub auth: Option<AuthConfig>,
+    /// Liveness and readiness probes (`/healthz`, `/readyz`) beside the endpoint, with the
+    /// same `Host`/`Origin` checks and no authentication. `None` (default): not served.
+    pub health: Option<HealthConfig>,
+    /// What Ctrl-C or SIGTERM does under [`Bound::shutdown_on_signal`](crate::Bound::shutdown_on_signal):
+    /// `Some(deadline)` drains first ([`HttpServer::shutdown_with_deadline`](crate::HttpServer::shutdown_with_deadline)),
+    /// `None` (default) shuts down at once ([`ShutdownHandle::shutdown`](crate::ShutdownHandle::shutdown)).
+    pub drain_on_signal: Option<Duration>,
 }
 
 impl Default for HttpConfig {
@@ -184,6 +192,8 @@ impl Default for HttpConfig {
             cors: None,
             tenant: None,
             auth: None,
+            health: None,
+            drain_on_signal: None,
         }
     }
 }
@@ -219,6 +229,8 @@ impl fmt::Debug for HttpConfig {
             .field("cors", &self.cors)
             .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
             .field("auth", &self.auth)
+            .field("health", &self.health)
+            .field("drain_on_signal", &self.drain_on_signal)
             .finish()
     }
 }
@@ -257,6 +269,20 @@ impl HttpConfig {
     /// The same configuration protected by OAuth (see [`HttpConfig::auth`](HttpConfig#structfield.auth)).
     pub fn auth(mut self, auth: AuthConfig) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// The same configuration serving liveness and readiness probes (see
+    /// [`HttpConfig::health`](HttpConfig#structfield.health)).
+    pub fn health(mut self, health: HealthConfig) -> Self {
+        self.health = Some(health);
+        self
+    }
+
+    /// The same configuration draining for at most `deadline` on Ctrl-C or SIGTERM (see
+    /// [`HttpConfig::drain_on_signal`](HttpConfig#structfield.drain_on_signal)).
+    pub fn drain_on_signal(mut self, deadline: Duration) -> Self {
+        self.drain_on_signal = Some(deadline);
         self
     }
 

@@ -44,7 +44,9 @@ compile_error!("arbor-http verifies JWT signatures with aws-lc-rs or RustCrypto:
 pub mod auth;
 mod body;
 mod config;
+mod drain;
 mod guard;
+mod health;
 mod legacy;
 mod listener;
 mod modern;
@@ -54,6 +56,8 @@ mod signal;
 mod sse;
 
 pub use config::{CorsConfig, HttpConfig, TenantHook};
+pub use drain::STOP_SLACK;
+pub use health::HealthConfig;
 pub use serve::{serve, Serve};
 pub use server::{Bound, HttpServer, HttpStats, ShutdownHandle};
 pub use signal::EXIT_SLACK;

@@ -32,6 +32,7 @@ use serde_json::Value;
 use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
+use crate::drain::Admitted;
 use crate::guard::{empty, json_response, modern_status, reject};
 use crate::server::{peer_addr, stream_end, verified, Inner, StreamCount};
 use crate::sse;
@@ -223,6 +224,8 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
     // A listen lasts as long as its client wants, so no longer than its token either.
     let listen = parsed.method() == Some(MethodName::SubscriptionsListen.as_str());
     let (route, mut rx) = Route::channel();
+    // In the drain's ledger until the answer is handed on (returned, or written by the body).
+    let admitted = inner.drain.admit();
     submit(parsed, route);
     let shutdown = if listen { stream_end(inner, verified) } else { inner.shutdown.subscribe() };
     let first = tokio::select! {
@@ -239,14 +242,14 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
             let Outgoing::Response(body) = out else { unreachable!() };
             json_response(status, body)
         }
-        Some(Some(out)) => stream(inner, Some(out), rx, shutdown),
+        Some(Some(out)) => stream(inner, Some(out), rx, shutdown, admitted),
         // The endpoint stopped (shutdown, or evicted from the pool) before answering: the
         // request may be retried elsewhere, so 503 rather than a 500 that blames the server.
         Some(None) => {
             let err = McpError::internal("Internal error: the endpoint closed before answering; retry");
             reject(StatusCode::SERVICE_UNAVAILABLE, &err, id)
         }
-        None => stream(inner, None, rx, shutdown),
+        None => stream(inner, None, rx, shutdown, admitted),
     }
 }
 
@@ -256,11 +259,20 @@ fn stream(
     first: Option<Outgoing>,
     rx: RouteReceiver,
     shutdown: watch::Receiver<bool>,
+    admitted: Admitted,
 ) -> Response<Body> {
     let period = inner.config.keep_alive;
     let mut keep_alive = interval_at(Instant::now() + period, period);
     keep_alive.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let state = ExchangeStream { first, rx, keep_alive, shutdown, done: false, _count: inner.count_stream() };
+    let state = ExchangeStream {
+        first,
+        rx,
+        keep_alive,
+        shutdown,
+        done: false,
+        _count: inner.count_stream(),
+        _admitted: admitted,
+    };
     let body = futures::stream::unfold(state, ExchangeStream::next);
     sse::response(Body::from_stream(body))
 }
@@ -273,6 +285,8 @@ struct ExchangeStream {
     shutdown: watch::Receiver<bool>,
     done: bool,
     _count: StreamCount,
+    /// The exchange's place in the drain's ledger, until the body ends.
+    _admitted: Admitted,
 }
 
 impl ExchangeStream {
@@ -289,7 +303,17 @@ impl ExchangeStream {
                     _ = self.shutdown.wait_for(|stop| *stop) => Some(None),
                 };
                 match woke {
-                    Some(out) => out?,
+                    Some(Some(out)) => out,
+                    Some(None) => {
+                        // The route ended, or shutdown: what is already queued still goes
+                        // out (a drained server's last answers), then the stream ends.
+                        self.done = true;
+                        let mut buf = BytesMut::new();
+                        while let Some(out) = self.rx.try_recv() {
+                            self.push(&mut buf, out);
+                        }
+                        return (!buf.is_empty()).then(|| (Ok(buf.freeze()), self));
+                    }
                     None => return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)),
                 }
             }

@@ -33,6 +33,7 @@ use crate::auth::authenticator::{Authenticator, Verified};
 use crate::auth::metadata;
 use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
+use crate::drain::{self, DrainState};
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
 use crate::legacy::{self, Sessions};
 use crate::listener::{self, Connections};
@@ -64,6 +65,8 @@ pub(crate) struct Inner {
     pub(crate) pulse: Pulse,
     /// Open connections of [`Bound::run`] and their cap (set when bound).
     connections: Arc<Connections>,
+    /// The drain's phase and its ledger of admitted requests (`crate::drain`).
+    pub(crate) drain: DrainState,
 }
 
 impl Inner {
@@ -174,7 +177,7 @@ pub struct HttpStats {
 /// Streamable HTTP in front of an [`arbor_server::Server`]; cheap to clone.
 #[derive(Clone)]
 pub struct HttpServer {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -204,6 +207,7 @@ impl HttpServer {
             streams_gone: Notify::new(),
             pulse: Pulse::new(),
             connections: Arc::new(Connections::new()),
+            drain: DrainState::new(),
             server,
             config,
         };
@@ -238,6 +242,11 @@ impl HttpServer {
             for path in paths {
                 router = router.route(&path, any(resource_metadata));
             }
+        }
+        if let Some(health) = &config.health {
+            router = router
+                .route(&health.live_path, get(crate::health::live))
+                .route(&health.ready_path, get(crate::health::ready));
         }
         if config.legacy_sse {
             let base = config.legacy_sse_base();
@@ -380,7 +389,7 @@ impl Bound {
 /// Stops a server: see [`ShutdownHandle::shutdown`].
 #[derive(Clone)]
 pub struct ShutdownHandle {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for ShutdownHandle {
@@ -603,6 +612,11 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Respons
         if let Err(refused) = auth.authorize(verified, &parsed, &inner.server) {
             return refused;
         }
+    }
+    if inner.drain.is_draining() && parsed.expected_responses() > 0 {
+        // New work during the drain; a notification or a response still passes (a cancel,
+        // the answer to an in-flight request's elicitation).
+        return drain::refused(parsed.request_id().cloned());
     }
     if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
         return modern::post(inner, parts, parsed).await;

@@ -5,11 +5,15 @@
 //! signal on a thread of its own, with a one-thread runtime, not on the server's workers:
 //! a handler that keeps every worker busy must not keep the process from hearing SIGTERM.
 //!
+//! With [`HttpConfig::drain_on_signal`](crate::HttpConfig#structfield.drain_on_signal)
+//! the signal starts a drain instead ([`ShutdownHandle::drain`], on the server's runtime),
+//! and the process has the drain's deadline and [`STOP_SLACK`](crate::STOP_SLACK) more.
+//!
 //! Invariant: the handlers are installed before `shutdown_on_signal` returns (a signal
 //! sent after it is never missed), and a process that heard one is gone within
-//! `shutdown_grace` plus [`EXIT_SLACK`]: past that, the thread exits it with status 1 (a
-//! worker stuck in a handler cannot be stopped from outside, and the runtime would wait
-//! for it forever).
+//! `shutdown_grace` plus [`EXIT_SLACK`] (plus the drain, if any): past that, the thread
+//! exits it with status 1 (a worker stuck in a handler cannot be stopped from outside, and
+//! the runtime would wait for it forever).
 
 use std::time::Duration;
 
@@ -26,8 +30,12 @@ impl Bound {
     /// `shutdown_grace` + [`EXIT_SLACK`] later, it is exited with status 1. For a process
     /// whose main purpose is this server; call [`Bound::run`] afterwards.
     pub async fn shutdown_on_signal(&self) -> std::io::Result<()> {
-        let deadline = self.server().config().shutdown_grace + EXIT_SLACK;
-        watch_signals(self.shutdown_handle(), deadline).await
+        let config = self.server().config();
+        let drain = config.drain_on_signal;
+        // The drain, then `run`'s shutdown: the streams' grace and the server's stop.
+        let drained = drain.map(|d| d + crate::drain::STOP_SLACK + config.shutdown_grace).unwrap_or_default();
+        let deadline = config.shutdown_grace + drained + EXIT_SLACK;
+        watch_signals(self.shutdown_handle(), drain, deadline).await
     }
 
     /// [`Bound::shutdown_on_signal`], then [`Bound::run`]: serves until Ctrl-C or SIGTERM.
@@ -38,8 +46,10 @@ impl Bound {
 }
 
 /// Starts the signal thread and returns once its handlers are installed.
-async fn watch_signals(stop: ShutdownHandle, deadline: Duration) -> std::io::Result<()> {
+async fn watch_signals(stop: ShutdownHandle, drain: Option<Duration>, deadline: Duration) -> std::io::Result<()> {
     let (installed, ready) = tokio::sync::oneshot::channel();
+    // The drain runs on the server's runtime: this thread's only hears signals.
+    let server_runtime = tokio::runtime::Handle::current();
     std::thread::Builder::new().name("arbor-signals".to_owned()).spawn(move || {
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(runtime) => runtime,
@@ -64,7 +74,13 @@ async fn watch_signals(stop: ShutdownHandle, deadline: Duration) -> std::io::Res
         if !heard {
             return;
         }
-        stop.shutdown();
+        match drain {
+            Some(deadline) => {
+                tracing::info!(deadline_ms = deadline.as_millis() as u64, "shutdown signal: draining");
+                server_runtime.spawn(async move { stop.drain(deadline).await });
+            }
+            None => stop.shutdown(),
+        }
         // The process normally ends long before this sleep does.
         std::thread::sleep(deadline);
         tracing::error!(seconds = deadline.as_secs(), "still running after the shutdown signal; exiting");

@@ -25,6 +25,7 @@
 pub mod config;
 mod connection;
 pub mod context;
+mod drain;
 mod dyn_handler;
 pub mod error;
 pub mod exchange;

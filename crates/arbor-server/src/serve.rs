@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     pub(crate) per_request: PerRequest,
     /// The tasks extension's records and runs (`crate::tasks`).
     pub(crate) tasks: Arc<TaskStore>,
+    /// The drain's signal to request tasks and streams (`crate::drain`).
+    pub(crate) drain: crate::drain::DrainSignal,
 }
 
 impl Shared {
@@ -158,6 +160,7 @@ impl Shared {
             modern_capabilities,
             tasks,
             config,
+            drain: crate::drain::DrainSignal::new(),
         }
     }
 
@@ -179,8 +182,8 @@ impl Shared {
 /// An MCP server: a handler, its configuration, and (once running) its supervision tree.
 #[derive(Clone)]
 pub struct Server {
-    shared: Arc<Shared>,
-    tree: Arc<OnceCell<Tree>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) tree: Arc<OnceCell<Tree>>,
     /// Forwards the handler's list changes onto the bus while the tree runs.
     forwarder: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }

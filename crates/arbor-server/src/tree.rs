@@ -93,6 +93,11 @@ impl TenantLimits {
     pub(crate) fn release(&self) {
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
+
+    /// Slots taken now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
 }
 
 #[derive(Clone)]
@@ -193,6 +198,16 @@ impl Tree {
             other => ConnectError::Supervisor(other),
         })?;
         Ok(ConnectionHandle::new(ActorRef::<ConnMsg>::from(cell)))
+    }
+
+    /// Whether the root supervisor runs.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.root.is_alive()
+    }
+
+    /// Requests in flight over every tenant.
+    pub(crate) async fn in_flight(&self) -> usize {
+        self.tenants.lock().await.values().map(|t| t.limits.in_flight()).sum()
     }
 
     /// A JSON-ready view of the whole tree.

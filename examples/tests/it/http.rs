@@ -72,9 +72,19 @@ impl ServerProcess {
 
     /// Sends SIGTERM and waits for the process to exit on its own.
     pub async fn stop(mut self) -> ExitStatus {
+        self.terminate();
+        self.wait().await
+    }
+
+    /// Sends SIGTERM, without waiting.
+    pub fn terminate(&self) {
         let pid = self.child.id().expect("the server is running");
         let sent = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
         assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+    }
+
+    /// Waits (bounded) for the process to exit on its own.
+    pub async fn wait(&mut self) -> ExitStatus {
         tokio::time::timeout(WAIT, self.child.wait())
             .await
             .expect("the server did not exit after SIGTERM")

@@ -42,7 +42,7 @@ use tokio::task::JoinHandle;
 
 use crate::hub::{Hub, TopicHook};
 use crate::message::{BusMessage, SubscribeOptions};
-use crate::{Bus, PublishError, RedisConnectError, Settled, Subscription};
+use crate::{Bus, BusHealth, PublishError, RedisConnectError, Settled, Subscription};
 
 /// Options of a [`RedisBus`] node.
 #[derive(Debug, Clone)]
@@ -145,6 +145,9 @@ struct Shared {
     counters: Counters,
     /// Bumped by the subscriber task each time its connection is lost.
     lost: watch::Sender<u64>,
+    /// When the subscriber connection was lost, until every live topic is subscribed
+    /// again (`Bus::health`).
+    down_since: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl Shared {
@@ -196,6 +199,7 @@ impl RedisBus {
             dirty,
             counters: Counters::default(),
             lost: watch::Sender::new(0),
+            down_since: Mutex::new(None),
         });
         let tasks = vec![
             tokio::spawn(subscriber::run(shared.clone(), pubsub)),
@@ -258,6 +262,17 @@ impl Bus for RedisBus {
             // An error means the node is gone, and with it anything left to wait for.
             let _ = applied.wait_for(|a| *a >= target).await;
         })
+    }
+
+    fn health(&self) -> BusHealth {
+        let shared = &self.inner.shared;
+        if shared.hub.is_closed() {
+            return BusHealth::Closed;
+        }
+        match *shared.down_since.lock() {
+            None => BusHealth::Up,
+            Some(since) => BusHealth::Reconnecting { down_for: since.elapsed() },
+        }
     }
 
     fn close(&self) {

@@ -64,6 +64,7 @@ pub(super) async fn run(shared: Arc<Shared>, first: PubSub) {
             continue;
         }
         shared.dirty.mark_applied(generation);
+        *shared.down_since.lock() = None;
         if reconnecting {
             shared.counters.reconnects.fetch_add(1, Ordering::Relaxed);
             shared.hub.reconnected(&live);
@@ -72,6 +73,7 @@ pub(super) async fn run(shared: Arc<Shared>, first: PubSub) {
         reconnecting = true;
         backoff.reset();
         let error = session(&shared, &mut sink, &mut stream, &mut subscribed).await;
+        shared.down_since.lock().get_or_insert_with(tokio::time::Instant::now);
         shared.lost.send_modify(|n| *n += 1);
         tracing::warn!(node = %shared.node, %error, "redis bus: subscriber connection lost; reconnecting");
     }

@@ -66,3 +66,15 @@ fn buses_and_subscriptions_can_move_between_threads() {
     send_sync::<arbor_bus::Subscription>();
     send_sync::<arbor_bus::BusEvent>();
 }
+
+/// An in-process bus is up until it is closed, then closed for good.
+#[test]
+fn a_local_bus_reports_up_until_it_is_closed() {
+    use arbor_bus::BusHealth;
+    let bus = arbor_bus::LocalBus::new();
+    assert_eq!(bus.health(), BusHealth::Up);
+    assert!(bus.health().is_ready_within(std::time::Duration::ZERO));
+    bus.close();
+    assert_eq!(bus.health(), BusHealth::Closed);
+    assert!(!bus.health().is_ready_within(std::time::Duration::MAX));
+}

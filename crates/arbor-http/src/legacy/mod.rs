@@ -214,6 +214,8 @@ async fn serve(
     }
     let request_id = parsed.request_id().cloned();
     let (route, mut rx) = Route::channel();
+    // In the drain's ledger until every answer is returned or in the stream's buffer.
+    let admitted = inner.drain.admit();
     submit(parsed, route);
     let shutdown = inner.shutdown.subscribe();
     // The route ending before anything came means the request will never be answered:
@@ -266,6 +268,7 @@ async fn serve(
         pumped.finish();
     } else if let Err(e) = tasks.spawn(async move {
         stream::pump(rx, pumped, expected, cap).await;
+        drop(admitted);
         Ok::<(), ()>(())
     }) {
         // The request runs on; its answers are lost with the route, as on a dropped POST.
@@ -321,6 +324,8 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
             let poll_after = if polling && stream_id != 0 { inner.config.sse_polling } else { None };
             (stream, ReaderStart { cursor: seq, prime: None, poll_after, keep_alive })
         }
+        // A new standalone stream during the drain: it would only be closed again.
+        None if inner.drain.is_draining() => return crate::drain::refused(None),
         None => {
             let stream = session.standalone.clone();
             let cursor = stream.delivered();

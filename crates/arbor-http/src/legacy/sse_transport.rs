@@ -68,6 +68,9 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
     if let Err(refused) = authenticate(&inner, &mut parts).await {
         return refused;
     }
+    if inner.drain.is_draining() {
+        return crate::drain::refused(None);
+    }
     let unavailable = |message: String| {
         reject(StatusCode::SERVICE_UNAVAILABLE, &McpError::Other { code: -32000, message, data: None }, None)
     };
@@ -99,6 +102,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         shutdown: stream_end(&inner, verified(&parts)),
         _count: inner.count_stream(),
         registration: Registration { inner: inner.clone(), id },
+        ending: false,
     };
     sse::response(Body::from_stream(futures::stream::unfold(state, Stream::next)))
 }
@@ -149,6 +153,9 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
         Ok(parsed) => parsed,
         Err(answer) => return answer,
     };
+    if inner.drain.is_draining() && parsed.expected_responses() > 0 {
+        return crate::drain::refused(parsed.request_id().cloned());
+    }
     match verified(&parts) {
         Some(v) => {
             if let Some(auth) = &inner.auth {
@@ -185,6 +192,8 @@ struct Stream {
     shutdown: watch::Receiver<bool>,
     _count: StreamCount,
     registration: Registration,
+    /// Shutdown came: what was queued is written, then the stream ends.
+    ending: bool,
 }
 
 impl Stream {
@@ -192,10 +201,17 @@ impl Stream {
         if let Some(first) = self.first.take() {
             return Some((Ok(first), self));
         }
+        if self.ending {
+            return None;
+        }
         let woke = tokio::select! {
             out = self.rx.recv() => Some(out),
             _ = self.keep_alive.tick() => None,
-            _ = self.shutdown.wait_for(|stop| *stop) => Some(None),
+            _ = self.shutdown.wait_for(|stop| *stop) => {
+                // What is already queued (a drained server's last answers) still goes out.
+                self.ending = true;
+                Some(self.rx.try_recv())
+            }
         };
         let Some(out) = woke else { return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)) };
         let mut buf = BytesMut::new();

@@ -267,7 +267,13 @@ impl Reader {
             match woke {
                 Wake::Changed => continue,
                 Wake::KeepAlive => return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)),
-                Wake::End => return None,
+                Wake::End => {
+                    // What the buffer already holds still goes out (a drained server's last
+                    // answers), then the response ends.
+                    self.ended = true;
+                    let _ = self.stream.read(self.generation, &mut self.cursor, &mut out);
+                    return (!out.is_empty()).then(|| (Ok(out.freeze()), self));
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod support;
 
+mod a_drain_answers_every_admitted_request_by_its_deadline;
 mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;

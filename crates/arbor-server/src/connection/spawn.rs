@@ -15,6 +15,9 @@
 //! (`ServerConfig::max_in_flight_per_requester`), so one client over any number of
 //! connections, endpoints or sessions cannot take every slot.
 //!
+//! Every request task also races the server's drain deadline (`crate::drain`): past it
+//! the task completes with the drain error instead of its handler's answer.
+//!
 //! Invariant: the tenant slot and the requester slot taken here are released exactly
 //! once: by the report, or at once when the spawn is refused.
 
@@ -160,6 +163,14 @@ impl ConnState {
         // tokio move a pointer instead of copying that state at every layer; this alone
         // tripled pipelined throughput.
         let options = TaskOptions::deadline(deadline);
+        // The drain's deadline (`crate::drain`): the task completes with the drain error
+        // in place of its handler's answer, so its report answers it exactly once.
+        // Lazy: the signal's receiver is made only if the handler did not answer at its
+        // first poll, which most requests do.
+        let drained = {
+            let (id, shared) = (id.clone(), self.shared.clone());
+            async move { error_frame(&id, &shared.drain.requests_stopped().await) }
+        };
         let spawned = if scoped {
             let route = self.out().clone();
             let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
@@ -178,6 +189,7 @@ impl ConnState {
                         biased;
                         response = job.run() => Ok(response),
                         never = stop => match never {},
+                        stopped = drained => Ok(stopped),
                     }
                 }
                 .instrument(span.clone()),
@@ -186,7 +198,16 @@ impl ConnState {
                 let _ = task_tx.send(task.clone());
             })
         } else {
-            let work = Box::pin(async move { Ok(job.run().await) }.instrument(span.clone()));
+            let work = Box::pin(
+                async move {
+                    tokio::select! {
+                        biased;
+                        response = job.run() => Ok(response),
+                        stopped = drained => Ok(stopped),
+                    }
+                }
+                .instrument(span.clone()),
+            );
             self.tasks.spawn_reporting(options, work, report)
         };
         match spawned {

@@ -51,6 +51,7 @@ impl ConnState {
         let parent = (!close_with_output).then_some(&self.span);
         let uri = filter.resource_subscriptions.as_ref().and_then(|uris| uris.first()).map(String::as_str);
         let span = telemetry::stream_span(parent, &self.trace, id.as_ref(), &connection, uri);
+        let drained = id.is_some().then(|| Box::pin(shared.drain.listens_ended()) as _);
         Unit {
             shared: StreamShared::new(
                 id,
@@ -61,6 +62,7 @@ impl ConnState {
                 shared.config.subscription_options,
                 filter.clone(),
             ),
+            drained,
             handlers: shared.stream_handlers.clone(),
             requested: filter,
             ready,

@@ -17,7 +17,8 @@
 //! topic. It ends by a handler's `Stop` (complete result, then `notifications/cancelled`
 //! for the listen id as the stdio cancellation page asks; no `handle_close` for that
 //! handler), by the bus ending a subscription (`Overflow::EndStream`: the same graceful
-//! end, the handlers closed from outside), or by the control mailbox (the handlers'
+//! end, the handlers closed from outside), by the server's drain (a listen only:
+//! `Server::end_listens`, the same graceful end), or by the control mailbox (the handlers'
 //! `handle_close`, and nothing sent: a cancelled request gets no further message).
 //!
 //! Invariants: `handle_close` runs at most once per handler and never after its own
@@ -65,7 +66,13 @@ pub(crate) struct Unit {
     pub(crate) slot: Option<RequesterSlot>,
     /// The stream's span (`crate::telemetry::stream_span`), which its task runs in.
     pub(crate) span: tracing::Span,
+    /// Resolves when the server's drain ends listens (`Server::end_listens`); set for
+    /// listens only. Boxed, so the idle stream's future stays small.
+    pub(crate) drained: Option<Drained>,
 }
+
+/// The drain's "listens end now", as a stream waits for it.
+pub(crate) type Drained = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 /// What a connection keeps of a running stream.
 #[derive(Debug)]
@@ -107,7 +114,7 @@ impl Unit {
     }
 
     async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {
-        let Unit { shared, handlers, requested, ready, slot: _slot, span: _ } = self;
+        let Unit { shared, handlers, requested, ready, slot: _slot, span: _, drained } = self;
         let mut stream = Stream { shared, handlers, states: Vec::new() };
         let mut filter = requested.clone();
         for owner in 0..stream.handlers.len() {
@@ -163,7 +170,7 @@ impl Unit {
         if let Some(ready) = ready {
             let _ = ready.send(Ok(()));
         }
-        stream.serve(close).await;
+        stream.serve(close, drained).await;
         Ok(())
     }
 }
@@ -202,8 +209,11 @@ impl Stream {
         Channel { shared: self.shared.clone(), owner }
     }
 
-    async fn serve(mut self, mut close: oneshot::Receiver<()>) {
+    async fn serve(mut self, mut close: oneshot::Receiver<()>, drained: Option<Drained>) {
         let mut subs: Vec<(usize, Subscription)> = Vec::new();
+        // A drain ends listens gracefully (`Server::end_listens`); other streams end with
+        // their session.
+        let mut drained = drained.unwrap_or_else(|| Box::pin(std::future::pending()));
         let mut next = 0usize;
         let end = loop {
             subs.extend(self.shared.take_joins());
@@ -223,6 +233,7 @@ impl Stream {
                 _ = &mut close => break End::Outside,
                 // An HTTP listen's closed response stream is its cancellation.
                 () = closed_output(&self.shared) => break End::Outside,
+                () = &mut drained => break End::Graceful(None),
                 ready = event => ready,
             };
             let owner = subs[index].0;
@@ -368,6 +379,7 @@ mod tests {
             ready: None,
             slot: None,
             span: tracing::Span::none(),
+            drained: None,
         };
         let (_close, rx) = oneshot::channel();
         let future = unit.run(rx);
