@@ -17,6 +17,7 @@ use arbor_server::ConnectOptions;
 use axum::http::request::Parts;
 
 use crate::auth::AuthConfig;
+use crate::observer::Observer;
 
 /// Picks the tenant and identity of a request from its head (for example from an
 /// `Authorization` header already checked by a layer in front). Called once per modern
@@ -151,6 +152,10 @@ pub struct HttpConfig {
     /// valid bearer token for this resource, verified before routing; the protected
     /// resource metadata is served. `None` (default): no authentication.
     pub auth: Option<AuthConfig>,
+    /// The live supervision-tree observer (`GET /observer`, `/observer/snapshot`,
+    /// `/observer/events`: [`crate::observer`]), loopback peers only unless configured,
+    /// behind `auth` when that is set. `None` (default): not served.
+    pub observer: Option<Observer>,
 }
 
 impl Default for HttpConfig {
@@ -184,6 +189,7 @@ impl Default for HttpConfig {
             cors: None,
             tenant: None,
             auth: None,
+            observer: None,
         }
     }
 }
@@ -219,6 +225,7 @@ impl fmt::Debug for HttpConfig {
             .field("cors", &self.cors)
             .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
             .field("auth", &self.auth)
+            .field("observer", &self.observer)
             .finish()
     }
 }
@@ -257,6 +264,12 @@ impl HttpConfig {
     /// The same configuration protected by OAuth (see [`HttpConfig::auth`](HttpConfig#structfield.auth)).
     pub fn auth(mut self, auth: AuthConfig) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// The same configuration serving the observer (see [`HttpConfig::observer`](HttpConfig#structfield.observer)).
+    pub fn observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
         self
     }
 

@@ -48,12 +48,14 @@ mod guard;
 mod legacy;
 mod listener;
 mod modern;
+pub mod observer;
 mod serve;
 mod server;
 mod signal;
 mod sse;
 
 pub use config::{CorsConfig, HttpConfig, TenantHook};
+pub use observer::Observer;
 pub use serve::{serve, Serve};
 pub use server::{Bound, HttpServer, HttpStats, ShutdownHandle};
 pub use signal::EXIT_SLACK;

@@ -70,6 +70,9 @@ pub(crate) struct Unit {
 pub(crate) struct UnitRef {
     close: Option<oneshot::Sender<()>>,
     task: TaskRef,
+    /// The stream's shared state and start, for tree views (`connection::inspect`).
+    pub(crate) shared: Arc<StreamShared>,
+    pub(crate) since: tokio::time::Instant,
 }
 
 impl UnitRef {
@@ -91,6 +94,7 @@ impl Unit {
     pub(crate) fn spawn(self, tasks: &TaskSupervisor) -> Result<UnitRef, SpawnError> {
         let (close_tx, close_rx) = oneshot::channel();
         let id = self.shared.id.clone();
+        let shared = self.shared.clone();
         let report = move |outcome: TaskOutcome<(), Infallible>| {
             if let TaskOutcome::Panicked(message) = outcome {
                 // Handler callbacks are caught one by one; this is the runtime's own bug.
@@ -100,7 +104,7 @@ impl Unit {
         let options = TaskOptions { deadline: None };
         let work = Box::pin(self.run(close_rx));
         let task = tasks.spawn_reporting(options, work, report)?;
-        Ok(UnitRef { close: Some(close_tx), task })
+        Ok(UnitRef { close: Some(close_tx), task, shared, since: tokio::time::Instant::now() })
     }
 
     async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {
