@@ -14,3 +14,4 @@ mod legacy_sessions_are_resumable_and_reaped;
 mod modern_requests_are_checked_and_scoped_to_their_exchange;
 mod mounted_routers_check_hosts_and_shut_down_in_order;
 mod oauth_against_a_real_authorization_server;
+mod the_observer_snapshot_shows_the_tree_to_loopback_peers_only;
