@@ -9,7 +9,9 @@
 //!
 //! Over HTTP the endpoint is `arbor_http` with its defaults: loopback bind, `Host` and
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
-//! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
+//! caps, legacy sessions reaped when idle; beside `/mcp` it serves the live supervision
+//! tree at `/observer` (`arbor_http::Observer`: loopback peers only, behind OAuth when
+//! that is on). The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
 //!
 //! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
@@ -657,6 +659,8 @@ async fn main() -> ExitCode {
         if let Some(timeout) = options.header_timeout {
             config.header_read_timeout = timeout;
         }
+        // The live supervision tree at /observer, for loopback peers.
+        config.observer = Some(arbor_http::Observer::new());
         match auth(&options, addr).await {
             Ok(auth) => config.auth = auth,
             Err(why) => {

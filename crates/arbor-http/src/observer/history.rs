@@ -54,7 +54,10 @@ impl History {
                     .map_or((0.0, 0.0), |(s, before)| {
                         let elapsed = now.duration_since(s.at);
                         let secs = elapsed.as_secs_f64().max(1e-3);
-                        (load.requests_per_s(before, elapsed), refused(load).saturating_sub(refused(before)) as f64 / secs)
+                        (
+                            load.requests_per_s(before, elapsed),
+                            refused(load).saturating_sub(refused(before)) as f64 / secs,
+                        )
                     });
                 value["requests_per_s"] = json!(round(rps));
                 value["refused_per_s"] = json!(round(refused_ps));

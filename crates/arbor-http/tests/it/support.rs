@@ -410,7 +410,12 @@ impl Observed {
 
     /// A 2026-07-28 `subscriptions/listen` of `tenant` for tool list changes, kept open.
     pub async fn listen(&mut self, tenant: &str, id: i64) {
-        let body = Self::modern_body(id, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}), json!({}));
+        let body = Self::modern_body(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+            json!({}),
+        );
         let headers = [("mcp-protocol-version", MODERN), ("mcp-method", "subscriptions/listen")];
         let response = self.post(tenant, &body, &headers).send().await.unwrap();
         assert_eq!(response.status(), 200);

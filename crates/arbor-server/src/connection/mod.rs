@@ -57,8 +57,8 @@ use batch::BatchReply;
 pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
-use inspect::InFlight;
 pub(crate) use inbound::Inbound;
+use inspect::InFlight;
 use pending::{AnswerTx, Pending};
 
 use crate::subscription::unit::UnitRef;

@@ -102,7 +102,13 @@ impl StreamShared {
             close_with_output,
             bus,
             options,
-            state: Mutex::new(State { phase: Phase::Opening, held: Vec::new(), filter, joins: Vec::new(), probes: Vec::new() }),
+            state: Mutex::new(State {
+                phase: Phase::Opening,
+                held: Vec::new(),
+                filter,
+                joins: Vec::new(),
+                probes: Vec::new(),
+            }),
         })
     }
 

@@ -256,7 +256,8 @@ impl TaskStore {
     /// status, age and tenant.
     pub(crate) fn observe(&self) -> Vec<ViewNode> {
         let now = Instant::now();
-        let entries: Vec<Arc<Entry>> = self.entries.lock().map.values().filter(|e| e.expires_at > now).cloned().collect();
+        let entries: Vec<Arc<Entry>> =
+            self.entries.lock().map.values().filter(|e| e.expires_at > now).cloned().collect();
         let mut nodes: Vec<(u64, ViewNode)> = entries
             .iter()
             .map(|e| {
