@@ -84,7 +84,8 @@ async fn the_observer_shows_the_live_tree_in_a_browser() {
         let (acme, initech) = (acme[1].clone(), initech.clone());
         tokio::spawn(async move {
             for id in 1000i64.. {
-                for (tenant, session) in [("acme", &acme), ("initech", &initech)] {
+                // acme at twice initech's rate, so their chart lines part.
+                for (tenant, session) in [("acme", &acme), ("acme", &acme), ("initech", &initech)] {
                     let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                         "params": {"name": "echo", "arguments": {"message": "load"}}});
                     let request = tests::peer::http::post(&client, &url, &call)

@@ -120,8 +120,9 @@ impl ConnState {
         if let Some(unit) = self.list_stream.as_ref().filter(|u| !u.is_finished()) {
             streams.push(stream_node("list_changed", "the session's list changes".into(), unit, now));
         }
-        node.detail =
-            Some(format!("{kind}, requester {requester}, {} in flight, {} streams", requests.len(), streams.len()));
+        let (in_flight, open) = (requests.len(), streams.len());
+        let plural = if open == 1 { "" } else { "s" };
+        node.detail = Some(format!("{kind}, requester {requester}, {in_flight} in flight, {open} stream{plural}"));
         node.queue_depth = Some(streams.iter().filter_map(|s| s.queue_depth).sum());
         requests.truncate(MAX_LISTED);
         streams.truncate(MAX_LISTED);
