@@ -14,6 +14,8 @@ mod demo_server_counts_with_progress_and_stops_when_cancelled;
 #[cfg(unix)]
 mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
+mod demo_server_serves_the_observer_beside_mcp;
+#[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;
 #[cfg(unix)]
