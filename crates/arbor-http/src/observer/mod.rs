@@ -124,6 +124,10 @@ struct ObserverState {
     /// The guard of a tree observer (an HTTP server's own is in `inner`).
     guard: Guard,
     history: Mutex<History>,
+    /// The last view taken, as JSON bytes: pages open at once share one view per half
+    /// interval, so watching costs the connections one message each per interval however
+    /// many pages watch.
+    latest: Mutex<Option<(tokio::time::Instant, Bytes)>>,
     sampling: AtomicBool,
     /// Flips when a tree observer's sampler should stop (its root stopped).
     stopped: watch::Sender<bool>,
@@ -138,6 +142,7 @@ impl ObserverState {
             inner,
             guard,
             history: Mutex::new(History::new(samples)),
+            latest: Mutex::new(None),
             sampling: AtomicBool::new(false),
             stopped: watch::channel(false).0,
         })
@@ -181,6 +186,20 @@ impl ObserverState {
                 }
             }
         });
+    }
+
+    /// The view as JSON bytes; with `shared`, the latest one if it is younger than half
+    /// an interval (the events streams; a snapshot request always gets a fresh one).
+    async fn view_bytes(&self, shared: bool) -> Bytes {
+        let fresh = self.config.interval / 2;
+        if let Some((at, bytes)) = self.latest.lock().as_ref().filter(|_| shared) {
+            if at.elapsed() < fresh {
+                return bytes.clone();
+            }
+        }
+        let bytes = Bytes::from(serde_json::to_vec(&self.view().await).unwrap_or_default());
+        *self.latest.lock() = Some((tokio::time::Instant::now(), bytes.clone()));
+        bytes
     }
 
     /// The view as the JSON the page reads.
@@ -278,8 +297,7 @@ async fn snapshot(State(state): State<Arc<ObserverState>>, request: Request) -> 
         return refused;
     }
     state.start_sampling();
-    let view = state.view().await;
-    with_type(serde_json::to_vec(&view).unwrap_or_default(), "application/json")
+    with_type(state.view_bytes(false).await, "application/json")
 }
 
 async fn events(State(state): State<Arc<ObserverState>>, request: Request) -> Response<Body> {
@@ -315,9 +333,9 @@ async fn events(State(state): State<Arc<ObserverState>>, request: Request) -> Re
             if state.ended() {
                 return None;
             }
-            let view = state.view().await;
+            let view = state.view_bytes(true).await;
             let mut out = bytes::BytesMut::new();
-            crate::sse::put_data(&mut out, &serde_json::to_vec(&view).unwrap_or_default());
+            crate::sse::put_data(&mut out, &view);
             Some((Ok::<Bytes, std::convert::Infallible>(out.freeze()), (state, shutdown, false)))
         }
     });
