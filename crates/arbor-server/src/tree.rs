@@ -275,6 +275,12 @@ impl Tree {
             let cells = connections.which_children().await.unwrap_or_default();
             load.connections = cells.len();
             if let Some(node) = node.children.iter_mut().find(|c| c.id == "connections") {
+                let listed = if cells.len() > inspect::MAX_LISTED {
+                    format!(", the first {} listed", inspect::MAX_LISTED)
+                } else {
+                    String::new()
+                };
+                node.detail = Some(format!("{} connections{listed}", cells.len()));
                 node.children = inspect::connections(cells).await;
             }
             loads.push(load);

@@ -18,5 +18,6 @@ mod demo_server_serves_the_observer_beside_mcp;
 #[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;
+mod supervision_tree_can_be_watched_in_the_observer;
 #[cfg(unix)]
 mod the_facade_examples_run_end_to_end;
