@@ -9,7 +9,9 @@
 //!
 //! Over HTTP the endpoint is `arbor_http` with its defaults: loopback bind, `Host` and
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
-//! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
+//! caps, legacy sessions reaped when idle; beside `/mcp` it serves the live supervision
+//! tree at `/observer` (`arbor_http::Observer`: loopback peers only, behind OAuth when
+//! that is on). The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
 //! `/healthz` and `/readyz` are served beside `/mcp`, and SIGTERM or Ctrl-C drains: readiness
 //! turns 503, new calls get 503, calls in flight get `--drain-timeout-ms` to finish (then
@@ -664,6 +666,8 @@ async fn main() -> ExitCode {
         // `/healthz` and `/readyz` beside `/mcp`, and a drain on SIGTERM or Ctrl-C.
         let drain = options.drain_timeout.unwrap_or(Duration::from_secs(5));
         config = config.health(arbor_http::HealthConfig::default()).drain_on_signal(drain);
+        // The live supervision tree at /observer, for loopback peers.
+        config.observer = Some(arbor_http::Observer::new());
         match auth(&options, addr).await {
             Ok(auth) => config.auth = auth,
             Err(why) => {

@@ -3,6 +3,10 @@
 //! It builds a small tree, injects crashes on a schedule, and prints the tree and the
 //! restart history after each step. It ends by itself after a few seconds.
 //!
+//! With `--observe PORT` it serves the live observer (`arbor_http::Observer`) for this
+//! tree at `http://127.0.0.1:PORT/observer` (loopback only), slows the schedule down so
+//! each step can be watched, and repeats it until Ctrl-C.
+//!
 //! ```text
 //! root                  one_for_one, at most 5 restarts in 10 s
 //! ├─ clock              worker, permanent
@@ -106,16 +110,49 @@ async fn crash(sup: &SupervisorHandle, id: &str) {
     }
 }
 
+/// The pause after each step: long enough to watch it in the observer when it is served.
+static PAUSE_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(250);
+
 async fn step(root: &SupervisorHandle, title: &str) {
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    tokio::time::sleep(Duration::from_millis(PAUSE_MS.load(std::sync::atomic::Ordering::Relaxed))).await;
     println!("\n== {title}");
     print_tree(&root.snapshot().await, "", true, true);
 }
 
+/// `--observe PORT`: the port to serve the observer on.
+fn observe_port() -> Result<Option<u16>, String> {
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next()) {
+        (None, _) => Ok(None),
+        (Some("--observe"), Some(port)) => port.parse().map(Some).map_err(|_| format!("`{port}` is not a port")),
+        _ => Err("usage: supervision_tree [--observe PORT]".into()),
+    }
+}
+
+/// Serves the observer for `root` on 127.0.0.1:`port` until the process ends.
+async fn serve_observer(root: &SupervisorHandle, port: u16) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).await?;
+    let app = arbor_http::Observer::new().router_for_tree(root.clone());
+    let serving = arbor_http::serve(listener, app);
+    println!("observer: http://{}/observer", serving.local_addr()?);
+    tokio::spawn(async move { serving.await });
+    Ok(())
+}
+
 #[tokio::main]
-async fn main() {
+async fn main() -> std::process::ExitCode {
     // Keep the injected panics' messages out of the output; the snapshots report them.
     std::panic::set_hook(Box::new(|_| {}));
+    let observe = match observe_port() {
+        Ok(port) => port,
+        Err(why) => {
+            eprintln!("supervision_tree: {why}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    if observe.is_some() {
+        PAUSE_MS.store(2000, std::sync::atomic::Ordering::Relaxed);
+    }
 
     let pipeline = SupervisorSpec::new("pipeline")
         .strategy(Strategy::RestForOne)
@@ -132,14 +169,39 @@ async fn main() {
             TaskSupervisorSpec::new("requests").max_concurrency(8).default_deadline(Duration::from_millis(200)),
         ));
     let root = SupervisorHandle::start(spec).await.expect("tree starts");
-    step(&root, "started").await;
+    if let Some(port) = observe {
+        if let Err(e) = serve_observer(&root, port).await {
+            eprintln!("supervision_tree: cannot serve the observer on port {port}: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
+    loop {
+        experiment(&root).await;
+        if observe.is_none() {
+            break;
+        }
+    }
+    let snapshot = root.snapshot().await;
+    println!("\n== restart history");
+    print_history(&snapshot);
+    println!("\n== snapshot as JSON (pipeline only)");
+    println!("{}", serde_json::to_string_pretty(&snapshot.find(&["pipeline"]).unwrap().to_json()).unwrap());
 
-    crash(&root, "clock").await;
-    step(&root, "clock crashed: one_for_one restarts only the clock").await;
+    let reason = root.shutdown().await;
+    println!("\n== root shut down in order: {reason}; actors still alive: {}", root.gauge().alive_actors());
+    std::process::ExitCode::SUCCESS
+}
+
+/// One run of the schedule of crashes.
+async fn experiment(root: &SupervisorHandle) {
+    step(root, "started").await;
+
+    crash(root, "clock").await;
+    step(root, "clock crashed: one_for_one restarts only the clock").await;
 
     let pipeline = root.child_handle::<SupervisorHandle>("pipeline").await.expect("pipeline");
     crash(&pipeline, "source").await;
-    step(&root, "source crashed: rest_for_one restarts source and sink").await;
+    step(root, "source crashed: rest_for_one restarts source and sink").await;
 
     let sessions = root.child_handle::<DynamicSupervisorHandle>("sessions").await.expect("sessions");
     let mut started = Vec::new();
@@ -151,7 +213,7 @@ async fn main() {
     }
     let _ = started[0].send_message(Cmd::Crash);
     let _ = started[1].send_message(Cmd::Finish);
-    step(&root, "sessions: one crashed (transient: restarted), one finished (not restarted)").await;
+    step(root, "sessions: one crashed (transient: restarted), one finished (not restarted)").await;
 
     let requests = root.child_handle::<TaskSupervisor>("requests").await.expect("requests");
     let ok = requests.spawn(async { Ok::<_, String>("answer") }).unwrap();
@@ -168,21 +230,18 @@ async fn main() {
         };
         println!("   task {name:<9} -> {shown}");
     }
-    step(&root, "requests: completed, panicked, timed out, cancelled").await;
+    step(root, "requests: completed, panicked, timed out, cancelled").await;
 
     for _ in 0..3 {
         let pipeline = root.child_handle::<SupervisorHandle>("pipeline").await.expect("pipeline");
         crash(&pipeline, "source").await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    step(&root, "source crashed three times fast: pipeline gave up, root restarted it").await;
-
-    let snapshot = root.snapshot().await;
-    println!("\n== restart history");
-    print_history(&snapshot);
-    println!("\n== snapshot as JSON (pipeline only)");
-    println!("{}", serde_json::to_string_pretty(&snapshot.find(&["pipeline"]).unwrap().to_json()).unwrap());
-
-    let reason = root.shutdown().await;
-    println!("\n== root shut down in order: {reason}; actors still alive: {}", root.gauge().alive_actors());
+    step(root, "source crashed three times fast: pipeline gave up, root restarted it").await;
+    // The sessions finish, so a next run (with --observe) starts them again.
+    for child in sessions.which_children().await.unwrap_or_default() {
+        if let Some(cell) = child.actor {
+            let _ = cell.send_message(Cmd::Finish);
+        }
+    }
 }

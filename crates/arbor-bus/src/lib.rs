@@ -63,7 +63,7 @@ pub use message::{BusEvent, BusMessage, EndReason, GapReason, Overflow, Subscrib
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis::{RedisBus, RedisBusOptions, RedisBusStats};
-pub use subscription::{Subscription, TryRecvError};
+pub use subscription::{QueueProbe, Subscription, TryRecvError};
 
 /// A boxed future returned by [`Bus::settled`].
 pub type Settled = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;

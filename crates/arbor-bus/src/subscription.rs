@@ -86,6 +86,26 @@ impl Subscription {
     pub fn queued(&self) -> usize {
         self.slot.counts().queued
     }
+
+    /// A cloneable reader of this subscription's queue depth, for observers that do not
+    /// own the subscription (a tree view of the streams of a server).
+    pub fn probe(&self) -> QueueProbe {
+        QueueProbe { slot: self.slot.clone() }
+    }
+}
+
+/// Reads one subscription's queue depth from outside ([`Subscription::probe`]); once the
+/// subscription is dropped it reads what was left queued then.
+#[derive(Debug, Clone)]
+pub struct QueueProbe {
+    slot: Arc<Slot>,
+}
+
+impl QueueProbe {
+    /// Messages queued now.
+    pub fn queued(&self) -> usize {
+        self.slot.counts().queued
+    }
 }
 
 impl futures::Stream for Subscription {

@@ -18,6 +18,7 @@ use axum::http::request::Parts;
 
 use crate::auth::AuthConfig;
 use crate::health::HealthConfig;
+use crate::observer::Observer;
 
 /// Picks the tenant and identity of a request from its head (for example from an
 /// `Authorization` header already checked by a layer in front). Called once per modern
@@ -159,6 +160,10 @@ pub struct HttpConfig {
     /// `Some(deadline)` drains first ([`HttpServer::shutdown_with_deadline`](crate::HttpServer::shutdown_with_deadline)),
     /// `None` (default) shuts down at once ([`ShutdownHandle::shutdown`](crate::ShutdownHandle::shutdown)).
     pub drain_on_signal: Option<Duration>,
+    /// The live supervision-tree observer (`GET /observer`, `/observer/snapshot`,
+    /// `/observer/events`: [`crate::observer`]), loopback peers only unless configured,
+    /// behind `auth` when that is set. `None` (default): not served.
+    pub observer: Option<Observer>,
 }
 
 impl Default for HttpConfig {
@@ -194,6 +199,7 @@ impl Default for HttpConfig {
             auth: None,
             health: None,
             drain_on_signal: None,
+            observer: None,
         }
     }
 }
@@ -231,6 +237,7 @@ impl fmt::Debug for HttpConfig {
             .field("auth", &self.auth)
             .field("health", &self.health)
             .field("drain_on_signal", &self.drain_on_signal)
+            .field("observer", &self.observer)
             .finish()
     }
 }
@@ -283,6 +290,9 @@ impl HttpConfig {
     /// [`HttpConfig::drain_on_signal`](HttpConfig#structfield.drain_on_signal)).
     pub fn drain_on_signal(mut self, deadline: Duration) -> Self {
         self.drain_on_signal = Some(deadline);
+    /// The same configuration serving the observer (see [`HttpConfig::observer`](HttpConfig#structfield.observer)).
+    pub fn observer(mut self, observer: Observer) -> Self {
+        self.observer = Some(observer);
         self
     }
 

@@ -255,6 +255,9 @@ impl HttpServer {
                 .route(&format!("{base}/messages"), post(legacy::sse_transport::message));
         }
         let mut router = router.with_state(self.inner.clone());
+        if let Some(observer) = &config.observer {
+            router = router.merge(observer.clone().router_for(&self.inner));
+        }
         if let Some(cors) = &config.cors {
             router = router.layer(cors_layer(cors));
         }

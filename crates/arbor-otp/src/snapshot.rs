@@ -105,6 +105,9 @@ pub struct NodeSnapshot {
     pub restart: Option<Restart>,
     /// Running, restarting, not running, ...
     pub status: NodeStatus,
+    /// Milliseconds since this supervisor started, for static and dynamic supervisors (a
+    /// restarted supervisor is a new one and counts from 0 again); `None` for others.
+    pub uptime_ms: Option<u64>,
     /// Restarts this supervisor performed since it started.
     pub restart_count: u64,
     /// The most recent restarts this supervisor performed, oldest first.
@@ -154,6 +157,7 @@ impl NodeSnapshot {
             strategy: None,
             restart: None,
             status,
+            uptime_ms: None,
             restart_count: 0,
             recent_restarts: Vec::new(),
             child_count: 0,

@@ -43,6 +43,7 @@ use crate::connection::{Connection, ConnectionArgs, ConnectionHandle, Io};
 use crate::dyn_handler::DynServerHandler;
 use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
+use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{TaskStore, TaskStreams};
@@ -370,6 +371,36 @@ impl Server {
         match self.tree.get() {
             Some(tree) => Some(tree.snapshot().await),
             None => None,
+        }
+    }
+
+    /// The live tree as operators see it ([`observe`](crate::observe)): the snapshot
+    /// with every connection's in-flight requests and subscription streams, the tasks
+    /// extension's tasks, and each tenant's load. `None` before the first connection.
+    pub async fn observe(&self) -> Option<ServerView> {
+        Some(self.tree.get()?.observe(&self.shared.tasks).await)
+    }
+
+    /// Every tenant's load now: in flight, admitted and refused requests, connections
+    /// (empty before the first connection).
+    pub async fn tenant_loads(&self) -> Vec<TenantLoad> {
+        match self.tree.get() {
+            Some(tree) => tree.tenant_loads().await,
+            None => Vec::new(),
+        }
+    }
+
+    /// Fault injection, for exercising supervision (tests, a chaos drill, watching the
+    /// observer): stops `tenant`'s connections supervisor with the failure `reason`, as a
+    /// crash would. Its connections stop with it (their in-flight requests unanswered, as
+    /// when a connection closes) and the tenant supervisor restarts it, which the tree
+    /// then shows as a restart of `tenant:<name>` with `reason`; new connections go to
+    /// the restarted one. Returns `false` when the tenant has no running connections
+    /// supervisor.
+    pub async fn inject_crash(&self, tenant: &str, reason: &str) -> bool {
+        match self.tree.get() {
+            Some(tree) => tree.crash_connections(tenant, reason).await,
+            None => false,
         }
     }
 

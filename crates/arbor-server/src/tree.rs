@@ -23,7 +23,7 @@
 //! of the server has stopped (each supervisor stops its children before it exits).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arbor_otp::{
@@ -33,9 +33,13 @@ use arbor_otp::{
 use parking_lot::Mutex;
 use ractor::{Actor, ActorRef};
 
-use crate::connection::{ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
+use tokio::time::Instant;
+
+use crate::connection::{inspect, ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
 use crate::error::{ConnectError, StartError};
+use crate::observe::{Refusals, ServerView, TenantLoad, ViewNode};
 use crate::requester::RequesterSlots;
+use crate::tasks::TaskStore;
 
 /// The tenant every connection belongs to when nothing identifies tenants.
 pub const DEFAULT_TENANT: &str = "default";
@@ -60,6 +64,10 @@ pub(crate) struct TenantLimits {
     pub(crate) requests: Arc<RequesterSlots>,
     /// Open subscription streams (listens, legacy resource subscriptions) per requester.
     pub(crate) streams: Arc<RequesterSlots>,
+    /// Requests admitted and refused for a full bound, since the tenant started: relaxed
+    /// counters for `Server::tenant_loads`, one add per request next to `in_flight`'s.
+    admitted: AtomicU64,
+    overloaded: AtomicU64,
 }
 
 impl TenantLimits {
@@ -70,6 +78,8 @@ impl TenantLimits {
             max: bounds.in_flight,
             requests: RequesterSlots::new(bounds.in_flight_per_requester),
             streams: RequesterSlots::new(bounds.streams_per_requester),
+            admitted: AtomicU64::new(0),
+            overloaded: AtomicU64::new(0),
         }
     }
 
@@ -85,9 +95,35 @@ impl TenantLimits {
     pub(crate) fn try_acquire(&self) -> bool {
         if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max {
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.refused_overloaded();
             return false;
         }
         true
+    }
+
+    /// Counts a request admitted (its task spawned).
+    pub(crate) fn admitted(&self) {
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a request refused for a full bound other than the tenant's own (a
+    /// requester's share, a connection's).
+    pub(crate) fn refused_overloaded(&self) {
+        self.overloaded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The tenant's load now (its connection count is the caller's to fill in).
+    pub(crate) fn load(&self) -> TenantLoad {
+        let mut load = TenantLoad {
+            tenant: self.name.clone(),
+            in_flight: self.in_flight.load(Ordering::Relaxed).min(self.max),
+            max_in_flight: self.max,
+            admitted: self.admitted.load(Ordering::Relaxed),
+            refused: Refusals::default(),
+            connections: 0,
+        };
+        load.refused.overloaded = self.overloaded.load(Ordering::Relaxed);
+        load
     }
 
     pub(crate) fn release(&self) {
@@ -102,13 +138,24 @@ impl TenantLimits {
 
 #[derive(Clone)]
 struct Tenant {
+    supervisor: SupervisorHandle,
+    /// The tenant supervisor's `connections` child as last fetched: after it was
+    /// restarted, fetched again from `supervisor`.
     connections: DynamicSupervisorHandle,
     limits: Arc<TenantLimits>,
+    started: Instant,
+}
+
+/// The tenant supervisor's `connections` child, if it runs.
+async fn live_connections(supervisor: &SupervisorHandle) -> Option<DynamicSupervisorHandle> {
+    let connections: DynamicSupervisorHandle = supervisor.child_handle("connections").await?;
+    connections.is_alive().then_some(connections)
 }
 
 /// The running tree of one server.
 pub(crate) struct Tree {
     root: SupervisorHandle,
+    started: Instant,
     tasks: TaskSupervisor,
     tenants: tokio::sync::Mutex<HashMap<String, Tenant>>,
     bounds: TenantBounds,
@@ -132,7 +179,7 @@ impl Tree {
             .child(ChildSpec::task_supervisor("tasks", tasks_spec));
         let root = SupervisorHandle::start(spec).await.map_err(StartError::Supervisor)?;
         let tasks = root.child_handle::<TaskSupervisor>("tasks").await.ok_or(StartError::Missing("tasks"))?;
-        Ok(Tree { root, tasks, tenants: Default::default(), bounds, gauge })
+        Ok(Tree { root, started: Instant::now(), tasks, tenants: Default::default(), bounds, gauge })
     }
 
     /// The task supervisor the tasks extension's runs go under.
@@ -147,8 +194,14 @@ impl Tree {
     /// The tenant's supervisor, started if this is its first connection.
     async fn tenant(&self, name: &str) -> Result<Tenant, ConnectError> {
         let mut tenants = self.tenants.lock().await;
-        if let Some(tenant) = tenants.get(name) {
+        if let Some(tenant) = tenants.get_mut(name) {
             if tenant.connections.is_alive() {
+                return Ok(tenant.clone());
+            }
+            // Its connections supervisor was restarted by the tenant's: use the new one,
+            // so the tenant keeps its bounds, counters and restart history.
+            if let Some(fresh) = live_connections(&tenant.supervisor).await {
+                tenant.connections = fresh;
                 return Ok(tenant.clone());
             }
         }
@@ -167,7 +220,7 @@ impl Tree {
         let tenant_sup: SupervisorHandle = self.root.child_handle(&id).await.ok_or_else(missing)?;
         let connections: DynamicSupervisorHandle = tenant_sup.child_handle("connections").await.ok_or_else(missing)?;
         let limits = Arc::new(TenantLimits::new(name, self.bounds));
-        let tenant = Tenant { connections, limits };
+        let tenant = Tenant { supervisor: tenant_sup, connections, limits, started: Instant::now() };
         tenants.insert(name.to_owned(), tenant.clone());
         Ok(tenant)
     }
@@ -213,6 +266,66 @@ impl Tree {
     /// A JSON-ready view of the whole tree.
     pub(crate) async fn snapshot(&self) -> NodeSnapshot {
         self.root.snapshot().await
+    }
+
+    /// The tree as operators see it: the snapshot, with each tenant's connections asked
+    /// for their requests and streams, and the tasks extension's tasks.
+    pub(crate) async fn observe(&self, tasks: &TaskStore) -> ServerView {
+        let mut root = ViewNode::from_snapshot(&self.root.snapshot().await);
+        root.age_ms = Some(self.started.elapsed().as_millis() as u64);
+        if let Some(node) = root.children.iter_mut().find(|c| c.id == "tasks") {
+            node.children = tasks.observe();
+        }
+        let tenants: Vec<Tenant> = self.tenants.lock().await.values().cloned().collect();
+        let mut loads = Vec::with_capacity(tenants.len());
+        for tenant in tenants {
+            let mut load = tenant.limits.load();
+            let id = format!("tenant:{}", tenant.limits.name());
+            let Some(node) = root.children.iter_mut().find(|c| c.id == id) else { continue };
+            node.age_ms = Some(tenant.started.elapsed().as_millis() as u64);
+            let connections = match live_connections(&tenant.supervisor).await {
+                Some(connections) => connections,
+                None => tenant.connections.clone(),
+            };
+            let cells = connections.which_children().await.unwrap_or_default();
+            load.connections = cells.len();
+            if let Some(node) = node.children.iter_mut().find(|c| c.id == "connections") {
+                let listed = if cells.len() > inspect::MAX_LISTED {
+                    format!(", the first {} listed", inspect::MAX_LISTED)
+                } else {
+                    String::new()
+                };
+                node.detail = Some(format!("{} connections{listed}", cells.len()));
+                node.children = inspect::connections(cells).await;
+            }
+            loads.push(load);
+        }
+        loads.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        ServerView { root, tenants: loads }
+    }
+
+    /// Every tenant's load.
+    pub(crate) async fn tenant_loads(&self) -> Vec<TenantLoad> {
+        let tenants: Vec<Tenant> = self.tenants.lock().await.values().cloned().collect();
+        let mut loads = Vec::with_capacity(tenants.len());
+        for tenant in tenants {
+            let mut load = tenant.limits.load();
+            let connections = live_connections(&tenant.supervisor).await.unwrap_or(tenant.connections);
+            load.connections = connections.count_children().await.map_or(0, |c| c.active);
+            loads.push(load);
+        }
+        loads.sort_by(|a, b| a.tenant.cmp(&b.tenant));
+        loads
+    }
+
+    /// Fault injection: stops the tenant's `connections` supervisor as a crash would
+    /// (its connections stop with it), so the tenant supervisor restarts it. `false` when
+    /// the tenant is unknown or has no live connections supervisor.
+    pub(crate) async fn crash_connections(&self, tenant: &str, reason: &str) -> bool {
+        let Some(tenant) = self.tenants.lock().await.get(tenant).cloned() else { return false };
+        let Some(connections) = live_connections(&tenant.supervisor).await else { return false };
+        arbor_otp::ExitReason::Failure(reason.to_owned()).stop(&connections.cell());
+        true
     }
 
     /// Stops every tenant, connection and request, in order, and waits for them.

@@ -16,8 +16,11 @@ mod demo_server_drains_on_sigterm_and_answers_every_call_once;
 #[cfg(unix)]
 mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
+mod demo_server_serves_the_observer_beside_mcp;
+#[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;
 mod every_conformance_answer_matches_its_revision;
 mod readiness_follows_a_redis_that_dies_and_comes_back;
+mod supervision_tree_can_be_watched_in_the_observer;
 #[cfg(unix)]
 mod the_facade_examples_run_end_to_end;

@@ -254,6 +254,25 @@ pub async fn until(what: &str, done: impl FnMut() -> bool) {
     tests::poll::until(what, PATIENCE, done).await;
 }
 
+/// Polls the async `check` every 20 ms until it gives a value; fails the test with `what`
+/// after [`PATIENCE`].
+pub async fn until_async<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            if let Some(value) = check().await {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what} in time"))
+}
+
 /// `background`: a tool that may run as a task (the tasks extension), done after 50 ms.
 pub fn background_task() -> arbor_server::router::ToolRoute {
     arbor_server::router::ToolRoute::new("background", |_: NoArgs| async {
@@ -276,4 +295,161 @@ pub fn ask_name() -> arbor_server::router::ToolRoute {
             }
         }
     })
+}
+
+/// A server for the observer's tests: tools `echo`, `hold` (runs until cancelled, at most
+/// a minute) and `long_task` (a task of the tasks extension that works for a minute), the
+/// tenant named by an `x-tenant` header, and the observer on at `interval`.
+pub struct Observed {
+    pub base: String,
+    pub url: String,
+    pub client: reqwest::Client,
+    pub server: Server,
+    stop: ShutdownHandle,
+    run: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Responses a test keeps open (listens).
+    pub open: Vec<reqwest::Response>,
+    /// Calls still waiting for their answer.
+    held: Vec<tokio::task::JoinHandle<()>>,
+}
+
+pub async fn serve_observed(config: HttpConfig) -> Observed {
+    let router = Router::new("observed", "1.0.0")
+        .tool("echo", "Says it back", |args: EchoArgs| async move { args.message })
+        .tool("hold", "Runs until cancelled", |_: NoArgs, cx: RequestContext| async move {
+            tokio::select! {
+                _ = cx.cancelled() => {}
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+            "held"
+        })
+        .tool_route(
+            arbor_server::router::ToolRoute::new("long_task", |_: NoArgs| async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                "done"
+            })
+            .task_support(arbor_server::TaskSupport::Optional),
+        );
+    // Dynamic, so tool list changes are advertised and a listen for them is served.
+    let _ = router.handle();
+    let server = Server::new(router);
+    let config = config.bind("127.0.0.1:0".parse().unwrap()).tenant(|parts| {
+        let tenant = parts.headers.get("x-tenant").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        arbor_server::ConnectOptions { tenant, ..Default::default() }
+    });
+    let http = HttpServer::with_config(server.clone(), config);
+    let bound = http.bind().await.expect("bind");
+    let addr = bound.local_addr();
+    let stop = bound.shutdown_handle();
+    let run = tokio::spawn(bound.run());
+    let client = reqwest::Client::builder().timeout(PATIENCE).build().unwrap();
+    let base = format!("http://{addr}");
+    Observed { url: format!("{base}/mcp"), base, client, server, stop, run, open: Vec::new(), held: Vec::new() }
+}
+
+impl Observed {
+    pub async fn finish(self) {
+        drop(self.open);
+        for call in self.held {
+            call.abort();
+        }
+        self.stop.shutdown();
+        let ran = tokio::time::timeout(PATIENCE, self.run).await.expect("shutdown finished in time");
+        ran.unwrap().unwrap();
+    }
+
+    fn post(&self, tenant: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::RequestBuilder {
+        let mut request = tests::peer::http::post(&self.client, &self.url, body).header("x-tenant", tenant);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+    }
+
+    /// Opens an initialized legacy session (2025-06-18) of `tenant`; returns its id.
+    pub async fn session(&self, tenant: &str) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+        let response = self.post(tenant, &init, &[]).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let _ = response.bytes().await;
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = self.post(tenant, &initialized, &[("mcp-session-id", &session)]).send().await.unwrap();
+        assert_eq!(response.status(), 202);
+        session
+    }
+
+    /// A legacy `tools/call` on `session`, answered.
+    pub async fn echo(&self, tenant: &str, session: &str, id: i64) {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}}});
+        let response = self.post(tenant, &call, &[("mcp-session-id", session)]).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let _ = response.bytes().await;
+    }
+
+    /// Starts `hold` on `session` as request `id` and keeps its response open.
+    pub async fn hold(&mut self, tenant: &str, session: &str, id: i64) {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "hold"}});
+        // The answer comes as an SSE stream after `json_wait`, or never: keep the response.
+        let request = self.post(tenant, &call, &[("mcp-session-id", session)]);
+        self.held.push(tokio::spawn(async move {
+            if let Ok(response) = request.send().await {
+                let _ = response.bytes().await;
+            }
+        }));
+    }
+
+    fn modern_body(id: i64, method: &str, params: Value, capabilities: Value) -> Value {
+        let mut params = params;
+        params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": capabilities});
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` of `tenant` for tool list changes, kept open.
+    pub async fn listen(&mut self, tenant: &str, id: i64) {
+        let body = Self::modern_body(
+            id,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+            json!({}),
+        );
+        let headers = [("mcp-protocol-version", MODERN), ("mcp-method", "subscriptions/listen")];
+        let response = self.post(tenant, &body, &headers).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        self.open.push(response);
+    }
+
+    /// A 2026-07-28 `tools/call` of `long_task` that becomes a task; returns the answer.
+    pub async fn start_task(&self, tenant: &str, id: i64) -> Value {
+        let ext = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let body = Self::modern_body(id, "tools/call", json!({"name": "long_task", "arguments": {}}), ext);
+        let headers = [("mcp-protocol-version", MODERN), ("mcp-method", "tools/call"), ("mcp-name", "long_task")];
+        let response = self.post(tenant, &body, &headers).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+
+    /// The observer's JSON snapshot.
+    pub async fn snapshot(&self) -> Value {
+        let response = self.client.get(format!("{}/observer/snapshot", self.base)).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.json().await.unwrap()
+    }
+}
+
+/// The node of `view` at `path` (child ids from the root).
+pub fn node<'a>(view: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    let mut node = &view["root"];
+    for id in path {
+        node = node["children"].as_array()?.iter().find(|c| c["id"] == *id)?;
+    }
+    Some(node)
+}
+
+/// The load of `tenant` in `view`.
+pub fn load<'a>(view: &'a Value, tenant: &str) -> Option<&'a Value> {
+    view["tenants"].as_array()?.iter().find(|t| t["tenant"] == tenant)
 }

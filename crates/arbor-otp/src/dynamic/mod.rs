@@ -352,6 +352,7 @@ impl DynState {
             strategy: None,
             restart: None,
             status: NodeStatus::Running,
+            uptime_ms: Some(self.history.uptime_ms()),
             restart_count: self.history.total(),
             recent_restarts: self.history.recent(),
             child_count: children.len(),

@@ -171,6 +171,7 @@ impl SupervisorState {
             strategy: Some(self.strategy),
             restart: None,
             status: NodeStatus::Running,
+            uptime_ms: Some(self.history.uptime_ms()),
             restart_count: self.history.total(),
             recent_restarts: self.history.recent(),
             child_count: children.len(),

@@ -71,6 +71,11 @@ impl RestartHistory {
         self.total
     }
 
+    /// Milliseconds since the supervisor started.
+    pub(crate) fn uptime_ms(&self) -> u64 {
+        Instant::now().duration_since(self.started_at).as_millis() as u64
+    }
+
     pub(crate) fn recent(&self) -> Vec<RestartRecord> {
         self.recent.iter().cloned().collect()
     }

@@ -239,7 +239,7 @@ impl ConnState {
             .in_flight
             .iter()
             .filter(|(_, task)| !task.is_finished())
-            .map(|(id, t)| (id.clone(), t.clone()))
+            .map(|(id, t)| (id.clone(), t.task.clone()))
             .collect();
         let drain = Drain {
             in_flight,

@@ -30,6 +30,7 @@
 mod batch;
 mod handle;
 pub(crate) mod inbound;
+pub(crate) mod inspect;
 mod notify;
 pub(crate) mod output;
 mod pending;
@@ -40,7 +41,7 @@ mod streams;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arbor_otp::{Gauge, LiveToken, OwnedTaskSupervisor, TaskRef, TaskSupervisorSpec};
+use arbor_otp::{Gauge, LiveToken, OwnedTaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::era::Session;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
@@ -57,6 +58,7 @@ pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
 pub(crate) use inbound::Inbound;
+use inspect::InFlight;
 use pending::{AnswerTx, Pending};
 
 use crate::subscription::unit::UnitRef;
@@ -96,6 +98,8 @@ pub(crate) enum ConnMsg {
     Forget { id: RequestId },
     /// A legacy (un)subscription the handler agreed to; answered once it is in effect.
     Subscribed { uri: String, on: bool, reply: oneshot::Sender<Result<(), McpError>> },
+    /// Describe yourself for a tree view (`inspect.rs`).
+    Inspect { reply: oneshot::Sender<crate::observe::ViewNode> },
     /// Stop on request of the server runner.
     Close,
 }
@@ -166,10 +170,16 @@ pub(crate) struct ConnState {
     /// The request tasks' supervisor: owned, not an actor (the connection is its place in
     /// the tree and stops it in `post_stop`), because an idle actor costs about 7.9 KB.
     tasks: OwnedTaskSupervisor,
-    in_flight: HashMap<RequestId, TaskRef>,
+    in_flight: HashMap<RequestId, InFlight>,
+    /// Requests scoped to their exchange (not in the id table), for tree views only;
+    /// swept of finished ones like `in_flight`.
+    scoped_in_flight: Vec<InFlight>,
+    /// When the actor started, for tree views.
+    started: tokio::time::Instant,
     /// The in-flight table is swept of finished tasks when it reaches this size, so the
     /// common path (a request finishes) costs the actor no message at all.
     sweep_at: usize,
+    scoped_sweep_at: usize,
     tenant: Arc<TenantLimits>,
     auth: Option<String>,
     /// The principal the connection was opened for (a legacy session's `initialize`).
@@ -253,7 +263,10 @@ impl Actor for ConnectionActor {
             endpoint,
             tasks,
             in_flight: HashMap::new(),
+            scoped_in_flight: Vec::new(),
+            started: tokio::time::Instant::now(),
             sweep_at: 64,
+            scoped_sweep_at: 64,
             tenant,
             auth,
             principal,
@@ -299,6 +312,9 @@ impl Actor for ConnectionActor {
             ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),
             ConnMsg::InputEnded => state.drain(&myself),
+            ConnMsg::Inspect { reply } => {
+                let _ = reply.send(state.inspect());
+            }
             ConnMsg::InputClosed | ConnMsg::Close => myself.stop(None),
         }
         Ok(())
@@ -316,6 +332,7 @@ impl Actor for ConnectionActor {
         state.close_streams();
         state.streams.shutdown().await;
         state.in_flight.clear();
+        state.scoped_in_flight.clear();
         state.pending = Pending::default();
         state.output.close().await;
         Ok(())

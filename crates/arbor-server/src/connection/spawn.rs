@@ -33,6 +33,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use super::inspect::InFlight;
 use super::output::Kind;
 use super::ConnState;
 use crate::context::RequestSink;
@@ -80,6 +81,7 @@ impl ConnState {
                 match slots.try_acquire(requester) {
                     Some(slot) => Some(slot),
                     None => {
+                        self.tenant.refused_overloaded();
                         let retry = self.shared.config.overload_retry_after;
                         return refuse(self, overloaded(OverloadScope::Requester, slots.max(), retry));
                     }
@@ -91,6 +93,7 @@ impl ConnState {
             return refuse(self, overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after));
         }
         let method = request.method();
+        let since = Instant::now();
         let deadline = match &*request {
             ClientRequest::CallTool(p) => {
                 let handler = &self.shared.handler;
@@ -210,14 +213,23 @@ impl ConnState {
             );
             self.tasks.spawn_reporting(options, work, report)
         };
+        if spawned.is_ok() {
+            self.tenant.admitted();
+        }
         match spawned {
-            Ok(_) if scoped => {}
+            Ok(task) if scoped => {
+                if self.scoped_in_flight.len() >= self.scoped_sweep_at {
+                    self.scoped_in_flight.retain(|task| !task.is_finished());
+                    self.scoped_sweep_at = (self.scoped_in_flight.len() * 2).max(64);
+                }
+                self.scoped_in_flight.push(InFlight { task, method, since });
+            }
             Ok(task) => {
                 if self.in_flight.len() >= self.sweep_at {
                     self.in_flight.retain(|_, task| !task.is_finished());
                     self.sweep_at = (self.in_flight.len() * 2).max(64);
                 }
-                self.in_flight.insert(id, task);
+                self.in_flight.insert(id, InFlight { task, method, since });
             }
             Err(refused) => {
                 // The report was dropped unrun with the refused work (the requester's slot
@@ -225,6 +237,7 @@ impl ConnState {
                 self.tenant.release();
                 let err = match refused {
                     SpawnError::Overloaded { max } => {
+                        self.tenant.refused_overloaded();
                         overloaded(self.own_scope(), max, self.shared.config.overload_retry_after)
                     }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),

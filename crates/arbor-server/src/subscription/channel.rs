@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use arbor_bus::{Bus, SubscribeOptions, Subscription};
+use arbor_bus::{Bus, QueueProbe, SubscribeOptions, Subscription};
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta::SUBSCRIPTION_ID;
 use arbor_protocol::method::NotificationFrame;
@@ -59,6 +59,9 @@ struct State {
     filter: SubscriptionFilter,
     /// Topics joined since the stream's task last looked, with the joining handler.
     joins: Vec<(usize, Subscription)>,
+    /// Every topic joined, read by tree views for the stream's queue depth (the stream's
+    /// task owns the subscriptions themselves).
+    probes: Vec<QueueProbe>,
 }
 
 /// One stream's shared state: the handlers' channels and the stream's task hold it.
@@ -99,7 +102,13 @@ impl StreamShared {
             close_with_output,
             bus,
             options,
-            state: Mutex::new(State { phase: Phase::Opening, held: Vec::new(), filter, joins: Vec::new() }),
+            state: Mutex::new(State {
+                phase: Phase::Opening,
+                held: Vec::new(),
+                filter,
+                joins: Vec::new(),
+                probes: Vec::new(),
+            }),
         })
     }
 
@@ -134,6 +143,11 @@ impl StreamShared {
         state.phase = Phase::Closed;
         state.held.clear();
         was
+    }
+
+    /// Bus messages queued for this stream now, across the topics it joined.
+    pub(crate) fn queue_depth(&self) -> usize {
+        self.state.lock().probes.iter().map(QueueProbe::queued).sum()
     }
 
     /// The topics joined since the last call.
@@ -248,6 +262,7 @@ impl Channel {
             return Err(ChannelError::Closed);
         }
         let subscription = self.shared.bus.subscribe(topic, options);
+        state.probes.push(subscription.probe());
         state.joins.push((self.owner, subscription));
         Ok(())
     }

@@ -79,6 +79,9 @@ pub(crate) type Drained = std::pin::Pin<Box<dyn std::future::Future<Output = ()>
 pub(crate) struct UnitRef {
     close: Option<oneshot::Sender<()>>,
     task: TaskRef,
+    /// The stream's shared state and start, for tree views (`connection::inspect`).
+    pub(crate) shared: Arc<StreamShared>,
+    pub(crate) since: tokio::time::Instant,
 }
 
 impl UnitRef {
@@ -100,6 +103,7 @@ impl Unit {
     pub(crate) fn spawn(mut self, tasks: &TaskSupervisor) -> Result<UnitRef, SpawnError> {
         let (close_tx, close_rx) = oneshot::channel();
         let id = self.shared.id.clone();
+        let shared = self.shared.clone();
         let report = move |outcome: TaskOutcome<(), Infallible>| {
             if let TaskOutcome::Panicked(message) = outcome {
                 // Handler callbacks are caught one by one; this is the runtime's own bug.
@@ -110,7 +114,7 @@ impl Unit {
         let span = std::mem::replace(&mut self.span, tracing::Span::none());
         let work = Box::pin(tracing::Instrument::instrument(self.run(close_rx), span));
         let task = tasks.spawn_reporting(options, work, report)?;
-        Ok(UnitRef { close: Some(close_tx), task })
+        Ok(UnitRef { close: Some(close_tx), task, shared, since: tokio::time::Instant::now() })
     }
 
     async fn run(self, mut close: oneshot::Receiver<()>) -> Result<(), Infallible> {

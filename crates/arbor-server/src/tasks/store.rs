@@ -34,6 +34,7 @@ use super::TaskConfig;
 use crate::context::ConnectionInfo;
 use crate::error::{tasks_overloaded, TaskBound};
 use crate::input::needs::Kind;
+use crate::observe::{ViewKind, ViewNode};
 use crate::requester::Requester;
 
 /// Who may see a task, and whose cap it counts against: the tenant and the requester of
@@ -249,7 +250,40 @@ impl TaskStore {
     fn remove(&self, id: &str) {
         self.entries.lock().remove(id);
     }
+
+    /// The records not yet expired as tree-view nodes, newest last, at most
+    /// [`MAX_OBSERVED`]: a task's id shortened (the full id lets its owner poll it), its
+    /// status, age and tenant.
+    pub(crate) fn observe(&self) -> Vec<ViewNode> {
+        let now = Instant::now();
+        let entries: Vec<Arc<Entry>> =
+            self.entries.lock().map.values().filter(|e| e.expires_at > now).cloned().collect();
+        let mut nodes: Vec<(u64, ViewNode)> = entries
+            .iter()
+            .map(|e| {
+                let left = e.expires_at.saturating_duration_since(now).as_millis() as u64;
+                let age = (e.ttl_ms.max(0) as u64).saturating_sub(left);
+                let status = e.state.lock().status;
+                let state = serde_json::to_value(status).ok().and_then(|v| v.as_str().map(str::to_owned));
+                let mut node = ViewNode::new(
+                    format!("task {}", &e.id[..e.id.len().min(8)]),
+                    ViewKind::Task,
+                    state.unwrap_or_else(|| "unknown".into()),
+                );
+                node.age_ms = Some(age);
+                node.detail = Some(format!("tenant {}", e.owner.tenant));
+                (age, node)
+            })
+            .collect();
+        // The newest `MAX_OBSERVED`, oldest first.
+        nodes.sort_by_key(|(age, _)| *age);
+        nodes.truncate(MAX_OBSERVED);
+        nodes.into_iter().rev().map(|(_, node)| node).collect()
+    }
 }
+
+/// The most tasks a tree view lists (the newest).
+pub(crate) const MAX_OBSERVED: usize = 100;
 
 /// 128 random bits, hex (`crate::ids`): unguessable, as the spec requires of task ids.
 /// Without randomness the task is refused with -32603 rather than given a guessable id.
