@@ -290,6 +290,9 @@ impl HttpConfig {
     /// [`HttpConfig::drain_on_signal`](HttpConfig#structfield.drain_on_signal)).
     pub fn drain_on_signal(mut self, deadline: Duration) -> Self {
         self.drain_on_signal = Some(deadline);
+        self
+    }
+
     /// The same configuration serving the observer (see [`HttpConfig::observer`](HttpConfig#structfield.observer)).
     pub fn observer(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
