@@ -295,7 +295,8 @@ impl Tree {
                 } else {
                     String::new()
                 };
-                node.detail = Some(format!("{} connections{listed}", cells.len()));
+                let plural = if cells.len() == 1 { "" } else { "s" };
+                node.detail = Some(format!("{} connection{plural}{listed}", cells.len()));
                 node.children = inspect::connections(cells).await;
             }
             loads.push(load);
