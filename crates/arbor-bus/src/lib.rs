@@ -43,6 +43,7 @@ mod error;
 mod hub;
 mod local;
 mod message;
+pub mod metrics;
 mod queue;
 #[cfg(feature = "redis")]
 mod redis;

@@ -151,6 +151,9 @@ pub struct HttpConfig {
     /// valid bearer token for this resource, verified before routing; the protected
     /// resource metadata is served. `None` (default): no authentication.
     pub auth: Option<AuthConfig>,
+    /// `GET /metrics`: this recorder's Prometheus text (`crate::metrics`), beside the
+    /// endpoint. `None` (default): no page.
+    pub metrics: Option<crate::metrics::PrometheusHandle>,
 }
 
 impl Default for HttpConfig {
@@ -184,6 +187,7 @@ impl Default for HttpConfig {
             cors: None,
             tenant: None,
             auth: None,
+            metrics: None,
         }
     }
 }
@@ -219,6 +223,7 @@ impl fmt::Debug for HttpConfig {
             .field("cors", &self.cors)
             .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
             .field("auth", &self.auth)
+            .field("metrics", &self.metrics.as_ref().map(|_| "<prometheus>"))
             .finish()
     }
 }
@@ -257,6 +262,13 @@ impl HttpConfig {
     /// The same configuration protected by OAuth (see [`HttpConfig::auth`](HttpConfig#structfield.auth)).
     pub fn auth(mut self, auth: AuthConfig) -> Self {
         self.auth = Some(auth);
+        self
+    }
+
+    /// The same configuration serving `handle`'s Prometheus text at `GET /metrics` (see
+    /// [`crate::metrics::install_prometheus`]).
+    pub fn metrics(mut self, handle: crate::metrics::PrometheusHandle) -> Self {
+        self.metrics = Some(handle);
         self
     }
 

@@ -47,6 +47,7 @@ mod config;
 mod guard;
 mod legacy;
 mod listener;
+pub mod metrics;
 mod modern;
 mod serve;
 mod server;

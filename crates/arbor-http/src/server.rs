@@ -239,6 +239,9 @@ impl HttpServer {
                 router = router.route(&path, any(resource_metadata));
             }
         }
+        if config.metrics.is_some() {
+            router = router.route(crate::metrics::METRICS_PATH, any(crate::metrics::page));
+        }
         if config.legacy_sse {
             let base = config.legacy_sse_base();
             router = router

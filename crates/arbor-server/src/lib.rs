@@ -32,6 +32,7 @@ pub mod handler;
 pub mod ids;
 pub mod input;
 mod list_changes;
+pub mod metrics;
 mod principal;
 pub mod reply;
 mod request;

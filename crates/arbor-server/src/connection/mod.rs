@@ -198,6 +198,8 @@ pub(crate) struct ConnState {
     workers: Vec<JoinHandle<()>>,
     /// The connection's tracing span, parent of its requests' spans.
     span: tracing::Span,
+    /// The connections gauge and, for a session, its duration (`crate::metrics`).
+    clock: crate::metrics::ConnectionClock,
     _live: LiveToken,
 }
 
@@ -234,7 +236,9 @@ impl Actor for ConnectionActor {
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
+        let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
         Ok(ConnState {
+            clock,
             sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,
             me,

@@ -34,6 +34,7 @@ use super::output::Kind;
 use super::ConnState;
 use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
+use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
 
@@ -57,6 +58,7 @@ impl ConnState {
                 match slots.try_acquire(requester) {
                     Some(slot) => Some(slot),
                     None => {
+                        metrics::refused(self.tenant.label().clone(), Refusal::RateLimited);
                         let retry = self.shared.config.overload_retry_after;
                         return self.reply_error(Some(id), &overloaded(OverloadScope::Requester, slots.max(), retry));
                     }
@@ -65,10 +67,12 @@ impl ConnState {
         };
         let config = &self.shared.config;
         if !self.tenant.try_acquire() {
+            metrics::refused(self.tenant.label().clone(), Refusal::Overloaded);
             let err = overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after);
             return self.reply_error(Some(id), &err);
         }
         let method = request.method();
+        let op = Operation::start(&request, terms.version, metrics::transport(self.endpoint.is_some()));
         let deadline = match &*request {
             ClientRequest::CallTool(p) => {
                 let handler = &self.shared.handler;
@@ -101,17 +105,21 @@ impl ConnState {
         };
         let report = {
             let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
-            move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
+            move |outcome: TaskOutcome<(Vec<u8>, Status), std::convert::Infallible>| {
                 tenant.release();
                 drop(requester_slot);
-                let frame = match outcome {
-                    TaskOutcome::Completed(frame) => frame,
+                let (frame, status) = match outcome {
+                    TaskOutcome::Completed(answer) => answer,
                     TaskOutcome::Failed(never) => match never {},
                     TaskOutcome::Panicked(message) => {
                         tracing::error!(%id, %method, %message, "request handler panicked");
-                        error_frame(&id, &panicked(method))
+                        op.panicked();
+                        (error_frame(&id, &panicked(method)), Status::Error(-32603))
                     }
-                    TaskOutcome::TimedOut => error_frame(&id, &timed_out(method, deadline)),
+                    TaskOutcome::TimedOut => {
+                        op.timed_out();
+                        (error_frame(&id, &timed_out(method, deadline)), Status::Error(-32603))
+                    }
                     // Cancelled by the client (or its route closed), or the connection is
                     // stopping: no answer.
                     TaskOutcome::Cancelled | TaskOutcome::Shutdown => {
@@ -127,6 +135,7 @@ impl ConnState {
                         let _ = output.send_vec(Kind::Response, frame);
                     }
                 }
+                op.finish(status);
             }
         };
         // Boxed once here (the request's state is several KiB), so the task wrapper and
@@ -165,6 +174,9 @@ impl ConnState {
             let work = Box::pin(async move { Ok(job.run().await) }.instrument(span));
             self.tasks.spawn_reporting(options, work, report)
         };
+        if spawned.is_ok() {
+            metrics::admitted(self.tenant.label());
+        }
         match spawned {
             Ok(_) if scoped => {}
             Ok(task) => {
@@ -180,6 +192,7 @@ impl ConnState {
                 self.tenant.release();
                 let err = match refused {
                     SpawnError::Overloaded { max } => {
+                        metrics::refused(self.tenant.label().clone(), Refusal::Overloaded);
                         overloaded(self.own_scope(), max, self.shared.config.overload_retry_after)
                     }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),

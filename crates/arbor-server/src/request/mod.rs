@@ -37,6 +37,7 @@ use crate::connection::ConnectionHandle;
 use crate::context::{ConnectionInfo, ContextParts, RequestContext, RequestSignal, RequestSink};
 use crate::input;
 use crate::input::modern::Arguments;
+use crate::metrics::Status;
 use crate::reply::Reply;
 use crate::serve::Shared;
 use crate::tasks::{self, CallRoute};
@@ -80,19 +81,21 @@ impl Drop for SignalGuard {
 }
 
 impl RequestJob {
-    /// Runs the request and returns its encoded response.
-    pub(crate) async fn run(self) -> Vec<u8> {
+    /// Runs the request and returns its encoded response, and how it ended (for metrics).
+    pub(crate) async fn run(self) -> (Vec<u8>, Status) {
         let mut guard = SignalGuard(self.signal.clone(), false);
         let id = self.id.clone();
-        let frame = match self.dispatch().await {
-            Ok(frame) => frame,
-            Err(err) => error_frame(&id, &err),
+        let mut tool_error = false;
+        let answer = match self.dispatch(&mut tool_error).await {
+            Ok(frame) if tool_error => (frame, Status::ToolError),
+            Ok(frame) => (frame, Status::Ok),
+            Err(err) => (error_frame(&id, &err), Status::of(&err)),
         };
         guard.1 = true;
-        frame
+        answer
     }
 
-    async fn dispatch(self) -> Result<Vec<u8>, McpError> {
+    async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
         let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
@@ -139,6 +142,7 @@ impl RequestJob {
                         handler.call_tool(p, cx)
                     })
                     .await?;
+                *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListResources(p) => {

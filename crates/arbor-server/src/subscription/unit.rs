@@ -98,7 +98,12 @@ impl Unit {
             }
         };
         let options = TaskOptions { deadline: None };
-        let work = Box::pin(self.run(close_rx));
+        let endpoint = !matches!(self.shared.output, crate::connection::output::Output::Frames(_));
+        let clock = crate::metrics::StreamClock::start(&self.shared.connection, self.shared.id.is_some(), endpoint);
+        let work = Box::pin(async move {
+            let _clock = clock;
+            self.run(close_rx).await
+        });
         let task = tasks.spawn_reporting(options, work, report)?;
         Ok(UnitRef { close: Some(close_tx), task })
     }
