@@ -85,7 +85,8 @@ const USAGE: &str =
                          checked against its JWKS (found in its metadata); serves the protected resource metadata\n\
     --auth-resource URL  OAuth: this server's resource identifier, the tokens' audience (default http://ADDR/mcp)\n\
     --auth-scopes \"A B\"  OAuth: the scopes every request needs (default \"mcp:tools\")\n\
-    --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it";
+    --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it\n\
+    --no-metrics         HTTP: no Prometheus text at /metrics (served by default)";
 
 // ===== tools =====
 
@@ -456,6 +457,8 @@ struct Options {
     auth_resource: Option<String>,
     auth_scopes: Vec<String>,
     auth_jwks: Option<String>,
+    /// `--no-metrics`: no Prometheus recorder, no `/metrics`.
+    no_metrics: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -476,10 +479,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         auth_resource: None,
         auth_scopes: vec!["mcp:tools".to_owned()],
         auth_jwks: None,
+        no_metrics: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => mode = Mode::Stdio,
+            "--no-metrics" => options.no_metrics = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
                 let port: u16 = port.parse().map_err(|_| format!("--port: `{port}` is not a port number"))?;
@@ -662,6 +667,13 @@ async fn main() -> ExitCode {
             Err(why) => {
                 eprintln!("demo_server: {why}");
                 return ExitCode::from(2);
+            }
+        }
+        // Prometheus text at /metrics, beside /mcp (the library records; the demo installs).
+        if !options.no_metrics {
+            match arbor_http::metrics::install_prometheus() {
+                Ok(handle) => config.metrics = Some(handle),
+                Err(e) => tracing::warn!(error = %e, "demo_server: no /metrics"),
             }
         }
         return http::serve("demo_server", server, config.bind(addr)).await;
