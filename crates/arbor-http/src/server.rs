@@ -70,6 +70,7 @@ impl Inner {
     /// Counts an open SSE response body until the guard drops.
     pub(crate) fn count_stream(self: &Arc<Self>) -> StreamCount {
         self.streams_open.fetch_add(1, Ordering::Relaxed);
+        metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).increment(1.0);
         StreamCount(self.clone())
     }
 
@@ -149,6 +150,7 @@ pub(crate) struct StreamCount(Arc<Inner>);
 
 impl Drop for StreamCount {
     fn drop(&mut self) {
+        metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).decrement(1.0);
         if self.0.streams_open.fetch_sub(1, Ordering::AcqRel) == 1 && self.0.is_shutting_down() {
             // The last one, during shutdown: `HttpServer::shutdown` may be waiting for it.
             self.0.streams_gone.notify_waiters();

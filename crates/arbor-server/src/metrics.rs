@@ -58,6 +58,9 @@ pub const LEGACY_SESSIONS: &str = "arbor.server.sessions";
 /// Live subscription streams: listens, legacy resource subscriptions, list_changed
 /// streams (gauge; `arbor.tenant`).
 pub const SUBSCRIPTIONS: &str = "arbor.server.subscriptions";
+/// Open SSE response bodies of the HTTP transport: POST streams, legacy GET streams,
+/// 2026-07-28 listens (gauge; emitted by `arbor-http`).
+pub const HTTP_STREAMS: &str = "arbor.http.streams";
 /// Tasks of the tasks extension running (gauge).
 pub const TASKS: &str = "arbor.server.tasks";
 
@@ -106,6 +109,7 @@ pub fn describe() {
     describe_gauge!(LEGACY_SESSIONS, "Live legacy (handshake-era) sessions");
     describe_gauge!(SUBSCRIPTIONS, "Live subscription streams");
     describe_gauge!(TASKS, "Running tasks of the tasks extension");
+    describe_gauge!(HTTP_STREAMS, "Open SSE response bodies (HTTP)");
     describe_counter!(otp::RESTARTS, "Children restarted by their supervisor");
     describe_counter!(otp::ESCALATIONS, "Supervisors that exceeded their restart intensity");
     describe_counter!(bus::PUBLISHES, "Bus messages published");

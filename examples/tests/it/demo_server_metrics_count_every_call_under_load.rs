@@ -144,6 +144,7 @@ async fn demo_server_metrics_count_every_call_of_both_eras_and_each_refusal() {
     assert_eq!(page.sum("arbor_server_requests_refused_total", &[]), 1.0);
     assert_eq!(page.sum("arbor_server_requests_in_flight", &[TENANT]), 0.0);
     assert_eq!(page.sum("arbor_server_subscriptions", &[]), 0.0);
+    assert_eq!(page.sum("arbor_http_streams", &[]), 0.0, "every SSE body closed");
     assert_eq!(page.sum("arbor_server_handler_panics_total", &[]), 0.0);
     let legacy_sessions = [("mcp_protocol_version", "2025-11-25"), tcp];
     assert_eq!(page.sum("mcp_server_session_duration_seconds_count", &legacy_sessions), 10.0);
