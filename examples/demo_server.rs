@@ -9,7 +9,8 @@
 //!
 //! Over HTTP the endpoint is `arbor_http` with its defaults: loopback bind, `Host` and
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
-//! caps, legacy sessions reaped when idle. The bound URL is printed on stderr
+//! caps, legacy sessions reaped when idle; Prometheus text at `/metrics` beside `/mcp`
+//! (`--no-metrics`: none). The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
 //!
 //! It shows the handler surface end to end: typed tools whose `inputSchema` comes from
