@@ -1,5 +1,5 @@
 //! `GET /metrics`: the Prometheus text of the application's recorder, served beside the
-//! MCP endpoint when [`HttpConfig::metrics`](crate::HttpConfig::metrics) is set (off by
+//! MCP endpoint when [`HttpConfig::metrics`](crate::HttpConfig::metrics()) is set (off by
 //! default), and the Prometheus recorder Arbor's metrics are meant for.
 //!
 //! What it is not: a recorder installed behind the application's back. The runtime only
