@@ -8,7 +8,13 @@
 //! cargo run --release --example bench_server -- --port 0 --idle-timeout-ms 5000
 //! cargo run --release --example bench_server -- --stdio
 //! cargo run --release --example bench_server -- --port 18400 --threads 0     # current-thread runtime
+//! cargo run --release --example bench_server -- --port 18400 --telemetry     # metrics and spans on
 //! ```
+//!
+//! `--telemetry` is the telemetry-on side of `scripts/bench-http --telemetry`: the
+//! Prometheus recorder installed (`/metrics` served) and a `tracing` subscriber that is
+//! interested in every span and event and builds each one (the registry plus a layer
+//! visiting every field, as an exporting layer would), exporting nowhere.
 //!
 //! It is not a demo (see `demo_server`): nothing but the tool, no tracing subscriber
 //! unless `RUST_LOG` is set (rmcp-echo installs none either, so neither pays for logging).
@@ -33,7 +39,8 @@ const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms
     --port N             listen on 127.0.0.1:N (default 0: a free port, printed on stderr)\n\
     --stdio              serve one client on stdin/stdout instead\n\
     --idle-timeout-ms N  close legacy HTTP sessions idle this long (default 600000)\n\
-    --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)";
+    --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)\n\
+    --telemetry          metrics (Prometheus recorder, /metrics) and every span built (a no-op sink)";
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Echo {
@@ -46,10 +53,11 @@ struct Options {
     port: u16,
     idle_timeout: Option<Duration>,
     threads: Option<usize>,
+    telemetry: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None };
+    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None, telemetry: false };
     let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
         let v = v.ok_or(format!("{flag} needs a number"))?;
         v.parse().map_err(|_| format!("{flag}: `{v}` is not a number"))
@@ -57,6 +65,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>,
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => o.stdio = true,
+            "--telemetry" => o.telemetry = true,
             "--port" => {
                 o.port = u16::try_from(number("--port", args.next())?).map_err(|_| "--port: too large".to_string())?
             }
@@ -83,7 +92,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if std::env::var_os("RUST_LOG").is_some() {
+    if options.telemetry {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber = tracing_subscriber::registry().with(telemetry::EverySpan);
+        if let Err(e) = tracing::subscriber::set_global_default(subscriber) {
+            eprintln!("bench_server: cannot install the tracing subscriber: {e}");
+            return ExitCode::FAILURE;
+        }
+    } else if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -121,8 +137,54 @@ async fn serve(options: Options) -> ExitCode {
         };
     }
     let mut config = HttpConfig::default().bind(SocketAddr::from(([127, 0, 0, 1], options.port)));
+    if options.telemetry {
+        match arbor_http::metrics::install_prometheus() {
+            Ok(handle) => config.metrics = Some(handle),
+            Err(e) => {
+                eprintln!("bench_server: cannot install the metrics recorder: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     if let Some(idle) = options.idle_timeout {
         config.session_idle_timeout = idle;
     }
     http::serve("bench_server", server, config).await
+}
+
+/// The telemetry-on subscriber's layer: interested in everything, and visits every field of
+/// every span and event, as a layer exporting them would before handing them to a sink.
+mod telemetry {
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer};
+
+    pub struct EverySpan;
+
+    /// Formats each field into a reused buffer and drops it (the no-op sink).
+    struct Fields(String);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            use std::fmt::Write;
+            self.0.clear();
+            let _ = write!(self.0, "{}={value:?}", field.name());
+            std::hint::black_box(&self.0);
+        }
+    }
+
+    impl<S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S> for EverySpan {
+        fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _cx: Context<'_, S>) {
+            attrs.record(&mut Fields(String::new()));
+        }
+
+        fn on_record(&self, _id: &Id, values: &Record<'_>, _cx: Context<'_, S>) {
+            values.record(&mut Fields(String::new()));
+        }
+
+        fn on_event(&self, event: &Event<'_>, _cx: Context<'_, S>) {
+            event.record(&mut Fields(String::new()));
+        }
+    }
 }

@@ -11,7 +11,8 @@
 //! `Origin` checked against loopback names (DNS rebinding), no CORS, body and nesting
 //! caps, legacy sessions reaped when idle; beside `/mcp` it serves the live supervision
 //! tree at `/observer` (`arbor_http::Observer`: loopback peers only, behind OAuth when
-//! that is on). The bound URL is printed on stderr
+//! that is on). Prometheus text at `/metrics`
+//! (`--no-metrics`: none). The bound URL is printed on stderr
 //! (`demo_server: listening on http://…`), so a test that asked for port 0 can find it.
 //! `/healthz` and `/readyz` are served beside `/mcp`, and SIGTERM or Ctrl-C drains: readiness
 //! turns 503, new calls get 503, calls in flight get `--drain-timeout-ms` to finish (then
@@ -91,7 +92,8 @@ const USAGE: &str =
                          checked against its JWKS (found in its metadata); serves the protected resource metadata\n\
     --auth-resource URL  OAuth: this server's resource identifier, the tokens' audience (default http://ADDR/mcp)\n\
     --auth-scopes \"A B\"  OAuth: the scopes every request needs (default \"mcp:tools\")\n\
-    --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it";
+    --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it\n\
+    --no-metrics         HTTP: no Prometheus text at /metrics (served by default)";
 
 // ===== tools =====
 
@@ -462,6 +464,8 @@ struct Options {
     auth_resource: Option<String>,
     auth_scopes: Vec<String>,
     auth_jwks: Option<String>,
+    /// `--no-metrics`: no Prometheus recorder, no `/metrics`.
+    no_metrics: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -482,10 +486,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         auth_resource: None,
         auth_scopes: vec!["mcp:tools".to_owned()],
         auth_jwks: None,
+        no_metrics: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => mode = Mode::Stdio,
+            "--no-metrics" => options.no_metrics = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
                 let port: u16 = port.parse().map_err(|_| format!("--port: `{port}` is not a port number"))?;
@@ -673,6 +679,13 @@ async fn main() -> ExitCode {
             Err(why) => {
                 eprintln!("demo_server: {why}");
                 return ExitCode::from(2);
+            }
+        }
+        // Prometheus text at /metrics, beside /mcp (the library records; the demo installs).
+        if !options.no_metrics {
+            match arbor_http::metrics::install_prometheus() {
+                Ok(handle) => config.metrics = Some(handle),
+                Err(e) => tracing::warn!(error = %e, "demo_server: no /metrics"),
             }
         }
         return http::serve("demo_server", server, config.bind(addr)).await;

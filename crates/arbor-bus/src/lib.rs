@@ -44,6 +44,7 @@ mod health;
 mod hub;
 mod local;
 mod message;
+pub mod metrics;
 mod queue;
 #[cfg(feature = "redis")]
 mod redis;

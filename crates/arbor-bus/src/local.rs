@@ -54,6 +54,7 @@ impl Bus for LocalBus {
         if self.inner.hub.is_closed() {
             return Err(PublishError::Closed { topic: message.topic });
         }
+        crate::metrics::published("local");
         if let Some(topic) = self.inner.hub.topic(&message.topic) {
             topic.fan_out(&Arc::new(message));
         }

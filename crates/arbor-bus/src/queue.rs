@@ -109,6 +109,7 @@ impl Slot {
                     }
                     s.dropped += 1;
                     s.unreported += 1;
+                    crate::metrics::dropped();
                 }
                 Overflow::EndStream => {
                     s.ended = Some(EndReason::Overflow);
@@ -150,11 +151,13 @@ impl Slot {
         // still queued.
         if s.unreported > 0 {
             let missed = std::mem::take(&mut s.unreported);
+            crate::metrics::gap("dropped");
             return Poll::Ready(Some(BusEvent::Gap { missed: Some(missed), reason: GapReason::Dropped }));
         }
         match s.queue.pop_front() {
             Some(Entry::Message(m)) => {
                 s.messages -= 1;
+                crate::metrics::queue_depth(s.messages);
                 if s.queue.is_empty() && s.queue.capacity() > 16 {
                     // Give a burst's memory back once it is drained, so idle stays small.
                     s.queue = VecDeque::new();
@@ -162,6 +165,7 @@ impl Slot {
                 Poll::Ready(Some(BusEvent::Message(m)))
             }
             Some(Entry::Reconnected) => {
+                crate::metrics::gap("reconnected");
                 Poll::Ready(Some(BusEvent::Gap { missed: None, reason: GapReason::Reconnected }))
             }
             None if s.ended.is_some() => Poll::Ready(None),

@@ -59,10 +59,13 @@ pub struct Client {
 struct ClientInner {
     shared: Arc<Shared>,
     supervisor: SupervisorHandle,
+    /// The server as metrics labels, and the session's clock (`crate::metrics`).
+    peer: crate::metrics::Peer,
 }
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
+        self.peer.session_ended(self.shared.session().map(|s| s.version));
         let supervisor = self.supervisor.clone();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
@@ -105,6 +108,7 @@ impl Client {
             rt.set_in_flight_probe(Arc::new(move || weak.upgrade().map_or(0, |s| s.calls_in_flight())));
         }
         let (report, reported) = oneshot::channel();
+        let peer = crate::metrics::Peer::of(&target);
         let args = Arc::new(ConnArgs { shared: shared.clone(), target, report: Mutex::new(Some(report)) });
         let child = ChildSpec::actor("connection", move || (ConnectionActor, args.clone()))
             .restart(Restart::Temporary)
@@ -122,7 +126,7 @@ impl Client {
             Err(_) => {}
         }
         let supervisor = started.map_err(ConnectError::Supervisor)?;
-        Ok(Client { inner: Arc::new(ClientInner { shared, supervisor }) })
+        Ok(Client { inner: Arc::new(ClientInner { shared, supervisor, peer }) })
     }
 
     /// Spawns `command` and connects over its stdin/stdout.
@@ -207,6 +211,7 @@ impl Client {
     /// Closes the connection: stdin closed and the process reaped (stdio), the session
     /// deleted (legacy HTTP); every pending call fails with `Disconnected`.
     pub async fn close(&self) {
+        self.inner.peer.session_ended(self.shared().session().map(|s| s.version));
         self.inner.supervisor.shutdown().await;
     }
 
@@ -313,7 +318,9 @@ impl Client {
         let mut refreshed = false;
         let mut rounds = 0;
         loop {
+            let sent = std::time::Instant::now();
             let answer = roundtrip(shared, method, &mut params, &ctl, PendingKind::Call, true).await;
+            self.inner.peer.operation(method, shared.session().map(|s| s.version), &params, sent, &answer);
             let raw = match answer {
                 // The server's view of the tool's `x-mcp-header`s differs from ours: learn
                 // it again and retry once (a new id).

@@ -51,6 +51,7 @@ mod dispatch;
 mod era;
 mod error;
 mod link;
+pub mod metrics;
 mod notification;
 mod options;
 mod shared;

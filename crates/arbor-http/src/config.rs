@@ -164,6 +164,9 @@ pub struct HttpConfig {
     /// `/observer/events`: [`crate::observer`]), loopback peers only unless configured,
     /// behind `auth` when that is set. `None` (default): not served.
     pub observer: Option<Observer>,
+    /// `GET /metrics`: this recorder's Prometheus text (`crate::metrics`), beside the
+    /// endpoint. `None` (default): no page.
+    pub metrics: Option<crate::metrics::PrometheusHandle>,
 }
 
 impl Default for HttpConfig {
@@ -200,6 +203,7 @@ impl Default for HttpConfig {
             health: None,
             drain_on_signal: None,
             observer: None,
+            metrics: None,
         }
     }
 }
@@ -238,6 +242,7 @@ impl fmt::Debug for HttpConfig {
             .field("health", &self.health)
             .field("drain_on_signal", &self.drain_on_signal)
             .field("observer", &self.observer)
+            .field("metrics", &self.metrics.as_ref().map(|_| "<prometheus>"))
             .finish()
     }
 }
@@ -296,6 +301,13 @@ impl HttpConfig {
     /// The same configuration serving the observer (see [`HttpConfig::observer`](HttpConfig#structfield.observer)).
     pub fn observer(mut self, observer: Observer) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// The same configuration serving `handle`'s Prometheus text at `GET /metrics` (see
+    /// [`crate::metrics::install_prometheus`]).
+    pub fn metrics(mut self, handle: crate::metrics::PrometheusHandle) -> Self {
+        self.metrics = Some(handle);
         self
     }
 

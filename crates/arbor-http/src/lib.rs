@@ -49,6 +49,7 @@ mod guard;
 mod health;
 mod legacy;
 mod listener;
+pub mod metrics;
 mod modern;
 pub mod observer;
 mod serve;

@@ -73,6 +73,7 @@ impl Inner {
     /// Counts an open SSE response body until the guard drops.
     pub(crate) fn count_stream(self: &Arc<Self>) -> StreamCount {
         self.streams_open.fetch_add(1, Ordering::Relaxed);
+        metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).increment(1.0);
         StreamCount(self.clone())
     }
 
@@ -152,6 +153,7 @@ pub(crate) struct StreamCount(Arc<Inner>);
 
 impl Drop for StreamCount {
     fn drop(&mut self) {
+        metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).decrement(1.0);
         if self.0.streams_open.fetch_sub(1, Ordering::AcqRel) == 1 && self.0.is_shutting_down() {
             // The last one, during shutdown: `HttpServer::shutdown` may be waiting for it.
             self.0.streams_gone.notify_waiters();
@@ -247,6 +249,9 @@ impl HttpServer {
             router = router
                 .route(&health.live_path, get(crate::health::live))
                 .route(&health.ready_path, get(crate::health::ready));
+        }
+        if config.metrics.is_some() {
+            router = router.route(crate::metrics::METRICS_PATH, any(crate::metrics::page));
         }
         if config.legacy_sse {
             let base = config.legacy_sse_base();

@@ -50,6 +50,7 @@
 mod dynamic;
 mod exit;
 mod gauge;
+pub mod metrics;
 mod node;
 mod shutdown;
 mod snapshot;

@@ -33,6 +33,7 @@ pub mod handler;
 pub mod ids;
 pub mod input;
 mod list_changes;
+pub mod metrics;
 pub mod observe;
 mod principal;
 pub mod reply;

@@ -58,6 +58,8 @@ pub(crate) struct TenantBounds {
 #[derive(Debug)]
 pub(crate) struct TenantLimits {
     name: String,
+    /// The name as a metrics label, made once.
+    label: metrics::SharedString,
     in_flight: AtomicUsize,
     max: usize,
     /// In-flight requests per requester.
@@ -74,6 +76,7 @@ impl TenantLimits {
     pub(crate) fn new(name: &str, bounds: TenantBounds) -> TenantLimits {
         TenantLimits {
             name: name.to_owned(),
+            label: crate::metrics::tenant_label(name),
             in_flight: AtomicUsize::new(0),
             max: bounds.in_flight,
             requests: RequesterSlots::new(bounds.in_flight_per_requester),
@@ -91,6 +94,11 @@ impl TenantLimits {
         self.max
     }
 
+    /// The tenant's metrics label.
+    pub(crate) fn label(&self) -> &metrics::SharedString {
+        &self.label
+    }
+
     /// Takes one slot; refused at once when all are taken.
     pub(crate) fn try_acquire(&self) -> bool {
         if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max {
@@ -98,6 +106,7 @@ impl TenantLimits {
             self.refused_overloaded();
             return false;
         }
+        crate::metrics::in_flight(&self.label, 1.0);
         true
     }
 
@@ -128,6 +137,7 @@ impl TenantLimits {
 
     pub(crate) fn release(&self) {
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        crate::metrics::in_flight(&self.label, -1.0);
     }
 
     /// Slots taken now.

@@ -4,6 +4,7 @@
 
 mod attack;
 mod http;
+mod prometheus;
 mod support;
 
 mod a_confirmation_is_bound_to_its_path;
@@ -13,6 +14,7 @@ mod conformance_server_closes_a_slow_post_stream_for_polling;
 mod demo_server_counts_with_progress_and_stops_when_cancelled;
 #[cfg(unix)]
 mod demo_server_drains_on_sigterm_and_answers_every_call_once;
+mod demo_server_metrics_count_every_call_under_load;
 #[cfg(unix)]
 mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]

@@ -239,6 +239,7 @@ impl Bus for RedisBus {
             return Err(PublishError::Closed { topic: message.topic });
         }
         let message = Arc::new(message);
+        crate::metrics::published("redis");
         shared.hub.fan_out(&message);
         match self.inner.outbound.try_send(message) {
             Ok(()) => Ok(()),

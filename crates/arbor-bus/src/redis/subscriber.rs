@@ -67,6 +67,7 @@ pub(super) async fn run(shared: Arc<Shared>, first: PubSub) {
         *shared.down_since.lock() = None;
         if reconnecting {
             shared.counters.reconnects.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::redis_reconnected();
             shared.hub.reconnected(&live);
             tracing::info!(node = %shared.node, topics = live.len(), "redis bus: subscriber reconnected");
         }

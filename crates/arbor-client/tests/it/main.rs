@@ -7,6 +7,7 @@ mod support;
 mod handler;
 
 mod a_stdio_server_is_spawned_and_restarted;
+mod calls_and_sessions_are_timed_by_the_conventions;
 mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
 mod dpop_binds_tokens_and_follows_nonces;

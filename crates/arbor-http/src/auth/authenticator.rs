@@ -285,6 +285,9 @@ impl Authenticator {
 
 /// A refusal: the status, the challenge, and a JSON-RPC error body saying the same.
 fn answer(status: StatusCode, challenge: Challenge, message: String) -> Response<Body> {
+    // Every authenticator refusal (no, a bad or an insufficient token) is counted here;
+    // the tenant is unknown until a token is verified.
+    arbor_server::metrics::refused(arbor_server::metrics::UNKNOWN_TENANT, arbor_server::metrics::Refusal::Unauthorized);
     let mut data = json!({ "resourceMetadata": challenge.resource_metadata });
     if let Some(error) = challenge.error {
         data["error"] = json!(error.as_str());

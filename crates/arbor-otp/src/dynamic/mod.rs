@@ -236,11 +236,13 @@ impl DynState {
     ) -> Result<(), ActorProcessingErr> {
         if !self.window.charge(Instant::now()) {
             tracing::warn!(supervisor = %self.name, child = id, reason = %why, "restart intensity exceeded, shutting down");
+            crate::metrics::escalated(&self.name);
             self.terminate_all().await;
             let cause = format!("{REACHED_MAX_RESTART_INTENSITY} (last: child {id:?} {why})");
             self.shared.set_exit(ExitReason::Failure(cause.clone()));
             return Err(cause.into());
         }
+        crate::metrics::restarted(&self.name);
         self.history.record(id, why);
         let ctx = self.context(myself);
         let Some(child) = self.children.get_mut(&key) else { return Ok(()) };

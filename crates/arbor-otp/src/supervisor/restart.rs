@@ -102,6 +102,7 @@ impl SupervisorState {
         if !self.window.charge(Instant::now()) {
             return Err(self.give_up(&id, &why).await);
         }
+        crate::metrics::restarted(&self.name);
         self.history.record(&id, why);
         let from = match self.strategy {
             Strategy::OneForOne => {
@@ -170,6 +171,7 @@ impl SupervisorState {
     /// this supervisor fail, escalating to its parent.
     async fn give_up(&mut self, id: &str, why: &str) -> ActorProcessingErr {
         tracing::warn!(supervisor = %self.name, child = id, reason = why, "restart intensity exceeded, shutting down");
+        crate::metrics::escalated(&self.name);
         self.terminate_all().await;
         self.children.clear();
         let cause = format!("{REACHED_MAX_RESTART_INTENSITY} (last: child {id:?} {why})");

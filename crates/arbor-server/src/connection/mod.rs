@@ -212,6 +212,8 @@ pub(crate) struct ConnState {
     span: tracing::Span,
     /// What every span of the connection shares (`crate::telemetry`).
     trace: ConnectionTrace,
+    /// The connections gauge and, for a session, its duration (`crate::metrics`).
+    clock: crate::metrics::ConnectionClock,
     _live: LiveToken,
 }
 
@@ -254,7 +256,9 @@ impl Actor for ConnectionActor {
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
+        let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
         Ok(ConnState {
+            clock,
             sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,
             me,

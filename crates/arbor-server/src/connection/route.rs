@@ -159,6 +159,7 @@ impl ConnState {
             _ => {}
         }
         let terms = self.job_terms(served, meta.as_ref(), version);
+        self.clock.served(version);
         if let ClientRequest::SubscriptionsListen(params) = *request {
             // A stream, not a request task: it answers for itself, for as long as it runs.
             return self.open_listen(id, params.notifications, terms.connection);
@@ -284,6 +285,7 @@ impl ConnState {
             protocol_version: version,
         });
         let log_level = self.shared.config.default_log_level;
+        self.clock.legacy(version);
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
         crate::telemetry::record_negotiated(&self.span, version);
         if let Some(endpoint) = &self.endpoint {

@@ -38,6 +38,7 @@ use super::output::Kind;
 use super::ConnState;
 use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
+use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
 use crate::telemetry::{self, RequestSpan};
@@ -82,6 +83,7 @@ impl ConnState {
                     Some(slot) => Some(slot),
                     None => {
                         self.tenant.refused_overloaded();
+                        metrics::refused(self.tenant.label().clone(), Refusal::Overloaded);
                         let retry = self.shared.config.overload_retry_after;
                         return refuse(self, overloaded(OverloadScope::Requester, slots.max(), retry));
                     }
@@ -90,10 +92,12 @@ impl ConnState {
         };
         let config = &self.shared.config;
         if !self.tenant.try_acquire() {
+            metrics::refused(self.tenant.label().clone(), Refusal::Overloaded);
             return refuse(self, overloaded(OverloadScope::Tenant, self.tenant.max(), config.overload_retry_after));
         }
         let method = request.method();
         let since = Instant::now();
+        let op = Operation::start(&request, terms.version, metrics::transport(self.endpoint.is_some()));
         let deadline = match &*request {
             ClientRequest::CallTool(p) => {
                 let handler = &self.shared.handler;
@@ -128,22 +132,24 @@ impl ConnState {
         let report = {
             let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
             let span = span.clone();
-            move |outcome: TaskOutcome<Vec<u8>, std::convert::Infallible>| {
+            move |outcome: TaskOutcome<(Vec<u8>, Status), std::convert::Infallible>| {
                 tenant.release();
                 drop(requester_slot);
-                let frame = match outcome {
-                    TaskOutcome::Completed(frame) => frame,
+                let (frame, status) = match outcome {
+                    TaskOutcome::Completed(answer) => answer,
                     TaskOutcome::Failed(never) => match never {},
                     TaskOutcome::Panicked(message) => {
                         tracing::error!(%id, %method, %message, "request handler panicked");
                         let err = panicked(method);
                         telemetry::record_error(&span, &err);
-                        error_frame(&id, &err)
+                        op.panicked();
+                        (error_frame(&id, &err), Status::Error(-32603))
                     }
                     TaskOutcome::TimedOut => {
                         let err = timed_out(method, deadline);
                         telemetry::record_error(&span, &err);
-                        error_frame(&id, &err)
+                        op.timed_out();
+                        (error_frame(&id, &err), Status::Error(-32603))
                     }
                     // Cancelled by the client (or its route closed), or the connection is
                     // stopping: no answer.
@@ -160,6 +166,7 @@ impl ConnState {
                         let _ = output.send_vec(Kind::Response, frame);
                     }
                 }
+                op.finish(status);
             }
         };
         // Boxed once here (the request's state is several KiB), so the task wrapper and
@@ -171,8 +178,12 @@ impl ConnState {
         // Lazy: the signal's receiver is made only if the handler did not answer at its
         // first poll, which most requests do.
         let drained = {
-            let (id, shared) = (id.clone(), self.shared.clone());
-            async move { error_frame(&id, &shared.drain.requests_stopped().await) }
+            let (id, shared, span) = (id.clone(), self.shared.clone(), span.clone());
+            async move {
+                let err = shared.drain.requests_stopped().await;
+                telemetry::record_error(&span, &err);
+                (error_frame(&id, &err), Status::of(&err))
+            }
         };
         let spawned = if scoped {
             let route = self.out().clone();
@@ -215,6 +226,7 @@ impl ConnState {
         };
         if spawned.is_ok() {
             self.tenant.admitted();
+            metrics::admitted(self.tenant.label());
         }
         match spawned {
             Ok(task) if scoped => {
@@ -238,6 +250,7 @@ impl ConnState {
                 let err = match refused {
                     SpawnError::Overloaded { max } => {
                         self.tenant.refused_overloaded();
+                        metrics::refused(self.tenant.label().clone(), Refusal::Overloaded);
                         overloaded(self.own_scope(), max, self.shared.config.overload_retry_after)
                     }
                     SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),

@@ -37,6 +37,7 @@ use crate::connection::ConnectionHandle;
 use crate::context::{ConnectionInfo, ContextParts, RequestContext, RequestSignal, RequestSink};
 use crate::input;
 use crate::input::modern::Arguments;
+use crate::metrics::Status;
 use crate::reply::Reply;
 use crate::serve::Shared;
 use crate::tasks::{self, CallRoute};
@@ -84,22 +85,24 @@ impl Drop for SignalGuard {
 }
 
 impl RequestJob {
-    /// Runs the request and returns its encoded response.
-    pub(crate) async fn run(self) -> Vec<u8> {
+    /// Runs the request and returns its encoded response, and how it ended (for metrics).
+    pub(crate) async fn run(self) -> (Vec<u8>, Status) {
         let mut guard = SignalGuard(self.signal.clone(), false);
         let (id, span) = (self.id.clone(), self.span.clone());
-        let frame = match self.dispatch().await {
-            Ok(frame) => frame,
+        let mut tool_error = false;
+        let answer = match self.dispatch(&mut tool_error).await {
+            Ok(frame) if tool_error => (frame, Status::ToolError),
+            Ok(frame) => (frame, Status::Ok),
             Err(err) => {
                 telemetry::record_error(&span, &err);
-                error_frame(&id, &err)
+                (error_frame(&id, &err), Status::of(&err))
             }
         };
         guard.1 = true;
-        frame
+        answer
     }
 
-    async fn dispatch(self) -> Result<Vec<u8>, McpError> {
+    async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
         let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal, span } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
@@ -150,6 +153,7 @@ impl RequestJob {
                     let payloads = shared.config.trace_tool_payloads;
                     telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
                 }
+                *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListResources(p) => {

@@ -112,7 +112,15 @@ impl Unit {
         };
         let options = TaskOptions { deadline: None };
         let span = std::mem::replace(&mut self.span, tracing::Span::none());
-        let work = Box::pin(tracing::Instrument::instrument(self.run(close_rx), span));
+        let endpoint = !matches!(self.shared.output, crate::connection::output::Output::Frames(_));
+        let clock = crate::metrics::StreamClock::start(&self.shared.connection, self.shared.id.is_some(), endpoint);
+        let work = Box::pin(tracing::Instrument::instrument(
+            async move {
+                let _clock = clock;
+                self.run(close_rx).await
+            },
+            span,
+        ));
         let task = tasks.spawn_reporting(options, work, report)?;
         Ok(UnitRef { close: Some(close_tx), task, shared, since: tokio::time::Instant::now() })
     }

@@ -213,7 +213,9 @@ impl TaskStore {
             let entry = entry.clone();
             move |outcome: TaskOutcome<(), std::convert::Infallible>| entry.settle(outcome)
         };
+        let live = crate::metrics::task();
         let work = async move {
+            let _live = live;
             work.await;
             Ok(())
         };

@@ -1,0 +1,384 @@
+//! The server's metrics: every name, attribute and bucket in one place, and the small
+//! recording functions the runtime calls, through the [`metrics`] facade.
+//!
+//! The OpenTelemetry MCP conventions' two server histograms (seconds, the conventions'
+//! [`DURATION_BUCKETS`]): [`OPERATION_DURATION`] per answered request (received → answer
+//! handed to the transport) and [`SESSION_DURATION`] per session (a legacy session, a
+//! byte-stream connection, a `subscriptions/listen` stream). Arbor's own, prefixed
+//! `arbor.`: requests in flight, admitted and refused per tenant (refusals with a
+//! [`Refusal`] reason), handler panics and timeouts, and gauges of live connections,
+//! legacy sessions, subscription streams and tasks. The subscription streams' queue depth
+//! is the bus's (`arbor_bus::metrics::QUEUE_DEPTH`: each stream reads one bus
+//! subscription). The bus's and the supervisors' own
+//! counters are named in their crates (`arbor_bus::metrics`, `arbor_otp::metrics`),
+//! re-exported here so this module lists everything a server emits.
+//!
+//! What it is not: an exporter or a recorder. The library installs none; without one,
+//! every call here goes to the facade's no-op recorder (a key built, nothing stored).
+//! `arbor_http` serves a Prometheus recorder's text at `/metrics` when the application
+//! installs one (`HttpConfig::metrics`).
+//!
+//! Invariant: a gauge changed here is changed back exactly once (the guards' `Drop`), so
+//! every gauge returns to its start when what it counts has gone.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arbor_protocol::error::{ErrorCode, McpError};
+use arbor_protocol::methods::{ClientRequest, MethodName};
+use arbor_protocol::version::ProtocolVersion;
+
+use crate::context::ConnectionInfo;
+use metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Gauge, Label, SharedString, Unit,
+};
+
+pub use arbor_bus::metrics as bus;
+pub use arbor_otp::metrics as otp;
+
+/// `mcp.server.operation.duration`: seconds from a request's arrival to its answer.
+pub const OPERATION_DURATION: &str = "mcp.server.operation.duration";
+/// `mcp.server.session.duration`: seconds a session lived.
+pub const SESSION_DURATION: &str = "mcp.server.session.duration";
+/// Requests holding a tenant slot (gauge; `arbor.tenant`).
+pub const REQUESTS_IN_FLIGHT: &str = "arbor.server.requests.in_flight";
+/// Requests admitted to a task (counter; `arbor.tenant`).
+pub const REQUESTS_ADMITTED: &str = "arbor.server.requests.admitted";
+/// Requests refused at once (counter; `arbor.tenant`, `arbor.refusal.reason`).
+pub const REQUESTS_REFUSED: &str = "arbor.server.requests.refused";
+/// Handlers that panicked (counter; `mcp.method.name`).
+pub const HANDLER_PANICS: &str = "arbor.server.handler.panics";
+/// Requests stopped by their deadline (counter; `mcp.method.name`).
+pub const HANDLER_TIMEOUTS: &str = "arbor.server.handler.timeouts";
+/// Live connection actors (gauge; `arbor.tenant`, `network.transport`).
+pub const CONNECTIONS: &str = "arbor.server.connections";
+/// Live legacy (handshake-era) sessions (gauge; `arbor.tenant`, `network.transport`).
+pub const LEGACY_SESSIONS: &str = "arbor.server.sessions";
+/// Live subscription streams: listens, legacy resource subscriptions, list_changed
+/// streams (gauge; `arbor.tenant`).
+pub const SUBSCRIPTIONS: &str = "arbor.server.subscriptions";
+/// Open SSE response bodies of the HTTP transport: POST streams, legacy GET streams,
+/// 2026-07-28 listens (gauge; emitted by `arbor-http`).
+pub const HTTP_STREAMS: &str = "arbor.http.streams";
+/// Tasks of the tasks extension running (gauge).
+pub const TASKS: &str = "arbor.server.tasks";
+
+/// `mcp.method.name`.
+pub const METHOD: &str = "mcp.method.name";
+/// `mcp.protocol.version`.
+pub const PROTOCOL_VERSION: &str = "mcp.protocol.version";
+/// `gen_ai.tool.name` (`tools/call` only).
+pub const TOOL_NAME: &str = "gen_ai.tool.name";
+/// `gen_ai.prompt.name` (`prompts/get` only).
+pub const PROMPT_NAME: &str = "gen_ai.prompt.name";
+/// `error.type`: the JSON-RPC code of a server fault, or `tool_error`.
+pub const ERROR_TYPE: &str = "error.type";
+/// `rpc.response.status_code`: the JSON-RPC error code of any error answer.
+pub const STATUS_CODE: &str = "rpc.response.status_code";
+/// `network.transport`: `tcp` (HTTP) or `pipe` (stdio, an in-memory pair).
+pub const TRANSPORT: &str = "network.transport";
+/// `arbor.tenant`.
+pub const TENANT: &str = "arbor.tenant";
+/// `arbor.refusal.reason`: a [`Refusal`].
+pub const REFUSAL_REASON: &str = "arbor.refusal.reason";
+
+/// The conventions' bucket advice for every duration histogram, in seconds (the same as
+/// the C# SDK's).
+pub const DURATION_BUCKETS: [f64; 14] =
+    [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
+
+/// Describes every metric Arbor emits (help text and unit) to the installed recorder: call
+/// it once after installing one (`arbor_http::metrics::install_prometheus` does), so the
+/// exporter names the histograms in seconds.
+pub fn describe() {
+    describe_histogram!(OPERATION_DURATION, Unit::Seconds, "MCP request duration, received to answered (server)");
+    describe_histogram!(
+        SESSION_DURATION,
+        Unit::Seconds,
+        "MCP session duration (server): legacy session, stdio connection, listen"
+    );
+    describe_histogram!(CLIENT_OPERATION_DURATION, Unit::Seconds, "MCP request duration, sent to answered (client)");
+    describe_histogram!(CLIENT_SESSION_DURATION, Unit::Seconds, "MCP session duration (client)");
+    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests holding a tenant slot");
+    describe_counter!(REQUESTS_ADMITTED, "Requests admitted to a task");
+    describe_counter!(REQUESTS_REFUSED, "Requests refused at once, by reason");
+    describe_counter!(HANDLER_PANICS, "Request handlers that panicked");
+    describe_counter!(HANDLER_TIMEOUTS, "Requests stopped by their deadline");
+    describe_gauge!(CONNECTIONS, "Live connection actors");
+    describe_gauge!(LEGACY_SESSIONS, "Live legacy (handshake-era) sessions");
+    describe_gauge!(SUBSCRIPTIONS, "Live subscription streams");
+    describe_gauge!(TASKS, "Running tasks of the tasks extension");
+    describe_gauge!(HTTP_STREAMS, "Open SSE response bodies (HTTP)");
+    describe_counter!(otp::RESTARTS, "Children restarted by their supervisor");
+    describe_counter!(otp::ESCALATIONS, "Supervisors that exceeded their restart intensity");
+    describe_counter!(bus::PUBLISHES, "Bus messages published");
+    describe_counter!(bus::GAPS, "Bus gap events delivered to subscribers");
+    describe_counter!(bus::DROPS, "Bus messages dropped from full subscription queues");
+    describe_counter!(bus::REDIS_RECONNECTS, "Redis bus subscriber reconnections");
+    describe_histogram!(bus::QUEUE_DEPTH, "Messages queued behind the one a bus subscription yielded");
+}
+
+/// `mcp.client.operation.duration` (emitted by `arbor-client`; named here so this module
+/// lists every name).
+pub const CLIENT_OPERATION_DURATION: &str = "mcp.client.operation.duration";
+/// `mcp.client.session.duration` (emitted by `arbor-client`).
+pub const CLIENT_SESSION_DURATION: &str = "mcp.client.session.duration";
+
+/// Why a request was refused before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// A shared bound (the tenant's, a connection's, a session's, an endpoint's) was full.
+    Overloaded,
+    /// A request rate limit was exceeded. Arbor has no rate limit yet, so nothing is
+    /// refused for this reason today; a requester's full share of its tenant is
+    /// `Overloaded`, as its JSON-RPC error says (-32000, scope "requester").
+    RateLimited,
+    /// No valid credentials (the HTTP authenticator refused the request).
+    Unauthorized,
+}
+
+impl Refusal {
+    /// The label value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Refusal::Overloaded => "overloaded",
+            Refusal::RateLimited => "rate_limited",
+            Refusal::Unauthorized => "unauthorized",
+        }
+    }
+}
+
+/// Counts one refused request of `tenant` (a transport's refusal, e.g. the authenticator's,
+/// when no tenant is known yet, passes [`UNKNOWN_TENANT`]).
+pub fn refused(tenant: impl Into<SharedString>, reason: Refusal) {
+    counter!(REQUESTS_REFUSED, TENANT => tenant.into(), REFUSAL_REASON => reason.as_str()).increment(1);
+}
+
+/// The tenant label of a refusal made before any tenant was known.
+pub const UNKNOWN_TENANT: &str = "unknown";
+
+/// The transport label of a connection.
+pub(crate) fn transport(endpoint: bool) -> &'static str {
+    if endpoint {
+        "tcp"
+    } else {
+        "pipe"
+    }
+}
+
+/// A tenant's label value, made once per tenant (an `Arc`, so each record clones a pointer).
+pub(crate) fn tenant_label(name: &str) -> SharedString {
+    SharedString::from(Arc::<str>::from(name))
+}
+
+/// One request of `tenant` got its task.
+pub(crate) fn admitted(tenant: &SharedString) {
+    counter!(REQUESTS_ADMITTED, TENANT => tenant.clone()).increment(1);
+}
+
+/// The tenant's in-flight gauge moved by `delta` (a slot taken or given back).
+pub(crate) fn in_flight(tenant: &SharedString, delta: f64) {
+    gauge!(REQUESTS_IN_FLIGHT, TENANT => tenant.clone()).increment(delta);
+}
+
+/// How a request ended, for `error.type` and `rpc.response.status_code`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Ok,
+    /// A `CallToolResult` with `isError: true`.
+    ToolError,
+    /// An error answer with this JSON-RPC code.
+    Error(i64),
+}
+
+impl Status {
+    pub(crate) fn of(err: &McpError) -> Status {
+        Status::Error(err.code().as_i64())
+    }
+}
+
+/// One request between its arrival at the connection and its answer: made by `spawn`,
+/// finished by the task's report (or at once when refused).
+#[derive(Debug)]
+pub(crate) struct Operation {
+    start: Instant,
+    method: MethodName,
+    version: &'static str,
+    target: Option<(&'static str, String)>,
+    transport: &'static str,
+}
+
+impl Operation {
+    pub(crate) fn start(request: &ClientRequest, version: ProtocolVersion, transport: &'static str) -> Operation {
+        let target = match request {
+            ClientRequest::CallTool(p) => Some((TOOL_NAME, p.name.clone())),
+            ClientRequest::GetPrompt(p) => Some((PROMPT_NAME, p.name.clone())),
+            _ => None,
+        };
+        Operation { start: Instant::now(), method: request.method(), version: version.as_str(), target, transport }
+    }
+
+    /// The handler panicked (its -32603 answer follows through [`Operation::finish`]).
+    pub(crate) fn panicked(&self) {
+        counter!(HANDLER_PANICS, METHOD => self.method.as_str()).increment(1);
+    }
+
+    /// The deadline stopped the request.
+    pub(crate) fn timed_out(&self) {
+        counter!(HANDLER_TIMEOUTS, METHOD => self.method.as_str()).increment(1);
+    }
+
+    /// The answer was handed to the transport.
+    pub(crate) fn finish(self, status: Status) {
+        let mut labels = Vec::with_capacity(6);
+        labels.push(Label::new(METHOD, self.method.as_str()));
+        labels.push(Label::new(PROTOCOL_VERSION, self.version));
+        labels.push(Label::new(TRANSPORT, self.transport));
+        if let Some((key, name)) = self.target {
+            labels.push(Label::new(key, name));
+        }
+        match status {
+            Status::Ok => {}
+            Status::ToolError => labels.push(Label::new(ERROR_TYPE, "tool_error")),
+            Status::Error(code) => {
+                let text = code_str(code);
+                if ErrorCode::from_i64(code).is_server_fault() {
+                    labels.push(Label::new(ERROR_TYPE, text.clone()));
+                }
+                labels.push(Label::new(STATUS_CODE, text));
+            }
+        }
+        histogram!(OPERATION_DURATION, labels).record(self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// A code as its label text, without an allocation for the runtime's own codes.
+fn code_str(code: i64) -> Cow<'static, str> {
+    Cow::Borrowed(match code {
+        -32700 => "-32700",
+        -32600 => "-32600",
+        -32601 => "-32601",
+        -32602 => "-32602",
+        -32603 => "-32603",
+        -32002 => "-32002",
+        -32000 => "-32000",
+        other => return Cow::Owned(other.to_string()),
+    })
+}
+
+/// A gauge raised while the guard lives: `+1` now, `-1` on drop.
+#[derive(Debug)]
+pub(crate) struct Live(Gauge);
+
+impl Live {
+    fn new(gauge: Gauge) -> Live {
+        gauge.increment(1.0);
+        Live(gauge)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// A subscription stream's life: the subscriptions gauge and, for a listen, its
+/// `mcp.server.session.duration` (the natural session of the per-request era).
+#[derive(Debug)]
+pub(crate) struct StreamClock {
+    start: Instant,
+    listen: Option<&'static str>,
+    transport: &'static str,
+    _live: Live,
+}
+
+impl StreamClock {
+    pub(crate) fn start(connection: &ConnectionInfo, listen: bool, endpoint: bool) -> StreamClock {
+        let tenant = tenant_label(&connection.tenant);
+        StreamClock {
+            start: Instant::now(),
+            listen: listen.then(|| connection.protocol_version.as_str()),
+            transport: transport(endpoint),
+            _live: Live::new(gauge!(SUBSCRIPTIONS, TENANT => tenant)),
+        }
+    }
+}
+
+impl Drop for StreamClock {
+    fn drop(&mut self) {
+        if let Some(version) = self.listen {
+            session_ended(self.start, Some(version), self.transport);
+        }
+    }
+}
+
+/// A running task of the tasks extension.
+pub(crate) fn task() -> Live {
+    Live::new(gauge!(TASKS))
+}
+
+/// A connection actor's life, for the connections gauge and, when it is a session (a byte
+/// stream, or an endpoint that became a legacy session), `mcp.server.session.duration`.
+#[derive(Debug)]
+pub(crate) struct ConnectionClock {
+    start: Instant,
+    tenant: SharedString,
+    transport: &'static str,
+    _live: Live,
+    legacy: Option<Live>,
+    /// The version of a session, once it has one.
+    version: Option<&'static str>,
+    stream: bool,
+}
+
+impl ConnectionClock {
+    pub(crate) fn start(tenant: &SharedString, endpoint: bool) -> ConnectionClock {
+        let transport = transport(endpoint);
+        ConnectionClock {
+            start: Instant::now(),
+            _live: Live::new(gauge!(CONNECTIONS, TENANT => tenant.clone(), TRANSPORT => transport)),
+            tenant: tenant.clone(),
+            transport,
+            legacy: None,
+            version: None,
+            stream: !endpoint,
+        }
+    }
+
+    /// The connection became a legacy session of `version` (its `initialize`).
+    pub(crate) fn legacy(&mut self, version: ProtocolVersion) {
+        if self.legacy.is_none() {
+            let g = gauge!(LEGACY_SESSIONS, TENANT => self.tenant.clone(), TRANSPORT => self.transport);
+            self.legacy = Some(Live::new(g));
+        }
+        self.version = Some(version.as_str());
+    }
+
+    /// A byte stream served a request of `version` (a stdio connection of the per-request era).
+    pub(crate) fn served(&mut self, version: ProtocolVersion) {
+        if self.stream && self.version.is_none() {
+            self.version = Some(version.as_str());
+        }
+    }
+}
+
+impl Drop for ConnectionClock {
+    fn drop(&mut self) {
+        // The shared 2026-07-28 endpoint is no session; a byte stream always is one.
+        if self.legacy.is_some() || self.stream {
+            session_ended(self.start, self.version, self.transport);
+        }
+    }
+}
+
+/// Records one session's duration.
+pub(crate) fn session_ended(start: Instant, version: Option<&'static str>, transport: &'static str) {
+    let seconds = start.elapsed().as_secs_f64();
+    match version {
+        Some(v) => histogram!(SESSION_DURATION, PROTOCOL_VERSION => v, TRANSPORT => transport).record(seconds),
+        None => histogram!(SESSION_DURATION, TRANSPORT => transport).record(seconds),
+    }
+}
