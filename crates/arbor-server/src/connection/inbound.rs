@@ -22,6 +22,7 @@
 //! answered once with [`drain_deadline_passed`], and only then does the connection stop,
 //! flushing its output. A broken output stops it at once: nobody can read an answer.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -243,6 +244,7 @@ impl ConnState {
             .collect();
         let drain = Drain {
             in_flight,
+            reports: self.reports.clone(),
             tasks: TaskSupervisor::clone(&self.tasks),
             output: self.output.clone(),
             timeout: self.shared.config.drain_timeout,
@@ -259,6 +261,7 @@ impl ConnState {
 /// The requests a connection had in flight when its input ended, and how to answer them.
 struct Drain {
     in_flight: Vec<(RequestId, TaskRef)>,
+    reports: Reports,
     /// The connection's request supervisor: its counters tell a cancelled task from one
     /// that finished (and answered) in the same instant.
     tasks: TaskSupervisor,
@@ -271,8 +274,10 @@ impl Drain {
         let deadline = Instant::now() + self.timeout;
         loop {
             if self.in_flight.iter().all(|(_, task)| task.is_finished()) {
-                // Each report writes its answer in the poll that marks its task finished,
-                // so every answer is in the writer's buffer before the connection closes it.
+                // A task is marked finished just before its report writes the answer, on
+                // whichever worker ran it: wait for the reports, so every answer is in the
+                // writer's buffer before the connection closes it.
+                self.reports.settled(Instant::now() + CANCEL_WAIT).await;
                 return;
             }
             if Instant::now() >= deadline {
@@ -292,6 +297,8 @@ impl Drain {
                 let _ = self.output.send_vec(Kind::Response, error.to_response(Some(id.clone())).to_vec());
             }
         }
+        // Those that answered by themselves in the meantime may still be writing.
+        self.reports.settled(Instant::now() + CANCEL_WAIT).await;
         tracing::debug!(stopped, "drain deadline passed");
     }
 
@@ -333,5 +340,38 @@ fn drain_deadline_passed(timeout: Duration) -> McpError {
              deadline passed; it was stopped and may have been partly done"
         ),
         data: Some(serde_json::json!({ "reason": "drain", "drainTimeoutMs": ms })),
+    }
+}
+
+/// How many request reports of a connection have not finished yet: each spawned request
+/// holds one [`ReportPending`] in its report closure, released when the closure is done
+/// (its answer written) or dropped unrun.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Reports(Arc<AtomicUsize>);
+
+impl Reports {
+    pub(super) fn pending(&self) -> ReportPending {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        ReportPending(self.0.clone())
+    }
+
+    /// Waits until no report is pending, or `until` (a starved runtime's bound).
+    async fn settled(&self, until: Instant) {
+        while self.0.load(Ordering::Acquire) != 0 && Instant::now() < until {
+            tokio::task::yield_now().await;
+            if self.0.load(Ordering::Acquire) != 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    }
+}
+
+/// One report not yet done (see [`Reports`]).
+#[derive(Debug)]
+pub(super) struct ReportPending(Arc<AtomicUsize>);
+
+impl Drop for ReportPending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

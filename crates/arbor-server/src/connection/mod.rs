@@ -171,6 +171,9 @@ pub(crate) struct ConnState {
     /// the tree and stops it in `post_stop`), because an idle actor costs about 7.9 KB.
     tasks: OwnedTaskSupervisor,
     in_flight: HashMap<RequestId, InFlight>,
+    /// Request reports not yet done (`inbound::Reports`): a task counts as finished just
+    /// before its report writes the answer, so the end-of-input drain waits for these too.
+    reports: inbound::Reports,
     /// Requests scoped to their exchange (not in the id table), for tree views only;
     /// swept of finished ones like `in_flight`.
     scoped_in_flight: Vec<InFlight>,
@@ -267,6 +270,7 @@ impl Actor for ConnectionActor {
             endpoint,
             tasks,
             in_flight: HashMap::new(),
+            reports: inbound::Reports::default(),
             scoped_in_flight: Vec::new(),
             started: tokio::time::Instant::now(),
             sweep_at: 64,

@@ -132,7 +132,10 @@ impl ConnState {
         let report = {
             let (id, output, tenant, batch) = (id.clone(), self.out().clone(), self.tenant.clone(), self.batch.clone());
             let span = span.clone();
+            // Dropped with the closure, after the answer is written (or if it never runs).
+            let pending = self.reports.pending();
             move |outcome: TaskOutcome<(Vec<u8>, Status), std::convert::Infallible>| {
+                let _pending = pending;
                 tenant.release();
                 drop(requester_slot);
                 let (frame, status) = match outcome {

@@ -22,7 +22,6 @@ mod overload_is_refused_at_once;
 mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
 mod router_is_served_in_both_eras;
-mod spans_follow_the_otel_mcp_conventions;
 #[cfg(unix)]
 mod stdio_exits_cleanly_on_eof;
 mod subscriptions_stream_bus_events_in_both_eras;

@@ -7,6 +7,11 @@
 //! The capture is the thread's default subscriber (`set_default`) and every test runs on
 //! tokio's current-thread runtime, so the server's tasks run on the test's thread and no
 //! other test's spans are seen.
+//!
+//! A test binary of its own (not in `tests/it`): `tracing` caches each callsite's interest
+//! globally, so a callsite first hit by another test's thread while no capture existed
+//! could be cached as uninteresting and this test's spans would go missing; here every
+//! test installs its capture before it starts a server.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +29,11 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::support::{modern_meta, ScriptedPeer};
+#[allow(dead_code)] // The shared helpers of `tests/it`; this binary uses a few.
+#[path = "it/support.rs"]
+mod support;
+
+use support::{modern_meta, ScriptedPeer};
 
 /// One span as the layer saw it: its fields as strings, and its parent's index.
 #[derive(Clone, Debug)]
