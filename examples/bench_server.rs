@@ -40,7 +40,7 @@ const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms
     --stdio              serve one client on stdin/stdout instead\n\
     --idle-timeout-ms N  close legacy HTTP sessions idle this long (default 600000)\n\
     --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)\n\
-    --telemetry          metrics (Prometheus recorder, /metrics) and every span built (a no-op sink)";
+    --telemetry          metrics (Prometheus recorder, /metrics) and the MCP spans built (a no-op sink)";
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Echo {
@@ -93,8 +93,13 @@ fn main() -> ExitCode {
         }
     };
     if options.telemetry {
-        use tracing_subscriber::layer::SubscriberExt;
-        let subscriber = tracing_subscriber::registry().with(telemetry::EverySpan);
+        use tracing_subscriber::layer::{Layer, SubscriberExt};
+        // The filter `arbor_server::telemetry::otlp::layer` exports with: the runtime's MCP
+        // spans at DEBUG, everything else at INFO.
+        let filter = tracing_subscriber::filter::Targets::new()
+            .with_target(arbor_server::telemetry::TARGET, tracing::Level::DEBUG)
+            .with_default(tracing::Level::INFO);
+        let subscriber = tracing_subscriber::registry().with(telemetry::EverySpan.with_filter(filter));
         if let Err(e) = tracing::subscriber::set_global_default(subscriber) {
             eprintln!("bench_server: cannot install the tracing subscriber: {e}");
             return ExitCode::FAILURE;
@@ -152,8 +157,8 @@ async fn serve(options: Options) -> ExitCode {
     http::serve("bench_server", server, config).await
 }
 
-/// The telemetry-on subscriber's layer: interested in everything, and visits every field of
-/// every span and event, as a layer exporting them would before handing them to a sink.
+/// The telemetry-on subscriber's layer: visits every field of every span and event its
+/// filter lets through, as a layer exporting them would before handing them to a sink.
 mod telemetry {
     use tracing::field::{Field, Visit};
     use tracing::span::{Attributes, Id, Record};
