@@ -231,7 +231,11 @@ pub(crate) fn shape_params(
     let meta = meta.as_object_mut().expect("made an object above");
     if modern {
         meta.insert(meta::PROTOCOL_VERSION.into(), Value::String(ProtocolVersion::LATEST.as_str().into()));
-        meta.insert(meta::CLIENT_CAPABILITIES.into(), shared.client_capabilities.clone());
+        // A request may declare more than the client's usual capabilities (a task call
+        // declares the tasks extension): what its params already carry is kept.
+        if !meta.contains_key(meta::CLIENT_CAPABILITIES) {
+            meta.insert(meta::CLIENT_CAPABILITIES.into(), shared.client_capabilities.clone());
+        }
         meta.insert(meta::CLIENT_INFO.into(), shared.client_info.clone());
         if let Some(level) = log_level {
             meta.insert(meta::LOG_LEVEL.into(), serde_json::to_value(level).unwrap_or(Value::Null));

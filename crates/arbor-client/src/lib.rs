@@ -57,6 +57,7 @@ mod options;
 mod shared;
 mod subscription;
 mod target;
+pub mod tasks;
 mod telemetry;
 mod watch;
 
@@ -71,6 +72,7 @@ pub use options::{CallOptions, ClientOptions, EraMode, Progress, ProgressFn, Res
 pub use shared::{ServerNotice, Session};
 pub use subscription::{ResourceSubscription, Subscription};
 pub use target::{HttpTarget, ServerTarget, StdioCommand};
+pub use tasks::TaskHandle;
 pub use watch::ResourceWatch;
 
 /// Re-exported so users need not depend on the protocol crate for the common types.

@@ -46,7 +46,7 @@ use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
-use crate::tasks::{TaskStore, TaskStreams};
+use crate::tasks::{core_tasks_capability, TaskStore, TaskStreams};
 use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -142,6 +142,11 @@ impl Shared {
         modern_capabilities.tasks = None;
         let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
         let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
+        if offered && capabilities.tasks.is_none() {
+            // The same tasks, on the 2025-11-25 wire: advertised to sessions of that
+            // revision only (`legacy_capabilities`).
+            capabilities.tasks = Some(core_tasks_capability());
+        }
         let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone(), offered));
         let task_streams = TaskStreams { store: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers

@@ -149,6 +149,8 @@ impl HttpLink {
         let name = match method {
             MethodName::CallTool | MethodName::GetPrompt => params.get("name"),
             MethodName::ReadResource => params.get("uri"),
+            // The tasks extension (SEP-2663): the task a request names.
+            MethodName::GetTask | MethodName::UpdateTask | MethodName::CancelTask => params.get("taskId"),
             _ => None,
         };
         if let Some(v) = name.and_then(Value::as_str).and_then(|n| HeaderValue::from_str(&encode_header_text(n)).ok()) {

@@ -2,6 +2,7 @@
 //! in-memory pair, a spawned process (stdio) and Streamable HTTP.
 
 mod support;
+mod tasks_are_awaited_in_both_eras;
 
 // The handler runtime's own tests, on tokio's paused clock, with their own rig.
 mod handler;

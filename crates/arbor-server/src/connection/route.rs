@@ -168,8 +168,8 @@ impl ConnState {
     }
 
     /// Whether the server offers `method` at all: its capability was advertised, and it is
-    /// a method the runtime serves (the tasks extension's only once advertised; never the
-    /// 2025-11-25 core `tasks/result` and `tasks/list`). `subscriptions/listen` is always
+    /// a method the runtime serves (the tasks methods only once the extension is
+    /// advertised, which also offers the 2025-11-25 core tasks). `subscriptions/listen` is always
     /// served: a server with nothing to announce acknowledges an empty filter.
     fn offers(&self, method: MethodName) -> bool {
         let caps = &self.shared.capabilities;
@@ -185,8 +185,13 @@ impl ConnState {
             MethodName::Complete => caps.completions.is_some(),
             MethodName::SetLevel => caps.logging.is_some(),
             MethodName::Initialize | MethodName::Ping | MethodName::Discover | MethodName::SubscriptionsListen => true,
-            // The tasks extension's methods, once it is advertised (`crate::tasks`).
-            MethodName::GetTask | MethodName::CancelTask | MethodName::UpdateTask => {
+            // The tasks extension's methods, once it is advertised (`crate::tasks`), and
+            // the 2025-11-25 core ones served from the same store (gated to that revision).
+            MethodName::GetTask
+            | MethodName::CancelTask
+            | MethodName::UpdateTask
+            | MethodName::GetTaskPayload
+            | MethodName::ListTasks => {
                 caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION))
             }
             _ => false,

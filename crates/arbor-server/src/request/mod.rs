@@ -28,7 +28,7 @@ use arbor_protocol::model::lifecycle::DiscoverResult;
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::{InputResponses, Outcome};
 use arbor_protocol::model::tools::CallToolResult;
-use arbor_protocol::version::{Era, ProtocolVersion};
+use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::time::Instant;
@@ -125,6 +125,9 @@ impl RequestJob {
         match *request {
             ClientRequest::ListTools(p) => {
                 let mut r = handler.list_tools(p, cx).await?;
+                if !modern && version.supports(Feature::CoreTasks) && shared.tasks.offered {
+                    tasks::annotate_tools(&shared, &mut r.tools);
+                }
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
@@ -137,6 +140,14 @@ impl RequestJob {
                 cache.uncacheable = state.is_some();
                 let bound = Arguments::from(args.as_ref());
                 let caps = cx.client_capabilities();
+                if !modern {
+                    // 2025-11-25: the client asks for a task with `params.task`.
+                    if let Some(ttl) = tasks::route_legacy_call(&shared, &subject, p.task.as_ref(), version)? {
+                        p.task = None;
+                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl)?;
+                        return Ok(encode_response(&id, &created));
+                    }
+                }
                 if tasks::route_call(&shared, &subject, modern, caps, state.is_some())? == CallRoute::Task {
                     let key = &shared.config.state_key;
                     let resumed =
@@ -219,6 +230,14 @@ impl RequestJob {
                 let mut r = discover(&shared);
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
+            }
+            request @ (ClientRequest::GetTask(_)
+            | ClientRequest::CancelTask(_)
+            | ClientRequest::GetTaskPayload(_)
+            | ClientRequest::ListTasks(_))
+                if !modern && version.supports(Feature::CoreTasks) =>
+            {
+                tasks::serve_legacy_task_method(&shared, &id, request, &cx).await
             }
             request @ (ClientRequest::GetTask(_) | ClientRequest::CancelTask(_) | ClientRequest::UpdateTask(_)) => {
                 tasks::serve_task_method(&shared, &id, request, &cx, modern)

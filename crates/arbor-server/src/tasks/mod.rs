@@ -13,9 +13,9 @@
 //! `input_required` with its requests listed on `tasks/get`, and it is called again with
 //! the answers once every outstanding request is answered.
 //!
-//! What this module is not: the legacy 2025-11-25 core tasks (`tasks/result`,
-//! `tasks/list`, the `task` param) are not served; those methods answer -32601, and a
-//! legacy `tools/call` runs inline whatever its policy. Status changes reach listens that
+//! The 2025-11-25 core tasks (`params.task`, `tasks/result`, `tasks/list`) are served
+//! from the same store and runs on legacy sessions of that revision (`core.rs`), under the
+//! `tasks` capability the server then advertises. Status changes reach listens that
 //! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
 //! memory of the node that created them: with a bus shared across nodes, a client must
 //! reach the same node for `tasks/*`.
@@ -28,6 +28,7 @@
 //! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
 //! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
 
+mod core;
 mod notify;
 mod run;
 mod store;
@@ -37,6 +38,10 @@ use std::time::Duration;
 
 pub use arbor_protocol::model::tools::TaskSupport;
 
+pub use self::core::MIN_TTL;
+pub(crate) use self::core::{
+    annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
+};
 pub(crate) use notify::TaskStreams;
 pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
 pub(crate) use store::TaskStore;

@@ -22,11 +22,11 @@ use arbor_protocol::model::common::{EmptyResult, ResultType};
 use arbor_protocol::model::mrtr::InputResponses;
 use arbor_protocol::model::tasks::{CreateTaskResult, GetTaskResult, Task};
 use arbor_protocol::model::tools::CallToolRequestParams;
-use arbor_protocol::version::ProtocolVersion;
+use arbor_protocol::version::{Era, ProtocolVersion};
 use serde_json::{json, Value};
 
 use super::store::{Entry, Owner};
-use super::{TaskStart, TaskSupport, TASKS_EXTENSION};
+use super::{TaskPolicy, TaskStart, TaskSupport, TASKS_EXTENSION};
 use crate::context::{RequestContext, RequestSignal};
 use crate::input::needs::{self, Refusal};
 use crate::reply::Reply;
@@ -69,9 +69,7 @@ pub(crate) fn route_call(
     if !modern || !shared.tasks.offered {
         return Ok(CallRoute::Inline);
     }
-    let handler = &shared.handler;
-    // A panicking policy falls back to "never a task" rather than costing the request.
-    let policy = std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_task_policy(tool))).unwrap_or_default();
+    let policy = policy_of(shared, tool);
     if !policy.allows_tasks() {
         return Ok(CallRoute::Inline);
     }
@@ -88,6 +86,13 @@ pub(crate) fn route_call(
     })
 }
 
+/// The handler's task policy for `tool`. A panicking policy falls back to "never a task"
+/// rather than costing the request.
+pub(crate) fn policy_of(shared: &Shared, tool: &str) -> TaskPolicy {
+    let handler = &shared.handler;
+    std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_task_policy(tool))).unwrap_or_default()
+}
+
 /// Creates the task for a call and starts its run; returns the `CreateTaskResult`, which
 /// is only answered once `tasks/get` resolves the task. `input`: the answers and state of
 /// a verified MRTR retry, for the run's first call of the handler.
@@ -98,8 +103,22 @@ pub(crate) fn call_as_task(
     version: ProtocolVersion,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<CreateTaskResult, McpError> {
+    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, input)?;
+    Ok(created(entry.view()))
+}
+
+/// Creates a task record kept for `ttl` and starts the handler's run under the `tasks`
+/// supervisor: the part both eras share.
+pub(crate) fn drive_task(
+    shared: &Arc<Shared>,
+    params: CallToolRequestParams,
+    cx: &RequestContext,
+    version: ProtocolVersion,
+    ttl: std::time::Duration,
+    input: (Option<InputResponses>, Option<Value>),
+) -> Result<Arc<Entry>, McpError> {
     let store = &shared.tasks;
-    let entry = store.create(owner(cx))?;
+    let entry = store.create(owner(cx), ttl)?;
     let signal = Arc::new(RequestSignal::default());
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
     // The run's span, a child of the request's: it outlives the request, as the task does.
@@ -107,7 +126,7 @@ pub(crate) fn call_as_task(
     let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
     let run = tracing::Instrument::instrument(run, span);
     store.spawn(&entry, Box::pin(run))?;
-    Ok(created(entry.view()))
+    Ok(entry)
 }
 
 /// Marks the run's context stopped if its future is dropped (cancel, TTL, shutdown),
@@ -150,6 +169,18 @@ async fn drive(
                     Ok(Value::Object(object)) => entry.complete(object),
                     _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")),
                 }
+                break;
+            }
+            Ok(Reply::InputRequired(_)) if version.era() != Era::Modern => {
+                // A 2025-11-25 task has no tasks/update: its input would be a legacy
+                // request tied to the task, which is not sent yet (`core.rs`). Failing
+                // now beats a task parked until its TTL.
+                fail(
+                    &entry,
+                    &McpError::internal(
+                        "Internal error: the tool asked for input, which a 2025-11-25 task cannot gather yet",
+                    ),
+                );
                 break;
             }
             Ok(Reply::InputRequired(asked)) => {
@@ -224,7 +255,7 @@ pub(crate) fn serve_task_method(
             Ok(encode_response(id, &got(entry.view())))
         }
         ClientRequest::CancelTask(p) => {
-            store.find(&owner, &p.task_id)?.cancel();
+            let _ = store.find(&owner, &p.task_id)?.cancel();
             Ok(encode_response(id, &EmptyResult::complete()))
         }
         ClientRequest::UpdateTask(p) => {

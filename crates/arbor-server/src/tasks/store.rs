@@ -80,6 +80,8 @@ struct Entries {
     per_owner: HashMap<Owner, usize>,
     /// Sweep expired records when the map reaches this size.
     sweep_at: usize,
+    /// The creation number of the next record: `tasks/list` pages in this order.
+    next_seq: u64,
 }
 
 impl Entries {
@@ -143,7 +145,7 @@ impl TaskStore {
             offered,
             bus,
             supervisor: Mutex::new(None),
-            entries: Mutex::new(Entries { map: HashMap::new(), per_owner: HashMap::new(), sweep_at: 64 }),
+            entries: Mutex::new(Entries { map: HashMap::new(), per_owner: HashMap::new(), sweep_at: 64, next_seq: 0 }),
         }
     }
 
@@ -157,8 +159,9 @@ impl TaskStore {
         self.entries.lock().map.len()
     }
 
-    /// Creates a record for `owner`, `working`, visible to `find` from now on.
-    pub(crate) fn create(&self, owner: Owner) -> Result<Arc<Entry>, McpError> {
+    /// Creates a record for `owner`, `working`, visible to `find` from now on, kept for
+    /// `ttl` (the caller has clamped it to the configured bound).
+    pub(crate) fn create(&self, owner: Owner, ttl: std::time::Duration) -> Result<Arc<Entry>, McpError> {
         let now = Instant::now();
         let mut entries = self.entries.lock();
         let (max, per_owner) = (self.config.max_tasks, self.config.max_tasks_per_owner);
@@ -175,13 +178,16 @@ impl TaskStore {
         }
         let id = new_task_id()?;
         let created = SystemTime::now();
+        let seq = entries.next_seq;
+        entries.next_seq += 1;
         let entry = Arc::new(Entry {
             id: id.clone(),
             owner,
             bus: self.bus.clone(),
+            seq,
             created_at: created,
-            expires_at: now + self.config.ttl,
-            ttl_ms: self.config.ttl.as_millis() as i64,
+            expires_at: now + ttl,
+            ttl_ms: ttl.as_millis() as i64,
             poll_ms: self.config.poll_interval.as_millis().max(1) as i64,
             state: Mutex::new(State {
                 status: TaskStatus::Working,
@@ -194,6 +200,7 @@ impl TaskStore {
                 round: 0,
             }),
             answered: Notify::new(),
+            settled: Notify::new(),
             run: OnceLock::new(),
         });
         entries.insert(entry.clone());
@@ -253,6 +260,26 @@ impl TaskStore {
         self.entries.lock().remove(id);
     }
 
+    /// `owner`'s records not yet expired, in creation order, from just after the record
+    /// numbered `after`: at most `limit`, and the number to continue after if more remain.
+    /// A scan of the store, bounded by [`TaskConfig::max_tasks`].
+    pub(crate) fn list(&self, owner: &Owner, after: Option<u64>, limit: usize) -> (Vec<Arc<Entry>>, Option<u64>) {
+        let now = Instant::now();
+        let mut mine: Vec<Arc<Entry>> = self
+            .entries
+            .lock()
+            .map
+            .values()
+            .filter(|e| &e.owner == owner && e.expires_at > now && after.is_none_or(|a| e.seq > a))
+            .cloned()
+            .collect();
+        mine.sort_by_key(|e| e.seq);
+        let more = mine.len() > limit;
+        mine.truncate(limit);
+        let next = if more { mine.last().map(|e| e.seq) } else { None };
+        (mine, next)
+    }
+
     /// The records not yet expired as tree-view nodes, newest last, at most
     /// [`MAX_OBSERVED`]: a task's id shortened (the full id lets its owner poll it), its
     /// status, age and tenant.
@@ -298,6 +325,8 @@ pub(crate) struct Entry {
     pub(crate) id: String,
     owner: Owner,
     bus: Arc<dyn Bus>,
+    /// Creation number, for `tasks/list` order and cursors.
+    pub(crate) seq: u64,
     created_at: SystemTime,
     expires_at: Instant,
     ttl_ms: i64,
@@ -305,6 +334,8 @@ pub(crate) struct Entry {
     state: Mutex<State>,
     /// Woken (with a stored permit) when the last outstanding input request is answered.
     answered: Notify,
+    /// Woken (every waiter) when the task reaches its terminal status: `tasks/result`.
+    settled: Notify,
     run: OnceLock<TaskRef>,
 }
 
@@ -358,8 +389,32 @@ impl Entry {
             state.updated_at = SystemTime::now();
             apply(&mut state);
         }
+        self.settled.notify_waiters();
         self.announce();
         true
+    }
+
+    /// The task's status now.
+    pub(crate) fn status(&self) -> TaskStatus {
+        self.state.lock().status
+    }
+
+    /// Waits until the task has its terminal status, and returns it with the result
+    /// (completed) or the error (failed).
+    pub(crate) async fn settled(&self) -> (TaskStatus, Option<JsonObject>, Option<ErrorObject>) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            // Registered before the status is read, so a finish in between still wakes us.
+            notified.as_mut().enable();
+            {
+                let state = self.state.lock();
+                if terminal(state.status) {
+                    return (state.status, state.result.clone(), state.error.clone());
+                }
+            }
+            notified.await;
+        }
     }
 
     /// Publishes the task as it now is, for the listens that named it. Publishing never
@@ -386,10 +441,13 @@ impl Entry {
     }
 
     /// `tasks/cancel`: `cancelled` now (unless already terminal) and the run stopped.
-    pub(crate) fn cancel(&self) {
-        if self.finish(TaskStatus::Cancelled, |s| s.message = Some("Cancelled by the client".into())) {
+    /// False when the task was already terminal (the cancel changed nothing).
+    pub(crate) fn cancel(&self) -> bool {
+        let cancelled = self.finish(TaskStatus::Cancelled, |s| s.message = Some("Cancelled by the client".into()));
+        if cancelled {
             self.stop_run();
         }
+        cancelled
     }
 
     fn stop_run(&self) {

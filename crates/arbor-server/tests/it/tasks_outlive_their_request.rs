@@ -308,13 +308,17 @@ async fn the_wrong_requests_get_the_errors_the_extension_names() {
     assert_eq!(failed["result"]["error"]["code"], -32603);
     assert!(failed["result"].get("result").is_none());
 
-    // A legacy session has no tasks: calls run inline, tasks/get is not offered.
+    // A legacy call without `params.task` runs inline; the 2025-11-25 core tasks serve
+    // the same store, so the same owner sees the task there, on that revision's wire.
     let mut legacy = s.peer(ConnectOptions::default()).await;
     legacy.initialize("2025-11-25", json!({"extensions": {EXT: {}}})).await;
     let inline = legacy.call(10, "tools/call", json!({"name": "sleepy", "arguments": {"seconds": 1}})).await;
     assert_eq!(inline["result"]["content"][0]["text"], "slept 1s", "{inline}");
-    let not_here = legacy.call(11, "tasks/get", json!({"taskId": id})).await;
-    assert_eq!(not_here["error"]["code"], -32601, "{not_here}");
+    let core = legacy.call(11, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(core["result"]["status"], "failed", "{core}");
+    assert!(core["result"].get("error").is_none() && core["result"].get("ttlMs").is_none(), "{core}");
+    let update = legacy.call(12, "tasks/update", json!({"taskId": id, "inputResponses": {}})).await;
+    assert_eq!(update["error"]["code"], -32601, "tasks/update is the extension's: {update}");
     s.finish(vec![peer, legacy]).await;
 }
 

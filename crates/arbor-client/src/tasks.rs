@@ -1,0 +1,249 @@
+//! Tasks from the client's side, in both eras: [`Client::call_tool_as_task`] asks for a
+//! tool call to run as a task and returns a [`TaskHandle`] to follow it.
+//!
+//! 2025-11-25 asks with `params.task` (`ttl`), reads the nested `CreateTaskResult`, polls
+//! `tasks/get`, fetches the result with the blocking `tasks/result` and lists with
+//! `tasks/list`. 2026-07-28 declares the `io.modelcontextprotocol/tasks` extension in
+//! that request's capabilities (the server decides), reads the flat `CreateTaskResult`,
+//! polls `tasks/get` (whose terminal answer carries the result or the error) and answers
+//! a task's `inputRequests` with the client's input handler (ConduitMcp's `await_task`
+//! semantics), sent with `tasks/update`. A server may answer a task call inline (the
+//! extension's immediate-result shortcut, or a legacy server without tasks): the handle
+//! then holds the result and never polls.
+//!
+//! What this module is not: it does not listen for `notifications/tasks` or
+//! `notifications/tasks/status`; [`TaskHandle::statuses`] polls at the server's
+//! `pollInterval` (bounded below by [`MIN_POLL`]). Nor does it answer a legacy server's
+//! requests tied to a task differently from other requests: the handler answers them.
+//!
+//! Invariant: every request about a task carries the task's id and, in 2026-07-28, the
+//! extension in its capabilities; a task's stream of statuses ends at its first terminal
+//! status.
+
+use std::time::Duration;
+
+use arbor_protocol::meta;
+use arbor_protocol::methods::MethodName;
+use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus};
+use arbor_protocol::model::tools::CallToolResult;
+use arbor_protocol::version::Era;
+use futures::Stream;
+use serde_json::{json, Map, Value};
+
+use crate::error::{ClientError, ProtocolError};
+use crate::{CallOptions, Client};
+
+/// The extension's identifier.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The shortest polling interval a handle uses, whatever the server suggests.
+pub const MIN_POLL: Duration = Duration::from_millis(50);
+
+/// A tool call running as a task on the server (or answered at once).
+#[derive(Clone, Debug)]
+pub struct TaskHandle {
+    client: Client,
+    era: Era,
+    state: HandleState,
+}
+
+#[derive(Clone, Debug)]
+enum HandleState {
+    /// The server made a task: follow it by id.
+    Task { task: Box<Task> },
+    /// The server answered inline.
+    Immediate(Box<CallToolResult>),
+}
+
+impl Client {
+    /// `tools/call` as a task, kept by the server for `ttl` (its own bound applies; the
+    /// TTL in force is in [`TaskHandle::created`]). 2026-07-28: the request declares the
+    /// tasks extension and `ttl` is ignored (the server decides).
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        ttl: Option<Duration>,
+    ) -> Result<TaskHandle, ClientError> {
+        let arguments = match arguments {
+            Value::Object(m) => Value::Object(m),
+            Value::Null => Value::Object(Map::new()),
+            _ => return Err(ClientError::ArgumentsNotAnObject),
+        };
+        let era = self.era().ok_or(ClientError::Disconnected)?;
+        let mut params = json!({ "name": name, "arguments": arguments });
+        match era {
+            Era::Legacy => {
+                let ttl = ttl.map(|t| t.as_millis().min(i64::MAX as u128) as i64);
+                params["task"] = ttl.map_or_else(|| json!({}), |t| json!({ "ttl": t }));
+            }
+            Era::Modern => declare_extension(self, &mut params),
+        }
+        let answer = self.request_value(MethodName::CallTool, params, &CallOptions::default()).await?;
+        let task = match era {
+            Era::Legacy => answer.get("task").cloned(),
+            Era::Modern => (answer.get("resultType").and_then(Value::as_str) == Some("task")).then(|| answer.clone()),
+        };
+        let state = match task {
+            Some(task) => HandleState::Task { task: Box::new(decode(task)?) },
+            None => HandleState::Immediate(Box::new(decode(answer)?)),
+        };
+        Ok(TaskHandle { client: self.clone(), era, state })
+    }
+
+    /// One page of the caller's tasks (`tasks/list`, 2025-11-25; the extension has none).
+    pub async fn list_tasks(&self, cursor: Option<String>) -> Result<ListTasksResult, ClientError> {
+        if self.era() == Some(Era::Modern) {
+            return Err(ClientError::Unsupported { method: "tasks/list", era: "modern" });
+        }
+        let params = cursor.map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+        decode(self.request_value(MethodName::ListTasks, params, &CallOptions::default()).await?)
+    }
+}
+
+/// Adds the extension to this request's capabilities (kept by `call::shape_params`).
+fn declare_extension(client: &Client, params: &mut Value) {
+    let mut caps = client.shared_arc().client_capabilities.clone();
+    if !caps.is_object() {
+        caps = json!({});
+    }
+    let extensions = caps.as_object_mut().expect("an object").entry("extensions").or_insert_with(|| json!({}));
+    if let Value::Object(e) = extensions {
+        e.insert(TASKS_EXTENSION.into(), json!({}));
+    }
+    params["_meta"] = json!({ meta::CLIENT_CAPABILITIES: caps });
+}
+
+fn decode<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ClientError> {
+    serde_json::from_value(value).map_err(|e| ClientError::Protocol(ProtocolError::Json(e)))
+}
+
+impl TaskHandle {
+    /// The task's id; `None` when the server answered inline.
+    pub fn id(&self) -> Option<&str> {
+        match &self.state {
+            HandleState::Task { task } => Some(&task.task_id),
+            HandleState::Immediate(_) => None,
+        }
+    }
+
+    /// The task as the server created it (its TTL and polling interval in force).
+    pub fn created(&self) -> Option<&Task> {
+        match &self.state {
+            HandleState::Task { task } => Some(task),
+            HandleState::Immediate(_) => None,
+        }
+    }
+
+    async fn task_request(&self, method: MethodName, extra: Value) -> Result<Value, ClientError> {
+        let id = self.id().ok_or(ClientError::Unsupported { method: method.as_str(), era: "an inline answer" })?;
+        let mut params = json!({ "taskId": id });
+        if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+            p.extend(e);
+        }
+        if self.era == Era::Modern {
+            declare_extension(&self.client, &mut params);
+        }
+        self.client.request_value(method, params, &CallOptions::default()).await
+    }
+
+    /// `tasks/get`: the task's status now.
+    pub async fn status(&self) -> Result<TaskStatus, ClientError> {
+        Ok(self.get().await?.status)
+    }
+
+    /// `tasks/get`, the whole task. An inline answer is a completed task without an id.
+    pub async fn get(&self) -> Result<Task, ClientError> {
+        match &self.state {
+            HandleState::Immediate(_) => Ok(immediate_task()),
+            HandleState::Task { .. } => decode(self.task_request(MethodName::GetTask, json!({})).await?),
+        }
+    }
+
+    /// `tasks/cancel`. Cancellation is cooperative: the final status may still be
+    /// `completed`. A 2025-11-25 server refuses to cancel a terminal task (-32602).
+    pub async fn cancel(&self) -> Result<(), ClientError> {
+        if matches!(self.state, HandleState::Immediate(_)) {
+            return Ok(());
+        }
+        self.task_request(MethodName::CancelTask, json!({})).await.map(drop)
+    }
+
+    /// The tool's result once the task ends: 2025-11-25 by the blocking `tasks/result`;
+    /// 2026-07-28 by polling `tasks/get`, answering input requests on the way. A failed
+    /// task is its JSON-RPC error ([`ClientError::Rpc`]); a cancelled one too.
+    pub async fn result(&self) -> Result<CallToolResult, ClientError> {
+        if let HandleState::Immediate(result) = &self.state {
+            return Ok((**result).clone());
+        }
+        if self.era == Era::Legacy {
+            return decode(self.task_request(MethodName::GetTaskPayload, json!({})).await?);
+        }
+        loop {
+            let task = self.get().await?;
+            match task.status {
+                TaskStatus::Completed => {
+                    return decode(Value::Object(task.result.unwrap_or_default()));
+                }
+                TaskStatus::Failed => {
+                    let error = task.error.map(arbor_protocol::error::McpError::from);
+                    return Err(ClientError::Rpc(
+                        error.unwrap_or_else(|| arbor_protocol::error::McpError::internal("the task failed")),
+                    ));
+                }
+                TaskStatus::Cancelled => {
+                    return Err(ClientError::Rpc(arbor_protocol::error::McpError::invalid_params(
+                        "the task was cancelled",
+                    )));
+                }
+                TaskStatus::InputRequired if task.input_requests.is_some() => {
+                    self.answer(task.input_requests.unwrap_or_default()).await?;
+                }
+                _ => tokio::time::sleep(poll_of(&task)).await,
+            }
+        }
+    }
+
+    /// Answers a task's input requests with the client's handler, by `tasks/update`.
+    async fn answer(&self, requests: arbor_protocol::model::mrtr::InputRequests) -> Result<(), ClientError> {
+        let requests = serde_json::to_value(requests).map_err(ClientError::Encode)?;
+        let Value::Object(requests) = requests else { return Ok(()) };
+        let shared = self.client.shared_arc();
+        let runtime = shared.runtime.as_ref().ok_or(ClientError::Protocol(ProtocolError::InputWithoutCapability))?;
+        let answers = runtime.answer_inputs(&requests, None).await?;
+        self.task_request(MethodName::UpdateTask, json!({ "inputResponses": answers })).await.map(drop)
+    }
+
+    /// The task's status each time it changes, by polling `tasks/get` at the server's
+    /// `pollInterval`; ends after the first terminal status (or the first error). An
+    /// inline answer is one `completed`.
+    pub fn statuses(&self) -> impl Stream<Item = Result<TaskStatus, ClientError>> + Send + 'static {
+        let handle = self.clone();
+        futures::stream::unfold((handle, None::<TaskStatus>, false), |(handle, last, ended)| async move {
+            if ended {
+                return None;
+            }
+            loop {
+                let task = match handle.get().await {
+                    Ok(task) => task,
+                    Err(e) => return Some((Err(e), (handle, last, true))),
+                };
+                let terminal =
+                    matches!(task.status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled);
+                if Some(task.status) != last {
+                    return Some((Ok(task.status), (handle, Some(task.status), terminal)));
+                }
+                tokio::time::sleep(poll_of(&task)).await;
+            }
+        })
+    }
+}
+
+fn poll_of(task: &Task) -> Duration {
+    let ms = task.poll_interval_ms.or(task.poll_interval).unwrap_or(500).max(0) as u64;
+    Duration::from_millis(ms).max(MIN_POLL)
+}
+
+fn immediate_task() -> Task {
+    Task::new(String::new(), TaskStatus::Completed, String::new(), String::new())
+}
