@@ -212,6 +212,19 @@ impl ClientHandler for AnsweringHandler {
     }
 }
 
+/// A target that connects a fresh in-memory pair to `server` each time.
+pub fn memory_target(server: &Server) -> ServerTarget {
+    let server = server.clone();
+    ServerTarget::transport_factory(None, move || {
+        let server = server.clone();
+        async move {
+            let (server_side, client_side) = Transport::memory_pair();
+            server.connect(server_side, ConnectOptions::default()).await.map_err(std::io::Error::other)?;
+            Ok(client_side)
+        }
+    })
+}
+
 /// Our server, and a target that connects a fresh in-memory pair to it each time.
 pub struct Fixture {
     pub server: Server,
@@ -226,15 +239,7 @@ impl Fixture {
     }
 
     pub fn target(&self) -> ServerTarget {
-        let server = self.server.clone();
-        ServerTarget::transport_factory(None, move || {
-            let server = server.clone();
-            async move {
-                let (server_side, client_side) = Transport::memory_pair();
-                server.connect(server_side, ConnectOptions::default()).await.map_err(std::io::Error::other)?;
-                Ok(client_side)
-            }
-        })
+        memory_target(&self.server)
     }
 
     pub async fn client(&self, era: EraMode) -> Client {

@@ -6,17 +6,17 @@
 
 use std::time::Duration;
 
-use arbor_client::{Client, ClientError, ClientOptions, EraCache, EraMode, ServerTarget};
+use arbor_client::{Client, ClientError, ClientOptions, EraCache, EraMode};
 use arbor_protocol::model::elicitation::ElicitRequestParams;
 use arbor_protocol::model::tasks::TaskStatus;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{ConnectOptions, InputRequired, Reply, RequestContext, Router, Server, TaskSupport, Transport};
+use arbor_server::{InputRequired, Reply, RequestContext, Router, Server, TaskSupport};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::support::AnsweringHandler;
+use crate::support::{memory_target, AnsweringHandler};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Work {
@@ -59,18 +59,6 @@ fn server() -> Server {
         )
         .tool_route(ToolRoute::new("confirm", confirm).description("asks").task_support(TaskSupport::Optional));
     Server::new(router)
-}
-
-fn target(server: &Server) -> ServerTarget {
-    let server = server.clone();
-    ServerTarget::transport_factory(None, move || {
-        let server = server.clone();
-        async move {
-            let (server_side, client_side) = Transport::memory_pair();
-            server.connect(server_side, ConnectOptions::default()).await.map_err(std::io::Error::other)?;
-            Ok(client_side)
-        }
-    })
 }
 
 fn options(era: EraMode) -> ClientOptions {
@@ -130,7 +118,7 @@ async fn exercise(client: Client, era: Era) {
 async fn tasks_are_awaited_over_the_memory_transport_in_both_eras() {
     let server = server();
     for (mode, era) in [(EraMode::ForceLegacy, Era::Legacy), (EraMode::ForceModern, Era::Modern)] {
-        let client = Client::connect(target(&server), options(mode)).await.unwrap();
+        let client = Client::connect(memory_target(&server), options(mode)).await.unwrap();
         exercise(client, era).await;
     }
 }
