@@ -11,10 +11,13 @@
 //! extension's immediate-result shortcut, or a legacy server without tasks): the handle
 //! then holds the result and never polls.
 //!
-//! What this module is not: it does not listen for `notifications/tasks` or
-//! `notifications/tasks/status`; [`TaskHandle::statuses`] polls at the server's
-//! `pollInterval` (bounded below by [`MIN_POLL`]). Nor does it answer a legacy server's
+//! [`TaskHandle::statuses`] polls at the server's `pollInterval` (bounded below by
+//! [`MIN_POLL`]) and, in 2025-11-25, also yields a status as soon as a
+//! `notifications/tasks/status` about its task brings it (the polls go on regardless).
+//! What this module is not: it does not listen for the extension's `notifications/tasks`
+//! (that needs a `subscriptions/listen` naming the task), nor answer a legacy server's
 //! requests tied to a task differently from other requests: the handler answers them.
+//! The tasks a server asks this client to run are elsewhere (`handler/hosted/`).
 //!
 //! Invariant: every request about a task carries the task's id and, in 2026-07-28, the
 //! extension in its capabilities; a task's stream of statuses ends at its first terminal
@@ -24,13 +27,15 @@ use std::time::Duration;
 
 use arbor_protocol::meta;
 use arbor_protocol::methods::MethodName;
-use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus};
+use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus, TaskStatusNotificationParams};
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
 use futures::Stream;
 use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
 
 use crate::error::{ClientError, ProtocolError};
+use crate::shared::ServerNotice;
 use crate::{CallOptions, Client};
 
 /// The extension's identifier.
@@ -214,29 +219,94 @@ impl TaskHandle {
         self.task_request(MethodName::UpdateTask, json!({ "inputResponses": answers })).await.map(drop)
     }
 
-    /// The task's status each time it changes, by polling `tasks/get` at the server's
-    /// `pollInterval`; ends after the first terminal status (or the first error). An
-    /// inline answer is one `completed`.
+    /// The task's status each time it changes: by polling `tasks/get` at the server's
+    /// `pollInterval`, and (2025-11-25) as soon as a `notifications/tasks/status` for this
+    /// task says so. The notification is a shortcut, never relied upon (the spec says
+    /// requestors MUST NOT): the polls go on at their interval whatever arrives. Ends after
+    /// the first terminal status (or the first error). An inline answer is one `completed`.
     pub fn statuses(&self) -> impl Stream<Item = Result<TaskStatus, ClientError>> + Send + 'static {
-        let handle = self.clone();
-        futures::stream::unfold((handle, None::<TaskStatus>, false), |(handle, last, ended)| async move {
-            if ended {
+        // Subscribed before the first poll, so a notification sent after it is not missed.
+        let notices = match (&self.state, self.era) {
+            (HandleState::Task { .. }, Era::Legacy) => Some(self.client.shared_arc().notices.subscribe()),
+            _ => None,
+        };
+        let follow = Follow { handle: self.clone(), last: None, ended: false, next_poll: None, notices };
+        futures::stream::unfold(follow, |mut f| async move {
+            if f.ended {
                 return None;
             }
-            loop {
-                let task = match handle.get().await {
-                    Ok(task) => task,
-                    Err(e) => return Some((Err(e), (handle, last, true))),
-                };
-                let terminal =
-                    matches!(task.status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled);
-                if Some(task.status) != last {
-                    return Some((Ok(task.status), (handle, Some(task.status), terminal)));
-                }
-                tokio::time::sleep(poll_of(&task)).await;
+            let status = f.next().await;
+            f.ended = !matches!(status, Ok(s) if !terminal(s));
+            if let Ok(s) = &status {
+                f.last = Some(*s);
             }
+            Some((status, f))
         })
     }
+}
+
+/// The state of one [`TaskHandle::statuses`] stream.
+struct Follow {
+    handle: TaskHandle,
+    last: Option<TaskStatus>,
+    ended: bool,
+    /// When to poll next; `None`: now.
+    next_poll: Option<tokio::time::Instant>,
+    notices: Option<broadcast::Receiver<ServerNotice>>,
+}
+
+impl Follow {
+    /// The next status different from the last one yielded.
+    async fn next(&mut self) -> Result<TaskStatus, ClientError> {
+        loop {
+            let due = self.next_poll.is_none_or(|at| at <= tokio::time::Instant::now());
+            if due {
+                let task = self.handle.get().await?;
+                self.next_poll = Some(tokio::time::Instant::now() + poll_of(&task));
+                if Some(task.status) != self.last {
+                    return Ok(task.status);
+                }
+                continue;
+            }
+            let at = self.next_poll.unwrap_or_else(tokio::time::Instant::now);
+            let id = self.handle.id().unwrap_or_default().to_owned();
+            let pushed = match &mut self.notices {
+                Some(rx) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => None,
+                    status = pushed_status(rx, &id) => status,
+                },
+                None => {
+                    tokio::time::sleep_until(at).await;
+                    None
+                }
+            };
+            if let Some(status) = pushed.filter(|s| Some(*s) != self.last) {
+                return Ok(status);
+            }
+        }
+    }
+}
+
+/// The status of the next `notifications/tasks/status` about task `id`; never ready once
+/// the notices end, so the polls alone go on.
+async fn pushed_status(rx: &mut broadcast::Receiver<ServerNotice>, id: &str) -> Option<TaskStatus> {
+    loop {
+        match rx.recv().await {
+            Ok(notice) if MethodName::parse(&notice.method) == Some(MethodName::ExperimentalTaskStatus) => {
+                let Some(params) = notice.params else { continue };
+                let Ok(task) = serde_json::from_value::<TaskStatusNotificationParams>(params) else { continue };
+                if task.task_id == id {
+                    return Some(task.status);
+                }
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return futures::future::pending().await,
+        }
+    }
+}
+
+fn terminal(status: TaskStatus) -> bool {
+    matches!(status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
 }
 
 fn poll_of(task: &Task) -> Duration {
