@@ -197,6 +197,6 @@ fn list(store: &Store, params: Option<&Value>) -> Result<Value, McpError> {
     };
     let (page, next) = store.list(after);
     let mut result = ListTasksResult::new(page.iter().map(|e| e.view()).collect());
-    result.next_cursor = next.map(|n| n.to_string().into());
+    result.next_cursor = next.map(|n| n.to_string());
     encode(&result)
 }
