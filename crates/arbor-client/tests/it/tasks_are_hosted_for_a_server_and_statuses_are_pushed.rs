@@ -30,7 +30,7 @@ impl Drop for Dropped {
 }
 
 /// What the test handler does, chosen by the elicitation's message: `gated` waits for a
-/// permit, `fail` fails with -42, `hang` never answers (and counts being stopped), and
+/// permit, `fail` fails with -42, `panic` panics, `hang` never answers (and counts being stopped), and
 /// anything else is accepted at once.
 struct Rig {
     gate: Arc<Semaphore>,
@@ -52,6 +52,7 @@ impl Rig {
                 let params = serde_json::to_value(&params).unwrap();
                 match params["message"].as_str().unwrap_or_default() {
                     "gated" => gate.acquire().await.unwrap().forget(),
+                    "panic" => panic!("the handler blew up"),
                     "fail" => return Err(McpError::Other { code: -42, message: "user said no".into(), data: None }),
                     "hang" => {
                         let _counted = Dropped(stopped);
@@ -175,7 +176,7 @@ async fn a_task_augmented_elicitation_is_created_then_polled_and_its_result_awai
 }
 
 #[tokio::test]
-async fn a_failing_handler_fails_the_task_and_its_result_is_the_error() {
+async fn a_failing_or_panicking_handler_fails_the_task_and_its_result_is_the_error() {
     let rig = Rig::new();
     let (_client, mut script, _) = connect(rig.options(Some(HostedTasks::default()))).await;
     let task = create(&mut script, 1, "fail", Some(60_000)).await;
@@ -186,6 +187,11 @@ async fn a_failing_handler_fails_the_task_and_its_result_is_the_error() {
     let got = script.request(3, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["status"], "failed");
     assert_eq!(got["result"]["statusMessage"], "user said no");
+
+    let task = create(&mut script, 4, "panic", Some(60_000)).await;
+    let result = script.request(5, "tasks/result", json!({"taskId": task["taskId"]})).await;
+    assert_eq!(error_code(&result), -32603, "a panic fails the task: {result}");
+    assert_eq!(status_of(&mut script, 6, task["taskId"].as_str().unwrap()).await, "failed");
 }
 
 #[tokio::test]
