@@ -12,11 +12,12 @@
 //! then holds the result and never polls.
 //!
 //! [`TaskHandle::statuses`] polls at the server's `pollInterval` (bounded below by
-//! [`MIN_POLL`]) and, in 2025-11-25, also yields a status as soon as a
-//! `notifications/tasks/status` about its task brings it (the polls go on regardless).
-//! What this module is not: it does not listen for the extension's `notifications/tasks`
-//! (that needs a `subscriptions/listen` naming the task), nor answer a legacy server's
-//! requests tied to a task differently from other requests: the handler answers them.
+//! [`MIN_POLL`]) and also yields a status as soon as the server pushes it: in 2025-11-25
+//! a `notifications/tasks/status` about its task, in 2026-07-28 a `notifications/tasks`
+//! on a `subscriptions/listen` naming the task (opened by the stream, declaring the
+//! extension; the polls alone if refused). The polls go on regardless, as the spec asks.
+//! What this module is not: it does not answer a legacy server's requests tied to a task
+//! differently from other requests: the handler answers them.
 //! The tasks a server asks this client to run are elsewhere (`handler/hosted/`).
 //!
 //! Invariant: every request about a task carries the task's id and, in 2026-07-28, the
@@ -27,15 +28,17 @@ use std::time::Duration;
 
 use arbor_protocol::meta;
 use arbor_protocol::methods::MethodName;
+use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus, TaskStatusNotificationParams};
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
 use crate::error::{ClientError, ProtocolError};
 use crate::shared::ServerNotice;
+use crate::subscription::Subscription;
 use crate::{CallOptions, Client};
 
 /// The extension's identifier.
@@ -107,7 +110,7 @@ impl Client {
 }
 
 /// Adds the extension to this request's capabilities (kept by `call::shape_params`).
-fn declare_extension(client: &Client, params: &mut Value) {
+pub(crate) fn declare_extension(client: &Client, params: &mut Value) {
     let mut caps = client.shared_arc().client_capabilities.clone();
     if !caps.is_object() {
         caps = json!({});
@@ -225,12 +228,14 @@ impl TaskHandle {
     /// requestors MUST NOT): the polls go on at their interval whatever arrives. Ends after
     /// the first terminal status (or the first error). An inline answer is one `completed`.
     pub fn statuses(&self) -> impl Stream<Item = Result<TaskStatus, ClientError>> + Send + 'static {
-        // Subscribed before the first poll, so a notification sent after it is not missed.
-        let notices = match (&self.state, self.era) {
-            (HandleState::Task { .. }, Era::Legacy) => Some(self.client.shared_arc().notices.subscribe()),
-            _ => None,
+        // Subscribed (2025-11-25) or listening (2026-07-28, opened by the first `next`)
+        // before the first poll, so a change after it is not missed.
+        let push = match (&self.state, self.era) {
+            (HandleState::Task { .. }, Era::Legacy) => Push::Notices(self.client.shared_arc().notices.subscribe()),
+            (HandleState::Task { .. }, Era::Modern) => Push::Unopened,
+            (HandleState::Immediate(_), _) => Push::Nothing,
         };
-        let follow = Follow { handle: self.clone(), last: None, ended: false, next_poll: None, notices };
+        let follow = Follow { handle: self.clone(), last: None, ended: false, next_poll: None, push };
         futures::stream::unfold(follow, |mut f| async move {
             if f.ended {
                 return None;
@@ -252,12 +257,27 @@ struct Follow {
     ended: bool,
     /// When to poll next; `None`: now.
     next_poll: Option<tokio::time::Instant>,
-    notices: Option<broadcast::Receiver<ServerNotice>>,
+    push: Push,
+}
+
+/// Where pushed statuses come from.
+enum Push {
+    /// 2025-11-25: `notifications/tasks/status`, among the client's notices.
+    Notices(broadcast::Receiver<ServerNotice>),
+    /// 2026-07-28, before the first status: a listen naming the task is to be opened.
+    Unopened,
+    /// 2026-07-28: `notifications/tasks` on a listen naming the task.
+    Listen(Subscription),
+    /// None: the polls alone (an inline answer, or a listen refused or ended).
+    Nothing,
 }
 
 impl Follow {
     /// The next status different from the last one yielded.
     async fn next(&mut self) -> Result<TaskStatus, ClientError> {
+        if matches!(self.push, Push::Unopened) {
+            self.push = self.open_listen().await;
+        }
         loop {
             let due = self.next_poll.is_none_or(|at| at <= tokio::time::Instant::now());
             if due {
@@ -270,12 +290,23 @@ impl Follow {
             }
             let at = self.next_poll.unwrap_or_else(tokio::time::Instant::now);
             let id = self.handle.id().unwrap_or_default().to_owned();
-            let pushed = match &mut self.notices {
-                Some(rx) => tokio::select! {
+            let pushed = match &mut self.push {
+                Push::Notices(rx) => tokio::select! {
                     () = tokio::time::sleep_until(at) => None,
                     status = pushed_status(rx, &id) => status,
                 },
-                None => {
+                Push::Listen(sub) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => None,
+                    status = listened_status(sub, &id) => match status {
+                        Some(status) => Some(status),
+                        None => {
+                            // The listen ended: the polls go on alone.
+                            self.push = Push::Nothing;
+                            None
+                        }
+                    },
+                },
+                Push::Unopened | Push::Nothing => {
                     tokio::time::sleep_until(at).await;
                     None
                 }
@@ -285,6 +316,41 @@ impl Follow {
             }
         }
     }
+}
+
+impl Follow {
+    /// A listen naming this task, declaring the extension; the polls alone when the
+    /// server refuses it or does not honour the task.
+    async fn open_listen(&self) -> Push {
+        let Some(id) = self.handle.id() else { return Push::Nothing };
+        let filter = SubscriptionFilter::default().with_task_ids(vec![id.to_owned()]);
+        match self.handle.client.listen_declaring(filter, true).await {
+            Ok(sub) if sub.acknowledged().task_ids.as_deref().unwrap_or_default().iter().any(|t| t == id) => {
+                Push::Listen(sub)
+            }
+            Ok(_) => Push::Nothing,
+            Err(e) => {
+                tracing::debug!(target: "arbor_client", task = %id, "no listen for the task's statuses: {e}");
+                Push::Nothing
+            }
+        }
+    }
+}
+
+/// The status of the next `notifications/tasks` about task `id` on a listen; `None` when
+/// the listen ends.
+async fn listened_status(sub: &mut Subscription, id: &str) -> Option<TaskStatus> {
+    while let Some(notice) = sub.next().await {
+        if MethodName::parse(&notice.method) != Some(MethodName::TaskStatus) {
+            continue;
+        }
+        let Some(params) = notice.params else { continue };
+        let Ok(task) = serde_json::from_value::<TaskStatusNotificationParams>(params) else { continue };
+        if task.task_id == id {
+            return Some(task.status);
+        }
+    }
+    None
 }
 
 /// The status of the next `notifications/tasks/status` about task `id`; never ready once
