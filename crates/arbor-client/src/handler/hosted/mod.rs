@@ -1,7 +1,7 @@
 //! Client-hosted tasks (2025-11-25): a server may ask this client to run a sampling or
 //! elicitation request as a task, when the client declared it (`capabilities.tasks`).
 //!
-//! Off by default: enabled by [`HostedTasks`] in [`ClientLimits::tasks`]
+//! Off by default: enabled by [`HostedTasks`] in [`ClientLimits::tasks`](super::ClientLimits::tasks)
 //! (or [`ClientOptions::host_tasks`](crate::ClientOptions::host_tasks)), and then declared
 //! only for the request kinds the handler serves. A request with `params.task` passes
 //! the same admission and checks as any other (a refusal is still a JSON-RPC error, not a
