@@ -94,9 +94,13 @@ impl Client {
         // Without a handler, `NoHandler` declares nothing and still answers `ping`,
         // sanitises logs and feeds the notification worker.
         let handler = options.handler.clone().unwrap_or_else(|| Arc::new(NoHandler));
+        let mut limits = options.limits.clone();
+        if let Some(tasks) = &options.hosted_tasks {
+            limits.tasks = Some(tasks.clone());
+        }
         let runtime = HandlerRuntime::start(
             handler,
-            options.limits.clone(),
+            limits,
             server_id.clone(),
             options.info.name.clone(),
             options.assigns.clone(),
@@ -106,6 +110,15 @@ impl Client {
         let weak = Arc::downgrade(&shared);
         if let Some(rt) = &shared.runtime {
             rt.set_in_flight_probe(Arc::new(move || weak.upgrade().map_or(0, |s| s.calls_in_flight())));
+            // Hosted tasks' status notifications go out on whatever link is current.
+            let weak = Arc::downgrade(&shared);
+            rt.set_outbound(Arc::new(move |frame| {
+                if let Some(shared) = weak.upgrade() {
+                    if let Some(link) = shared.link() {
+                        link.notify_detached(&shared, frame);
+                    }
+                }
+            }));
         }
         let (report, reported) = oneshot::channel();
         let peer = crate::metrics::Peer::of(&target);

@@ -16,7 +16,7 @@ use arbor_protocol::model::utilities::ProgressNotificationParams;
 use tokio_util::sync::CancellationToken;
 
 use crate::era::EraCache;
-use crate::handler::{Assigns, ClientHandler, ClientLimits, DynClientHandler};
+use crate::handler::{Assigns, ClientHandler, ClientLimits, DynClientHandler, HostedTasks};
 
 /// Which era to speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -62,6 +62,7 @@ pub struct ClientOptions {
     pub(crate) reset_on_progress: bool,
     pub(crate) restart: RestartPolicy,
     pub(crate) max_input_rounds: usize,
+    pub(crate) hosted_tasks: Option<HostedTasks>,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -74,6 +75,7 @@ impl fmt::Debug for ClientOptions {
             .field("timeout", &self.timeout)
             .field("max_total_timeout", &self.max_total_timeout)
             .field("restart", &self.restart)
+            .field("hosted_tasks", &self.hosted_tasks)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +103,7 @@ impl ClientOptions {
             reset_on_progress: true,
             restart: RestartPolicy::Manual,
             max_input_rounds: 8,
+            hosted_tasks: None,
         }
     }
 
@@ -145,6 +148,15 @@ impl ClientOptions {
     /// Limits and safety settings of the handler runtime.
     pub fn limits(mut self, limits: ClientLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Lets a 2025-11-25 server ask for sampling and elicitation as tasks (declared at
+    /// `initialize` as `capabilities.tasks`, for the kinds the handler serves), kept and
+    /// bounded as `config` says. Off by default; overrides
+    /// [`ClientLimits::tasks`](crate::handler::ClientLimits::tasks).
+    pub fn host_tasks(mut self, config: HostedTasks) -> Self {
+        self.hosted_tasks = Some(config);
         self
     }
 

@@ -118,6 +118,7 @@ pub(crate) type IdHash = std::hash::BuildHasherDefault<IdHasher>;
 pub(crate) struct Shared {
     pub(crate) options: ClientOptions,
     pub(crate) runtime: Option<HandlerRuntime>,
+    /// The client's capabilities as 2026-07-28 requests declare them.
     pub(crate) client_capabilities: Value,
     pub(crate) client_info: Value,
     /// The modern terms every 2026-07-28 request carries in `_meta` (version,
@@ -146,10 +147,15 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     pub(crate) fn new(options: ClientOptions, runtime: Option<HandlerRuntime>) -> Arc<Shared> {
-        let client_capabilities = match &runtime {
+        let mut client_capabilities = match &runtime {
             Some(rt) => serde_json::to_value(rt.capabilities()).unwrap_or_else(|_| Value::Object(Default::default())),
             None => Value::Object(Default::default()),
         };
+        // These are the 2026-07-28 terms: that revision has no `tasks` capability (the
+        // 2025-11-25 one, declared at `initialize` from the runtime itself).
+        if let Value::Object(caps) = &mut client_capabilities {
+            caps.remove("tasks");
+        }
         let client_info = serde_json::to_value(&options.info).unwrap_or(Value::Null);
         let modern_meta = {
             let mut terms = serde_json::Map::new();

@@ -120,6 +120,16 @@ impl Client {
     /// Opens a `subscriptions/listen` stream (2026-07-28) and waits for its
     /// acknowledgement (within the client's call timeout).
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, ClientError> {
+        self.listen_declaring(filter, false).await
+    }
+
+    /// [`Client::listen`], the request declaring the tasks extension when `tasks` (a
+    /// listen naming `taskIds` must).
+    pub(crate) async fn listen_declaring(
+        &self,
+        filter: SubscriptionFilter,
+        tasks: bool,
+    ) -> Result<Subscription, ClientError> {
         let shared = self.shared_arc();
         if shared.era() != Some(Era::Modern) {
             return Err(ClientError::Unsupported { method: MethodName::SubscriptionsListen.as_str(), era: "legacy" });
@@ -134,6 +144,9 @@ impl Client {
         let mut sub = Subscription { rx: nrx, honoured: SubscriptionFilter::default(), id, shared: shared.clone() };
         let params = SubscriptionsListenRequestParams::new(filter);
         let mut params = serde_json::to_value(params).map_err(ClientError::Encode)?;
+        if tasks {
+            crate::tasks::declare_extension(self, &mut params);
+        }
         shape_params(&shared, true, &mut params, None, None);
         let rid = RequestId::from(id);
         let frame = serde_json::to_vec(&RequestFrame {

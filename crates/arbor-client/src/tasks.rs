@@ -11,10 +11,14 @@
 //! extension's immediate-result shortcut, or a legacy server without tasks): the handle
 //! then holds the result and never polls.
 //!
-//! What this module is not: it does not listen for `notifications/tasks` or
-//! `notifications/tasks/status`; [`TaskHandle::statuses`] polls at the server's
-//! `pollInterval` (bounded below by [`MIN_POLL`]). Nor does it answer a legacy server's
-//! requests tied to a task differently from other requests: the handler answers them.
+//! [`TaskHandle::statuses`] polls at the server's `pollInterval` (bounded below by
+//! [`MIN_POLL`]) and also yields a status as soon as the server pushes it: in 2025-11-25
+//! a `notifications/tasks/status` about its task, in 2026-07-28 a `notifications/tasks`
+//! on a `subscriptions/listen` naming the task (opened by the stream, declaring the
+//! extension; the polls alone if refused). The polls go on regardless, as the spec asks.
+//! What this module is not: it does not answer a legacy server's requests tied to a task
+//! differently from other requests: the handler answers them.
+//! The tasks a server asks this client to run are elsewhere (`handler/hosted/`).
 //!
 //! Invariant: every request about a task carries the task's id and, in 2026-07-28, the
 //! extension in its capabilities; a task's stream of statuses ends at its first terminal
@@ -24,13 +28,17 @@ use std::time::Duration;
 
 use arbor_protocol::meta;
 use arbor_protocol::methods::MethodName;
-use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus};
+use arbor_protocol::model::subscriptions::SubscriptionFilter;
+use arbor_protocol::model::tasks::{ListTasksResult, Task, TaskStatus, TaskStatusNotificationParams};
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
 
 use crate::error::{ClientError, ProtocolError};
+use crate::shared::ServerNotice;
+use crate::subscription::Subscription;
 use crate::{CallOptions, Client};
 
 /// The extension's identifier.
@@ -102,7 +110,7 @@ impl Client {
 }
 
 /// Adds the extension to this request's capabilities (kept by `call::shape_params`).
-fn declare_extension(client: &Client, params: &mut Value) {
+pub(crate) fn declare_extension(client: &Client, params: &mut Value) {
     let mut caps = client.shared_arc().client_capabilities.clone();
     if !caps.is_object() {
         caps = json!({});
@@ -214,29 +222,157 @@ impl TaskHandle {
         self.task_request(MethodName::UpdateTask, json!({ "inputResponses": answers })).await.map(drop)
     }
 
-    /// The task's status each time it changes, by polling `tasks/get` at the server's
-    /// `pollInterval`; ends after the first terminal status (or the first error). An
-    /// inline answer is one `completed`.
+    /// The task's status each time it changes: by polling `tasks/get` at the server's
+    /// `pollInterval`, and (2025-11-25) as soon as a `notifications/tasks/status` for this
+    /// task says so. The notification is a shortcut, never relied upon (the spec says
+    /// requestors MUST NOT): the polls go on at their interval whatever arrives. Ends after
+    /// the first terminal status (or the first error). An inline answer is one `completed`.
     pub fn statuses(&self) -> impl Stream<Item = Result<TaskStatus, ClientError>> + Send + 'static {
-        let handle = self.clone();
-        futures::stream::unfold((handle, None::<TaskStatus>, false), |(handle, last, ended)| async move {
-            if ended {
+        // Subscribed (2025-11-25) or listening (2026-07-28, opened by the first `next`)
+        // before the first poll, so a change after it is not missed.
+        let push = match (&self.state, self.era) {
+            (HandleState::Task { .. }, Era::Legacy) => Push::Notices(self.client.shared_arc().notices.subscribe()),
+            (HandleState::Task { .. }, Era::Modern) => Push::Unopened,
+            (HandleState::Immediate(_), _) => Push::Nothing,
+        };
+        let follow = Follow { handle: self.clone(), last: None, ended: false, next_poll: None, push };
+        futures::stream::unfold(follow, |mut f| async move {
+            if f.ended {
                 return None;
             }
-            loop {
-                let task = match handle.get().await {
-                    Ok(task) => task,
-                    Err(e) => return Some((Err(e), (handle, last, true))),
-                };
-                let terminal =
-                    matches!(task.status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled);
-                if Some(task.status) != last {
-                    return Some((Ok(task.status), (handle, Some(task.status), terminal)));
-                }
-                tokio::time::sleep(poll_of(&task)).await;
+            let status = f.next().await;
+            f.ended = !matches!(status, Ok(s) if !terminal(s));
+            if let Ok(s) = &status {
+                f.last = Some(*s);
             }
+            Some((status, f))
         })
     }
+}
+
+/// The state of one [`TaskHandle::statuses`] stream.
+struct Follow {
+    handle: TaskHandle,
+    last: Option<TaskStatus>,
+    ended: bool,
+    /// When to poll next; `None`: now.
+    next_poll: Option<tokio::time::Instant>,
+    push: Push,
+}
+
+/// Where pushed statuses come from.
+enum Push {
+    /// 2025-11-25: `notifications/tasks/status`, among the client's notices.
+    Notices(broadcast::Receiver<ServerNotice>),
+    /// 2026-07-28, before the first status: a listen naming the task is to be opened.
+    Unopened,
+    /// 2026-07-28: `notifications/tasks` on a listen naming the task.
+    Listen(Subscription),
+    /// None: the polls alone (an inline answer, or a listen refused or ended).
+    Nothing,
+}
+
+impl Follow {
+    /// The next status different from the last one yielded.
+    async fn next(&mut self) -> Result<TaskStatus, ClientError> {
+        if matches!(self.push, Push::Unopened) {
+            self.push = self.open_listen().await;
+        }
+        loop {
+            let due = self.next_poll.is_none_or(|at| at <= tokio::time::Instant::now());
+            if due {
+                let task = self.handle.get().await?;
+                self.next_poll = Some(tokio::time::Instant::now() + poll_of(&task));
+                if Some(task.status) != self.last {
+                    return Ok(task.status);
+                }
+                continue;
+            }
+            let at = self.next_poll.unwrap_or_else(tokio::time::Instant::now);
+            let id = self.handle.id().unwrap_or_default().to_owned();
+            let pushed = match &mut self.push {
+                Push::Notices(rx) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => None,
+                    status = pushed_status(rx, &id) => status,
+                },
+                Push::Listen(sub) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => None,
+                    status = listened_status(sub, &id) => match status {
+                        Some(status) => Some(status),
+                        None => {
+                            // The listen ended: the polls go on alone.
+                            self.push = Push::Nothing;
+                            None
+                        }
+                    },
+                },
+                Push::Unopened | Push::Nothing => {
+                    tokio::time::sleep_until(at).await;
+                    None
+                }
+            };
+            if let Some(status) = pushed.filter(|s| Some(*s) != self.last) {
+                return Ok(status);
+            }
+        }
+    }
+}
+
+impl Follow {
+    /// A listen naming this task, declaring the extension; the polls alone when the
+    /// server refuses it or does not honour the task.
+    async fn open_listen(&self) -> Push {
+        let Some(id) = self.handle.id() else { return Push::Nothing };
+        let filter = SubscriptionFilter::default().with_task_ids(vec![id.to_owned()]);
+        match self.handle.client.listen_declaring(filter, true).await {
+            Ok(sub) if sub.acknowledged().task_ids.as_deref().unwrap_or_default().iter().any(|t| t == id) => {
+                Push::Listen(sub)
+            }
+            Ok(_) => Push::Nothing,
+            Err(e) => {
+                tracing::debug!(target: "arbor_client", task = %id, "no listen for the task's statuses: {e}");
+                Push::Nothing
+            }
+        }
+    }
+}
+
+/// The status of the next `notifications/tasks` about task `id` on a listen; `None` when
+/// the listen ends.
+async fn listened_status(sub: &mut Subscription, id: &str) -> Option<TaskStatus> {
+    while let Some(notice) = sub.next().await {
+        if MethodName::parse(&notice.method) != Some(MethodName::TaskStatus) {
+            continue;
+        }
+        let Some(params) = notice.params else { continue };
+        let Ok(task) = serde_json::from_value::<TaskStatusNotificationParams>(params) else { continue };
+        if task.task_id == id {
+            return Some(task.status);
+        }
+    }
+    None
+}
+
+/// The status of the next `notifications/tasks/status` about task `id`; never ready once
+/// the notices end, so the polls alone go on.
+async fn pushed_status(rx: &mut broadcast::Receiver<ServerNotice>, id: &str) -> Option<TaskStatus> {
+    loop {
+        match rx.recv().await {
+            Ok(notice) if MethodName::parse(&notice.method) == Some(MethodName::ExperimentalTaskStatus) => {
+                let Some(params) = notice.params else { continue };
+                let Ok(task) = serde_json::from_value::<TaskStatusNotificationParams>(params) else { continue };
+                if task.task_id == id {
+                    return Some(task.status);
+                }
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return futures::future::pending().await,
+        }
+    }
+}
+
+fn terminal(status: TaskStatus) -> bool {
+    matches!(status, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
 }
 
 fn poll_of(task: &Task) -> Duration {

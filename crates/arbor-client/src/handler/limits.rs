@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 pub use super::safety::rate::RateLimit;
+use super::HostedTasks;
 
 /// Limits and safety settings for one client's handler runtime.
 #[derive(Clone, Debug)]
@@ -28,6 +29,9 @@ pub struct ClientLimits {
     pub sampling: SamplingLimits,
     /// Elicitation policy.
     pub elicitation: ElicitationLimits,
+    /// Client-hosted tasks (2025-11-25): `Some` lets a server ask for sampling and
+    /// elicitation as tasks, and declares so. (`None`: off)
+    pub tasks: Option<HostedTasks>,
 }
 
 impl Default for ClientLimits {
@@ -41,6 +45,7 @@ impl Default for ClientLimits {
             notification_queue: 1000,
             sampling: SamplingLimits::default(),
             elicitation: ElicitationLimits::default(),
+            tasks: None,
         }
     }
 }

@@ -8,6 +8,9 @@
 //! cancellations (`cancel`), modern `input_required` rounds (`answer_inputs`, in the
 //! calling task) and notifications (`notify`, to one worker in arrival order). This module
 //! does not speak to the server: it hands back frames and values; the connection sends them.
+//! When [`HostedTasks`] are enabled, a 2025-11-25 server may also ask for sampling or
+//! elicitation as a task, and follow it with `tasks/*` (`hosted/`); the task status
+//! notifications go out through the sender the connection sets (`set_outbound`).
 //!
 //! Invariant: a request for a capability the handler did not declare is refused before any
 //! callback runs, and every input, in either era, passes the same checks before and after
@@ -18,6 +21,7 @@ mod context;
 mod dispatch;
 mod erased;
 mod error;
+mod hosted;
 mod inputs;
 mod limits;
 mod notifications;
@@ -35,6 +39,7 @@ pub use builder::HandlerBuilder;
 pub use context::{ElicitationContext, FieldInfo, NotificationContext, RequestContext, UrlTarget};
 pub(crate) use erased::DynClientHandler;
 pub use error::{HandlerStartError, InputHandlerError, InputKind};
+pub use hosted::HostedTasks;
 pub use limits::{ClientLimits, ElicitationLimits, RateLimit, SamplingLimits};
 pub use runtime::HandlerRuntime;
 pub use traits::{ClientHandler, ElicitationHandler, NoHandler, RootsHandler, SamplingHandler};

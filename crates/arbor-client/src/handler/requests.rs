@@ -15,10 +15,12 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use arbor_otp::{SpawnError, TaskOptions, TaskOutcome};
+use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskSupervisor};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{Message, RequestId, Response};
 use arbor_protocol::methods::MethodName;
+use futures::future::BoxFuture;
+use futures::FutureExt;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
@@ -28,9 +30,9 @@ use super::runtime::Running;
 use super::{CallLink, Era, HandlerRuntime};
 
 /// Where the one answer of a request goes; taken by whichever side answers first.
-type Responder = Arc<Mutex<Option<Box<dyn FnOnce(Vec<u8>) + Send>>>>;
+pub(crate) type Responder = Arc<Mutex<Option<Box<dyn FnOnce(Vec<u8>) + Send>>>>;
 
-fn send(responder: &Responder, frame: Vec<u8>) {
+pub(crate) fn send(responder: &Responder, frame: Vec<u8>) {
     let respond = responder.lock().take();
     if let Some(respond) = respond {
         respond(frame);
@@ -63,13 +65,28 @@ impl HandlerRuntime {
         if method == MethodName::Ping.as_str() {
             return respond(result_frame(id, json!({})));
         }
-        let Some(kind) = InputKind::from_method(method) else {
-            return respond(error_frame(id, &Failure::UnknownMethod(method.to_owned()).to_mcp_error(code)));
-        };
         if self.inner.running.lock().contains_key(&id) {
             let error = McpError::InvalidRequest { message: format!("Duplicate request id {id}"), data: None };
             return respond(error_frame(id, &error));
         }
+        let task_method = MethodName::parse(method).filter(|m| {
+            matches!(
+                m,
+                MethodName::GetTask | MethodName::GetTaskPayload | MethodName::ListTasks | MethodName::CancelTask
+            )
+        });
+        if let (Some(store), Some(task_method)) = (self.hosted(), task_method) {
+            let store = store.clone();
+            return self.serve_task_method(&store, id, task_method, params, Arc::new(Mutex::new(Some(respond))));
+        }
+        let Some(kind) = InputKind::from_method(method) else {
+            return respond(error_frame(id, &Failure::UnknownMethod(method.to_owned()).to_mcp_error(code)));
+        };
+        // Only sampling and elicitation may run as tasks (`capabilities.tasks.requests`).
+        let task = match self.hosted() {
+            Some(_) if kind != InputKind::Roots => super::hosted::requested(params.as_ref()),
+            _ => None,
+        };
         let idle = kind == InputKind::Sampling && shared.idle(call.is_some());
         let prepared = shared.admit(kind).and_then(|()| decode(kind, params)).and_then(|i| shared.prepare(i, idle));
         let prepared = match prepared {
@@ -79,19 +96,37 @@ impl HandlerRuntime {
                 return respond(error_frame(id, &failure.to_mcp_error(code)));
             }
         };
+        if let (Some(store), Some(task)) = (self.hosted(), task) {
+            let frame = match self.create_task(store, &task, prepared, call) {
+                Ok(created) => result_frame(id, created),
+                Err(error) => error_frame(id, &error),
+            };
+            return respond(frame);
+        }
         self.spawn(id, prepared, call, Arc::new(Mutex::new(Some(respond))));
     }
 
     fn spawn(&self, id: RequestId, prepared: Prepared, call: Option<Arc<dyn CallLink>>, responder: Responder) {
         let shared = self.inner.shared.clone();
-        let code = shared.limits.sampling.rejection_code;
         let timeout = shared.timeout_for(prepared.kind());
         let ctx = shared.context(Era::Legacy, call.as_ref());
+        let work = async move { shared.answer(prepared, ctx, call).await }.boxed();
+        self.spawn_on(&self.inner.tasks, id, work, timeout, responder);
+    }
+
+    /// Runs `work` for request `id` on `tasks` with `timeout` as its deadline, recorded
+    /// in the running table (so the server can cancel it); its outcome is the answer.
+    pub(crate) fn spawn_on(
+        &self,
+        tasks: &TaskSupervisor,
+        id: RequestId,
+        work: BoxFuture<'static, Result<Value, Failure>>,
+        timeout: std::time::Duration,
+        responder: Responder,
+    ) {
+        let shared = &self.inner.shared;
+        let code = shared.limits.sampling.rejection_code;
         let seq = self.inner.next_seq.fetch_add(1, Ordering::Relaxed);
-        let work = {
-            let shared = shared.clone();
-            async move { shared.answer(prepared, ctx, call).await }
-        };
         let report = {
             let (id, responder, running) = (id.clone(), responder.clone(), self.inner.running.clone());
             let server = shared.server_id.clone();
@@ -114,7 +149,7 @@ impl HandlerRuntime {
                 send(&responder, frame);
             }
         };
-        match self.inner.tasks.spawn_reporting(TaskOptions::deadline(timeout), work, report) {
+        match tasks.spawn_reporting(TaskOptions::deadline(timeout), work, report) {
             Ok(task) => {
                 self.inner.running.lock().insert(id.clone(), (seq, task.clone()));
                 // A task that finished before it was recorded has already reported: forget it now.

@@ -4,7 +4,8 @@
 //!
 //! It is a cheap, cloneable handle; the connection calls it and never awaits a callback
 //! (legacy requests go to supervised tasks, notifications to the worker; only modern
-//! `answer_inputs` runs in the caller's task, by design). Not here: the era paths
+//! `answer_inputs` runs in the caller's task, by design). With hosted tasks on, it also
+//! owns their store (`hosted/`), whose runs and waits have supervisors of their own. Not here: the era paths
 //! (`requests.rs`, `inputs.rs`, `notifications.rs`) and the checks (`safety/`).
 //!
 //! Invariant: when `shutdown` returns, or the last handle is dropped, no request task and
@@ -27,6 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::dispatch::{InFlightProbe, Shared};
 use super::error::HandlerStartError;
+use super::hosted::{self, Store};
 use super::notifications::{self, Queued};
 use super::safety::rate::TokenBucket;
 use super::{Assigns, ClientHandler, ClientLimits, DynClientHandler, Era};
@@ -58,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) running: Running,
     pub(crate) next_seq: AtomicU64,
     pub(crate) queue: mpsc::Sender<Queued>,
+    /// Client-hosted tasks, when enabled and the handler serves sampling or elicitation.
+    pub(crate) hosted: Option<Arc<Store>>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -68,6 +72,9 @@ impl Drop for Inner {
             worker.abort();
         }
         self.tasks.cell().stop(Some("shutdown".to_owned()));
+        if let Some(hosted) = &self.hosted {
+            hosted.stop();
+        }
     }
 }
 
@@ -96,9 +103,16 @@ impl HandlerRuntime {
         let spec =
             TaskSupervisorSpec::new(format!("client-requests:{server_id}")).max_concurrency(limits.max_server_requests);
         let tasks = TaskSupervisor::start(spec).await.map_err(HandlerStartError::Supervisor)?;
+        let declared = handler.declared();
+        let hosted = match &limits.tasks {
+            Some(config) if hosted::capability(&declared).is_some() => {
+                Some(Arc::new(Store::start(config.clone(), &server_id).await?))
+            }
+            _ => None,
+        };
         let now = tokio::time::Instant::now();
         let shared = Arc::new(Shared {
-            declared: handler.declared(),
+            declared,
             handler,
             client: client_name.into(),
             server_id: server_id.into(),
@@ -120,6 +134,7 @@ impl HandlerRuntime {
                 running: Running::default(),
                 next_seq: AtomicU64::new(0),
                 queue,
+                hosted,
                 worker: Mutex::new(Some(worker)),
             }),
         })
@@ -149,6 +164,7 @@ impl HandlerRuntime {
             roots.list_changed = declared.roots_list_changed.then_some(true);
             roots
         });
+        caps.tasks = self.inner.hosted.as_ref().and_then(|_| hosted::capability(declared));
         caps
     }
 
@@ -188,6 +204,9 @@ impl HandlerRuntime {
     /// notifications are dropped); returns once none runs. Later requests are refused.
     pub async fn shutdown(&self) {
         self.inner.tasks.shutdown().await;
+        if let Some(hosted) = &self.inner.hosted {
+            hosted.shutdown().await;
+        }
         let worker = self.inner.worker.lock().take();
         if let Some(worker) = worker {
             worker.abort();

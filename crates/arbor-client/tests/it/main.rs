@@ -1,8 +1,10 @@
 //! Integration tests of `arbor-client` against our own server (`arbor-server`), over an
 //! in-memory pair, a spawned process (stdio) and Streamable HTTP.
 
+mod scripted;
 mod support;
 mod tasks_are_awaited_in_both_eras;
+mod tasks_are_hosted_for_a_server_and_statuses_are_pushed;
 
 // The handler runtime's own tests, on tokio's paused clock, with their own rig.
 mod handler;

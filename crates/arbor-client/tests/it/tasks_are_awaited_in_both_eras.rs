@@ -2,7 +2,8 @@
 //! transport and Streamable HTTP: a task is created, its statuses stream by polling, its
 //! result is fetched (2025-11-25 by `tasks/result`, 2026-07-28 by `tasks/get`), it can be
 //! cancelled and listed, input a task asks for is answered by the client's handler with
-//! `tasks/update`, and a failing task is its error.
+//! `tasks/update`, and a failing task is its error. In 2026-07-28 the statuses also
+//! arrive on a `subscriptions/listen` naming the task.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use arbor_protocol::model::tasks::TaskStatus;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{InputRequired, Reply, RequestContext, Router, Server, TaskSupport};
+use arbor_server::{InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskConfig, TaskSupport};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -41,7 +42,11 @@ async fn confirm(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
 }
 
 fn server() -> Server {
-    let router = Router::new("tasks-client-test", "1")
+    Server::new(router())
+}
+
+fn router() -> Router {
+    Router::new("tasks-client-test", "1")
         .tool_route(
             ToolRoute::new("sleepy", |w: Work| async move {
                 tokio::time::sleep(Duration::from_millis(w.millis)).await;
@@ -57,8 +62,7 @@ fn server() -> Server {
             .description("fails")
             .task_support(TaskSupport::Optional),
         )
-        .tool_route(ToolRoute::new("confirm", confirm).description("asks").task_support(TaskSupport::Optional));
-    Server::new(router)
+        .tool_route(ToolRoute::new("confirm", confirm).description("asks").task_support(TaskSupport::Optional))
 }
 
 fn options(era: EraMode) -> ClientOptions {
@@ -136,4 +140,21 @@ async fn tasks_are_awaited_over_streamable_http_in_both_eras() {
         exercise(client, era).await;
     }
     shutdown.shutdown();
+}
+
+/// 2026-07-28: `statuses()` hears `notifications/tasks` on a listen naming the task, so a
+/// server suggesting one poll a minute is not waited on (paused clock: without the
+/// listen, `completed` would come with the poll a minute after `working`).
+#[tokio::test(start_paused = true)]
+async fn a_modern_task_status_arrives_on_a_listen_before_the_next_poll() {
+    let tasks = TaskConfig { poll_interval: Duration::from_secs(60), ..TaskConfig::default() };
+    let server = Server::with_config(router(), ServerConfig::default().tasks(tasks));
+    let client = Client::connect(memory_target(&server), options(EraMode::ForceModern)).await.unwrap();
+    let handle = client.call_tool_as_task("sleepy", json!({"millis": 300}), None).await.unwrap();
+    assert_eq!(handle.created().unwrap().poll_interval_ms, Some(60_000));
+    let started = tokio::time::Instant::now();
+    let statuses: Vec<TaskStatus> = handle.statuses().map(|s| s.unwrap()).collect().await;
+    assert_eq!(statuses, [TaskStatus::Working, TaskStatus::Completed]);
+    assert!(started.elapsed() < Duration::from_secs(60), "pushed, not polled: {:?}", started.elapsed());
+    client.close().await;
 }
