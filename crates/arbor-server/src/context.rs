@@ -20,6 +20,7 @@ use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::common::{Implementation, ProgressToken};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponses;
+use arbor_protocol::model::tasks::Task;
 use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::Value;
 use std::sync::atomic::{fence, AtomicU8, Ordering};
@@ -61,6 +62,9 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
     fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>);
     /// Sends `notifications/message`.
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value);
+    /// Sends `notifications/tasks/status` (2025-11-25) on the connection's standalone
+    /// output: the task outlives the request, so not on the request's own route.
+    fn task_status(&self, task: Task);
 }
 
 /// Whether a request is still running, shared by every context built for it and by the
@@ -331,6 +335,11 @@ impl RequestContext {
             input_state: None,
             sink: None,
         })
+    }
+
+    /// Where the request's notifications go, for a task it creates to tell its session.
+    pub(crate) fn sink(&self) -> Option<Arc<dyn RequestSink>> {
+        self.inner.sink.clone()
     }
 
     /// The instant the request will be stopped, if it has a deadline.

@@ -113,7 +113,8 @@ impl ConnState {
         let (sink, requester) = match &self.current {
             None => (self.sink.clone(), self.me.clone()),
             Some(current) => (
-                Arc::new(ConnectionSink::new(current.output.clone())) as Arc<dyn RequestSink>,
+                Arc::new(ConnectionSink::with_standalone(current.output.clone(), self.output.clone()))
+                    as Arc<dyn RequestSink>,
                 self.me.with_output(current.output.clone()),
             ),
         };

@@ -11,9 +11,10 @@
 //! `notifications/message` frame, or nothing (a closed writer drops it).
 
 use arbor_protocol::method::{Notification, NotificationFrame};
-use arbor_protocol::methods::{LoggingMessage, Progress};
+use arbor_protocol::methods::{ExperimentalTaskStatus, LoggingMessage, Progress};
 use arbor_protocol::model::common::ProgressToken;
 use arbor_protocol::model::logging::{LoggingLevel, LoggingMessageNotificationParams};
+use arbor_protocol::model::tasks::{Task, TaskStatusNotificationParams};
 use arbor_protocol::model::utilities::ProgressNotificationParams;
 use serde::Serialize;
 use serde_json::{Number, Value};
@@ -25,11 +26,19 @@ use crate::context::RequestSink;
 #[derive(Debug)]
 pub(crate) struct ConnectionSink {
     output: Output,
+    /// What no submission caused goes here: the connection's own output (an endpoint's
+    /// standalone route, the GET stream of a legacy HTTP session).
+    standalone: Output,
 }
 
 impl ConnectionSink {
     pub(crate) fn new(output: Output) -> ConnectionSink {
-        ConnectionSink { output }
+        ConnectionSink { standalone: output.clone(), output }
+    }
+
+    /// A submission's sink: its route, and the connection's `standalone` output.
+    pub(crate) fn with_standalone(output: Output, standalone: Output) -> ConnectionSink {
+        ConnectionSink { output, standalone }
     }
 }
 
@@ -68,5 +77,9 @@ impl RequestSink for ConnectionSink {
         let mut params = LoggingMessageNotificationParams::new(level, data);
         params.logger = logger.map(str::to_owned);
         notify::<LoggingMessage>(&self.output, &params);
+    }
+
+    fn task_status(&self, task: Task) {
+        notify::<ExperimentalTaskStatus>(&self.standalone, &TaskStatusNotificationParams::from_task(task));
     }
 }

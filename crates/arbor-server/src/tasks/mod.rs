@@ -29,6 +29,8 @@
 //! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
 
 mod core;
+mod local;
+mod memory;
 mod notify;
 mod run;
 mod store;
@@ -42,9 +44,11 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use local::Tasks;
+pub use memory::MemoryTaskStore;
 pub(crate) use notify::TaskStreams;
 pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
-pub(crate) use store::TaskStore;
+pub use store::{TaskCap, TaskChange, TaskOwner, TaskPage, TaskRecord, TaskStore, TaskStoreError};
 
 /// The extension's identifier, as declared in `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
