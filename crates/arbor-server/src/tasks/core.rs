@@ -8,13 +8,18 @@
 //! 2025-11-25 text says), the `CreateTaskResult` nests the task under `task`, the task
 //! carries `ttl` and `pollInterval` (not `ttlMs`, `pollIntervalMs`), its result is fetched
 //! with the blocking `tasks/result` (with the `related-task` `_meta`), and `tasks/cancel`
-//! of a terminal task is -32602. The run is the extension's `drive` under the root `tasks`
-//! supervisor, so a task outlives its request and its session, with one terminal status.
+//! of a terminal task is -32602. A tool result with `isError: true` makes the task
+//! `failed`, and `tasks/result` still returns that result (the extension keeps such a task
+//! `completed`). The run is the extension's `drive` under the root `tasks` supervisor, so
+//! a task outlives its request and its session, with one terminal status; it is stopped
+//! shortly before its TTL (`local.rs`), failing with -32603, so the failure can be read.
+//! Each status change is sent to the creating session as `notifications/tasks/status`
+//! (the full task in this wire's shape, without related-task `_meta`) while it is open.
 //!
 //! What this module is not: input during a legacy task. A handler inside a 2025-11-25
 //! task that asks for input fails the task at once with -32603 saying so (`run.rs`): the
-//! server→client request tied to the task, with `input_required` while it waits, is not
-//! built yet. Nor are `notifications/tasks/status` sent: they are optional; clients poll.
+//! server→client request tied to the task is not built here; the record's moves it needs
+//! are (`Entry::set_input_required`, `Entry::resume`).
 //!
 //! Invariant: a legacy task is created only for a request that asked for one with
 //! `params.task`, on a revision with core tasks, for a tool whose policy allows tasks;
@@ -30,7 +35,7 @@ use arbor_protocol::meta::RELATED_TASK;
 use arbor_protocol::method::encode_response;
 use arbor_protocol::methods::ClientRequest;
 use arbor_protocol::model::capabilities::TasksCapability;
-use arbor_protocol::model::common::{Cursor, JsonObject};
+use arbor_protocol::model::common::JsonObject;
 use arbor_protocol::model::tasks::{
     CancelTaskResult, ExperimentalCreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata, TaskStatus,
 };
@@ -173,7 +178,7 @@ pub(crate) async fn serve_legacy_task_method(
         ClientRequest::ListTasks(p) => {
             let page = store.store.list(&owner, p.cursor.as_deref(), PAGE).await?;
             let mut result = ListTasksResult::new(page.tasks.iter().map(|r| legacy(r.to_task())).collect());
-            result.next_cursor = page.next_cursor.map(Cursor::from);
+            result.next_cursor = page.next_cursor;
             Ok(encode_response(id, &result))
         }
         other => Err(McpError::method_not_found(other.method().as_str())),

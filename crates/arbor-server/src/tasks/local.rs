@@ -412,3 +412,37 @@ impl Entry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arbor_bus::LocalBus;
+    use arbor_protocol::model::tasks::TaskStatus;
+
+    use super::Tasks;
+    use crate::requester::Requester;
+    use crate::tasks::{MemoryTaskStore, TaskConfig, TaskOwner, TaskStore};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_legacy_task_waits_for_input_and_resumes_through_the_store() {
+        let config = TaskConfig::default();
+        let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new(&config));
+        let tasks = Tasks::new(config, store.clone(), Arc::new(LocalBus::new()), true);
+        let owner = TaskOwner { tenant: "t".into(), requester: Requester::Unknown };
+        let entry = tasks.create(owner.clone(), std::time::Duration::from_secs(60), None).await.unwrap();
+        let status = || async { store.get(&owner, &entry.id).await.unwrap().status };
+
+        assert!(!entry.resume().await, "not waiting: nothing to resume");
+        assert!(entry.set_input_required(Some("waiting for the user".into())).await);
+        assert_eq!(status().await, TaskStatus::InputRequired);
+        let shown = store.get(&owner, &entry.id).await.unwrap().to_task();
+        assert_eq!(shown.input_requests, None, "2025-11-25: no inputRequests map");
+        assert_eq!(shown.status_message.as_deref(), Some("waiting for the user"));
+        assert!(entry.resume().await);
+        assert_eq!(status().await, TaskStatus::Working);
+        entry.complete(Default::default()).await;
+        assert!(!entry.set_input_required(None).await, "a terminal task asks for nothing");
+        assert_eq!(status().await, TaskStatus::Completed);
+    }
+}

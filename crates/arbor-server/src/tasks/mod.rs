@@ -16,9 +16,14 @@
 //! The 2025-11-25 core tasks (`params.task`, `tasks/result`, `tasks/list`) are served
 //! from the same store and runs on legacy sessions of that revision (`core.rs`), under the
 //! `tasks` capability the server then advertises. Status changes reach listens that
-//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
-//! memory of the node that created them: with a bus shared across nodes, a client must
-//! reach the same node for `tasks/*`.
+//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`), and the 2025-11-25
+//! session that created a task as `notifications/tasks/status` (`local.rs`).
+//!
+//! Records live in a [`TaskStore`] (`store.rs`; [`MemoryTaskStore`] by default, another
+//! with `Server::with_task_store`); runs, their wakeups and input answers stay in the
+//! node-local table of the server that started them (`local.rs`). Servers sharing a store
+//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; input
+//! for an extension task (`tasks/update`) must reach the server running it.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the

@@ -2,9 +2,10 @@
 //! handler as one, and answering `tasks/get`, `tasks/update` and `tasks/cancel`.
 //!
 //! Called from the request job (`request/mod.rs`) with the request's context; the run
-//! itself is a task on the store's supervisor and calls the same `ServerHandler::call_tool`
-//! a direct call would. This module does not hold records (`store.rs` does) and does not
-//! write frames of its own accord: it returns the result for the request job to encode.
+//! itself is a task on the `tasks` supervisor (started by `local.rs`) and calls the same
+//! `ServerHandler::call_tool` a direct call would. This module does not hold records (the
+//! [`TaskStore`](super::TaskStore) does) or runs (`local.rs`), and does not write frames of
+//! its own accord: it returns the result for the request job to encode.
 //!
 //! Invariant: nothing here answers `resultType: "task"` to a request that did not declare
 //! the extension, and every `tasks/*` request is checked for the extension (-32021) before

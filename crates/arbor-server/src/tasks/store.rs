@@ -313,3 +313,46 @@ pub trait TaskStore: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'a, Result<TaskPage, TaskStoreError>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{TaskChange, TaskOwner, TaskRecord};
+    use crate::requester::Requester;
+    use arbor_protocol::model::mrtr::InputRequests;
+    use arbor_protocol::model::tasks::TaskStatus;
+    use std::time::Duration;
+
+    fn record() -> TaskRecord {
+        let owner = TaskOwner { tenant: "t".into(), requester: Requester::Unknown };
+        TaskRecord::new("id".into(), owner, Duration::from_secs(60), Duration::from_millis(500))
+    }
+
+    #[test]
+    fn a_record_moves_forward_and_has_one_terminal_status() {
+        let mut r = record();
+        assert!(!r.apply(TaskChange::Resume), "nothing to resume while working");
+        assert!(r.apply(TaskChange::InputRequired { requests: None, message: Some("asking".into()) }));
+        assert_eq!((r.status, r.input_requests.clone()), (TaskStatus::InputRequired, None));
+        assert!(r.apply(TaskChange::Resume));
+        assert_eq!(r.status, TaskStatus::Working);
+        assert!(r.apply(TaskChange::Completed(Default::default())));
+        for late in [TaskChange::Cancelled(None), TaskChange::Resume, TaskChange::Completed(Default::default())] {
+            assert!(!r.apply(late), "terminal is final");
+        }
+        assert_eq!(r.status, TaskStatus::Completed);
+    }
+
+    #[test]
+    fn answering_every_outstanding_request_resumes_the_task() {
+        let mut r = record();
+        let asked = serde_json::json!({"a": {"method": "roots/list"}, "b": {"method": "roots/list"}});
+        let requests: InputRequests = serde_json::from_value(asked).unwrap();
+        assert!(r.apply(TaskChange::InputRequired { requests: Some(requests), message: None }));
+        assert!(r.apply(TaskChange::Answered(vec!["a".into(), "zz".into()])));
+        assert_eq!(r.status, TaskStatus::InputRequired);
+        assert_eq!(r.to_task().input_requests.map(|m| m.len()), Some(1), "b is still outstanding");
+        assert!(!r.apply(TaskChange::Answered(vec!["a".into()])), "already answered");
+        assert!(r.apply(TaskChange::Answered(vec!["b".into()])));
+        assert_eq!((r.status, r.input_requests.clone()), (TaskStatus::Working, None));
+    }
+}
