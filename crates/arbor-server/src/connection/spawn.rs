@@ -105,6 +105,9 @@ impl ConnState {
                 // connection down with it.
                 std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
             }
+            // A blocking `tasks/result` waits for its task, which ends before its TTL (at
+            // most `tasks.ttl`): the request deadline alone would cut a long task's result.
+            ClientRequest::GetTaskPayload(_) => Some(config.default_deadline.max(config.tasks.ttl)),
             _ => None,
         }
         .unwrap_or(config.default_deadline);

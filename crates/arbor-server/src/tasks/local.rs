@@ -93,7 +93,7 @@ impl Tasks {
     }
 
     /// Starts `entry`'s run on the task supervisor, with its deadline. Refused (the
-    /// record cancelled) when the supervisor is full or stopping.
+    /// record removed) when the supervisor is full or stopping.
     pub(crate) async fn spawn(&self, entry: &Arc<Entry>, work: BoxFuture<'static, ()>) -> Result<(), McpError> {
         let supervisor = self.supervisor.lock().clone();
         let refused = match supervisor {
@@ -132,7 +132,9 @@ impl Tasks {
                 }
             }
         };
-        let _ = self.store.change(&entry.id, TaskChange::Cancelled(Some("Not started".into()))).await;
+        if let Err(error) = self.store.remove(&entry.id).await {
+            tracing::warn!(task = %entry.id, %error, "the task store kept a task refused before it ran");
+        }
         Err(refused)
     }
 

@@ -231,6 +231,11 @@ impl TaskStore for MemoryTaskStore {
         Box::pin(async move { changed })
     }
 
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+        self.entries.lock().remove(id);
+        Box::pin(async { Ok(()) })
+    }
+
     fn wait<'a>(&'a self, owner: &'a TaskOwner, id: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {
         Box::pin(self.wait_now(owner, id))
     }

@@ -300,6 +300,10 @@ pub trait TaskStore: Send + Sync + 'static {
         change: TaskChange,
     ) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>>;
 
+    /// Drops the record `id` at once: a task refused before its run started, whose id no
+    /// client was told, so it does not count against the caps until its TTL.
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), TaskStoreError>>;
+
     /// Waits until the record `id` of `owner` is terminal, and returns it; not found if
     /// it expires first.
     fn wait<'a>(&'a self, owner: &'a TaskOwner, id: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>>;

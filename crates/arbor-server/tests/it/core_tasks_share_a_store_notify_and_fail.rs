@@ -5,7 +5,7 @@
 //! terminal); a tool's `isError` result fails a 2025-11-25 task (the extension keeps it
 //! completed) and `tasks/result` still returns it; a handler hanging past its deadline
 //! fails its task with -32603; a cancel racing the run's completion leaves one terminal
-//! status.
+//! status; a blocking `tasks/result` outwaits the request deadline.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,5 +273,19 @@ async fn a_cancel_racing_the_runs_completion_leaves_exactly_one_terminal_status(
             other => panic!("round {round}: {other:?}"),
         }
     }
+    s.finish(vec![peer]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_blocking_tasks_result_outwaits_the_request_deadline() {
+    let gauge = Gauge::new();
+    let config = ServerConfig::default().default_deadline(Duration::from_secs(10)).gauge(gauge.clone());
+    let mut s = Setup { servers: vec![Server::with_config(router(), config)], gauge, connections: Vec::new() };
+    let mut peer = s.session(0, ConnectOptions::default(), V).await;
+    let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 25}), 60_000)).await);
+    let started = tokio::time::Instant::now();
+    let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
+    assert_eq!(result["result"]["content"][0]["text"], "slept 25s", "{result}");
+    assert_eq!(started.elapsed(), Duration::from_secs(25), "past the 10 s request deadline");
     s.finish(vec![peer]).await;
 }
