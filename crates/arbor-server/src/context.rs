@@ -20,7 +20,6 @@ use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::common::{Implementation, ProgressToken};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponses;
-use arbor_protocol::model::tasks::Task;
 use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::Value;
 use std::sync::atomic::{fence, AtomicU8, Ordering};
@@ -30,6 +29,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::principal::Principal;
+use crate::request::sink::TaskStatusSink;
 use crate::requester::Requester;
 
 /// What is known about the connection a request arrived on.
@@ -62,9 +62,9 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
     fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>);
     /// Sends `notifications/message`.
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value);
-    /// Sends `notifications/tasks/status` (2025-11-25) on the connection's standalone
-    /// output: the task outlives the request, so not on the request's own route.
-    fn task_status(&self, task: Task);
+    /// Where a task this request creates sends `notifications/tasks/status` (2025-11-25):
+    /// the connection's standalone output, as the task outlives the request's route.
+    fn task_status_sink(&self) -> Option<TaskStatusSink>;
 }
 
 /// Whether a request is still running, shared by every context built for it and by the
@@ -337,9 +337,9 @@ impl RequestContext {
         })
     }
 
-    /// Where the request's notifications go, for a task it creates to tell its session.
-    pub(crate) fn sink(&self) -> Option<Arc<dyn RequestSink>> {
-        self.inner.sink.clone()
+    /// Where a task this request creates tells its session of status changes.
+    pub(crate) fn task_status_sink(&self) -> Option<TaskStatusSink> {
+        self.inner.sink.as_ref().and_then(|s| s.task_status_sink())
     }
 
     /// The instant the request will be stopped, if it has a deadline.

@@ -33,10 +33,10 @@ use super::core::legacy;
 use super::notify::topic;
 use super::store::{TaskChange, TaskOwner, TaskRecord, TaskStore};
 use super::TaskConfig;
-use crate::context::RequestSink;
 use crate::error::{tasks_overloaded, TaskBound};
 use crate::input::needs::Kind;
 use crate::observe::{ViewKind, ViewNode};
+use crate::request::sink::TaskStatusSink;
 
 /// The runs of this node, and the store their records live in.
 pub(crate) struct Tasks {
@@ -73,7 +73,7 @@ impl Tasks {
         &self,
         owner: TaskOwner,
         ttl: Duration,
-        watcher: Option<Arc<dyn RequestSink>>,
+        watcher: Option<TaskStatusSink>,
     ) -> Result<Arc<Entry>, McpError> {
         let id = crate::ids::random_id().map_err(|e| McpError::internal(format!("Internal error: {e}")))?;
         let record = TaskRecord::new(id.clone(), owner, ttl, self.config.poll_interval);
@@ -232,7 +232,7 @@ pub(crate) struct Entry {
     answered: Notify,
     run: OnceLock<TaskRef>,
     /// The 2025-11-25 session that created the task, told of each change.
-    watcher: Option<Arc<dyn RequestSink>>,
+    watcher: Option<TaskStatusSink>,
 }
 
 impl Entry {
@@ -254,7 +254,7 @@ impl Entry {
                 *self.last.lock() = record.clone();
                 publish(&*self.bus, &record);
                 if let Some(watcher) = &self.watcher {
-                    watcher.task_status(legacy(record.to_task()));
+                    watcher.send(legacy(record.to_task()));
                 }
                 Some(record)
             }

@@ -121,7 +121,7 @@ pub(crate) async fn drive_task(
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<Arc<Entry>, McpError> {
     let store = &shared.tasks;
-    let watcher = (version.era() != Era::Modern).then(|| cx.sink()).flatten();
+    let watcher = (version.era() != Era::Modern).then(|| cx.task_status_sink()).flatten();
     let entry = store.create(owner(cx), ttl, watcher).await?;
     let signal = Arc::new(RequestSignal::default());
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
