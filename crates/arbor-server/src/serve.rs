@@ -150,7 +150,7 @@ impl Shared {
         }
         let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(&config.tasks)));
         let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered));
-        let task_streams = TaskStreams { store: tasks.clone() };
+        let task_streams = TaskStreams { tasks: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
             .cloned()

@@ -279,7 +279,7 @@ impl Tree {
     }
 
     /// The tree as operators see it: the snapshot, with each tenant's connections asked
-    /// for their requests and streams, and the tasks extension's tasks.
+    /// for their requests and streams, and the task runs going on this node.
     pub(crate) async fn observe(&self, tasks: &Tasks) -> ServerView {
         let mut root = ViewNode::from_snapshot(&self.root.snapshot().await);
         root.age_ms = Some(self.started.elapsed().as_millis() as u64);

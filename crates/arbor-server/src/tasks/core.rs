@@ -158,13 +158,13 @@ pub(crate) async fn serve_legacy_task_method(
     request: ClientRequest,
     cx: &RequestContext,
 ) -> Result<Vec<u8>, McpError> {
-    let (store, owner) = (&shared.tasks, owner(cx));
+    let (tasks, owner) = (&shared.tasks, owner(cx));
     match request {
         ClientRequest::GetTask(p) => {
-            let record = store.find(&owner, &p.task_id).await?;
+            let record = tasks.find(&owner, &p.task_id).await?;
             Ok(encode_response(id, &GetTaskResult::from_task(legacy(record.to_task()))))
         }
-        ClientRequest::CancelTask(p) => match store.cancel(&owner, &p.task_id).await? {
+        ClientRequest::CancelTask(p) => match tasks.cancel(&owner, &p.task_id).await? {
             Ok(record) => Ok(encode_response(id, &CancelTaskResult::from_task(legacy(record.to_task())))),
             Err(terminal) => {
                 let status = serde_json::to_value(terminal.status).unwrap_or(Value::Null);
@@ -172,11 +172,11 @@ pub(crate) async fn serve_legacy_task_method(
             }
         },
         ClientRequest::GetTaskPayload(p) => {
-            let record = store.store.wait(&owner, &p.task_id).await?;
+            let record = tasks.store.wait(&owner, &p.task_id).await?;
             Ok(encode_response(id, &payload(record)?))
         }
         ClientRequest::ListTasks(p) => {
-            let page = store.store.list(&owner, p.cursor.as_deref(), PAGE).await?;
+            let page = tasks.store.list(&owner, p.cursor.as_deref(), PAGE).await?;
             let mut result = ListTasksResult::new(page.tasks.iter().map(|r| legacy(r.to_task())).collect());
             result.next_cursor = page.next_cursor;
             Ok(encode_response(id, &result))
@@ -189,8 +189,8 @@ pub(crate) async fn serve_legacy_task_method(
 /// `_meta` (a completed task, or one failed by `isError`), or the task's error.
 fn payload(record: TaskRecord) -> Result<JsonObject, McpError> {
     let TaskRecord { id, status, result, error, .. } = record;
-    match status {
-        TaskStatus::Completed | TaskStatus::Failed if status == TaskStatus::Completed || result.is_some() => {
+    match (status, result) {
+        (TaskStatus::Completed, result) | (TaskStatus::Failed, result @ Some(_)) => {
             let mut result = result.unwrap_or_default();
             let meta = result.entry("_meta").or_insert_with(|| json!({}));
             if let Value::Object(meta) = meta {
@@ -198,7 +198,7 @@ fn payload(record: TaskRecord) -> Result<JsonObject, McpError> {
             }
             Ok(result)
         }
-        TaskStatus::Failed => {
+        (TaskStatus::Failed, None) => {
             Err(error.map(McpError::from).unwrap_or_else(|| McpError::internal("Internal error: the task failed")))
         }
         _ => Err(McpError::invalid_params("Task was cancelled: it has no result")),

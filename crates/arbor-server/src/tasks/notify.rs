@@ -32,7 +32,7 @@ pub(crate) fn topic(task_id: &str) -> String {
 
 /// Honours `taskIds` on listens.
 pub(crate) struct TaskStreams {
-    pub(crate) store: Arc<Tasks>,
+    pub(crate) tasks: Arc<Tasks>,
 }
 
 impl SubscriptionHandler for TaskStreams {
@@ -44,14 +44,14 @@ impl SubscriptionHandler for TaskStreams {
             return Subscribe::Accept(());
         }
         let connection = channel.connection();
-        if self.store.offered && !declares_extension(&connection.client_capabilities) {
+        if self.tasks.offered && !declares_extension(&connection.client_capabilities) {
             return Subscribe::Reject(missing_extension());
         }
         let owner = TaskOwner::of(connection);
         let mut honoured = Vec::new();
-        if self.store.offered {
+        if self.tasks.offered {
             for id in asked {
-                if self.store.find(&owner, id).await.is_ok() {
+                if self.tasks.find(&owner, id).await.is_ok() {
                     honoured.push(id.clone());
                 }
             }

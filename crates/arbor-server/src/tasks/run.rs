@@ -120,16 +120,16 @@ pub(crate) async fn drive_task(
     ttl: std::time::Duration,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<Arc<Entry>, McpError> {
-    let store = &shared.tasks;
+    let tasks = &shared.tasks;
     let watcher = (version.era() != Era::Modern).then(|| cx.task_status_sink()).flatten();
-    let entry = store.create(owner(cx), ttl, watcher).await?;
+    let entry = tasks.create(owner(cx), ttl, watcher).await?;
     let signal = Arc::new(RequestSignal::default());
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
     // The run's span, a child of the request's: it outlives the request, as the task does.
     let span = crate::telemetry::task_span(&params.name, &entry.id, cx.connection());
     let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
     let run = tracing::Instrument::instrument(run, span);
-    store.spawn(&entry, Box::pin(run)).await?;
+    tasks.spawn(&entry, Box::pin(run)).await?;
     Ok(entry)
 }
 
@@ -260,19 +260,19 @@ pub(crate) async fn serve_task_method(
     if !declares_extension(cx.client_capabilities()) {
         return Err(missing_extension());
     }
-    let (store, owner) = (&shared.tasks, owner(cx));
+    let (tasks, owner) = (&shared.tasks, owner(cx));
     match request {
         ClientRequest::GetTask(p) => {
-            let record = store.find(&owner, &p.task_id).await?;
+            let record = tasks.find(&owner, &p.task_id).await?;
             Ok(encode_response(id, &got(record.to_task())))
         }
         ClientRequest::CancelTask(p) => {
-            let _ = store.cancel(&owner, &p.task_id).await?;
+            let _ = tasks.cancel(&owner, &p.task_id).await?;
             Ok(encode_response(id, &EmptyResult::complete()))
         }
         ClientRequest::UpdateTask(p) => {
-            let record = store.find(&owner, &p.task_id).await?;
-            match store.local(&p.task_id) {
+            let record = tasks.find(&owner, &p.task_id).await?;
+            match tasks.local(&p.task_id) {
                 Some(entry) => entry.update(&record, p.input_responses).await?,
                 // Answers reach only the node running the task; a record waiting for
                 // input whose run is elsewhere (or gone) cannot take them here.
