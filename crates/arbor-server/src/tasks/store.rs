@@ -281,9 +281,54 @@ pub struct TaskPage {
 }
 
 /// Where task records live. Object-safe: a server holds an `Arc<dyn TaskStore>`
-/// (`Server::with_task_store`). Every method is one round trip to the store; none is
-/// called while a lock is held. Records expire by their TTL: a store never returns an
-/// expired record.
+/// ([`Server::with_task_store`](crate::Server::with_task_store)). Every method is one
+/// round trip to the store; none is called while a lock is held. Records expire by their
+/// TTL: a store never returns an expired record. `get`, `wait` and `list` check the owner;
+/// `change` and `remove` are the runtime's own, made once it has.
+///
+/// A store of one's own, here a wrapper that counts look-ups:
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+///
+/// use arbor_server::tasks::{MemoryTaskStore, TaskChange, TaskConfig, TaskOwner, TaskPage};
+/// use arbor_server::{Router, Server, TaskRecord, TaskStore, TaskStoreError};
+/// use futures::future::BoxFuture;
+///
+/// struct Counted {
+///     inner: MemoryTaskStore,
+///     gets: AtomicUsize,
+/// }
+///
+/// impl TaskStore for Counted {
+///     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
+///         self.inner.create(record)
+///     }
+///     fn get<'a>(&'a self, owner: &'a TaskOwner, id: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {
+///         self.gets.fetch_add(1, Ordering::Relaxed);
+///         self.inner.get(owner, id)
+///     }
+///     fn change<'a>(&'a self, id: &'a str, change: TaskChange)
+///         -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>> {
+///         self.inner.change(id, change)
+///     }
+///     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+///         self.inner.remove(id)
+///     }
+///     fn wait<'a>(&'a self, owner: &'a TaskOwner, id: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {
+///         self.inner.wait(owner, id)
+///     }
+///     fn list<'a>(&'a self, owner: &'a TaskOwner, cursor: Option<&'a str>, limit: usize)
+///         -> BoxFuture<'a, Result<TaskPage, TaskStoreError>> {
+///         self.inner.list(owner, cursor, limit)
+///     }
+/// }
+///
+/// let store = Counted { inner: MemoryTaskStore::new(&TaskConfig::default()), gets: AtomicUsize::new(0) };
+/// let server = Server::new(Router::new("counted", "1.0.0")).with_task_store(Arc::new(store));
+/// # drop(server);
+/// ```
 pub trait TaskStore: Send + Sync + 'static {
     /// Creates `record` (`working`, with a fresh id) for its owner, kept for its TTL from
     /// now; refused with [`TaskStoreError::Full`] when a cap is reached.
