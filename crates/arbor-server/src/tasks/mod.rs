@@ -29,9 +29,11 @@
 //! a task is only ever seen by requests of the tenant and requester that created it (the
 //! principal, else the peer's address: [`Requester`](crate::Requester); any other gets the
 //! same -32602 as for an id that never existed); a task's record and its
-//! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
-//! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
-//! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
+//! run both end by its TTL (the run is stopped shortly before, failing the task, and the
+//! record is dropped once expired); the default store holds at most
+//! [`TaskConfig::max_tasks`] records, at most [`TaskConfig::max_tasks_per_owner`] of them
+//! for one owner (a store of one's own enforces caps of its own, refusing with
+//! [`TaskStoreError::Full`]).
 
 mod core;
 mod local;
@@ -113,14 +115,16 @@ impl TaskPolicy {
 /// Limits and timings of the task store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
-    /// How long a task is kept from its creation (`ttlMs`); its run is stopped at the
-    /// same instant if it has not finished. Default: 10 minutes.
+    /// How long a task is kept from its creation (`ttlMs`); its run is stopped shortly
+    /// before (one polling interval, at most a tenth of the TTL) if it has not finished,
+    /// failing the task, so the failure can still be read. Default: 10 minutes.
     pub ttl: Duration,
     /// The polling interval suggested to clients (`pollIntervalMs`). Default: 500 ms.
     pub poll_interval: Duration,
     /// The most task records kept at once, running or finished; a call that would
     /// create one more, once expired records are dropped, is refused with the overload
-    /// error (-32000). Default: 10,000.
+    /// error (-32000). Default: 10,000. The caps are the default store's
+    /// ([`MemoryTaskStore::new`]); a store given to `Server::with_task_store` has its own.
     pub max_tasks: usize,
     /// The most task records one owner (tenant and requester: the principal, else the
     /// peer's address) may hold at once; beyond it the overload error names the scope
