@@ -5,18 +5,20 @@
 //! terminal); a tool's `isError` result fails a 2025-11-25 task (the extension keeps it
 //! completed) and `tasks/result` still returns it; a handler hanging past its deadline
 //! fails its task with -32603; a cancel racing the run's completion leaves one terminal
-//! status; a blocking `tasks/result` outwaits the request deadline.
+//! status; a blocking `tasks/result` outwaits the request deadline; a store's own
+//! refusals reach the client as the overload error and -32603.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_otp::Gauge;
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::tasks::TaskConfig;
+use arbor_server::tasks::{TaskCap, TaskChange, TaskConfig, TaskOwner, TaskPage};
 use arbor_server::{
-    ConnectOptions, Connection, MemoryTaskStore, Router, Server, ServerConfig, TaskStore, TaskSupport, ToolError,
-    Transport,
+    ConnectOptions, Connection, MemoryTaskStore, Router, Server, ServerConfig, TaskRecord, TaskStore, TaskStoreError,
+    TaskSupport, ToolError, Transport,
 };
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use crate::support::{modern_meta, ScriptedPeer};
@@ -287,5 +289,56 @@ async fn a_blocking_tasks_result_outwaits_the_request_deadline() {
     let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["result"]["content"][0]["text"], "slept 25s", "{result}");
     assert_eq!(started.elapsed(), Duration::from_secs(25), "past the 10 s request deadline");
+    s.finish(vec![peer]).await;
+}
+
+/// A store that is full for every new task and unreachable for every look-up.
+struct Refusing;
+
+impl TaskStore for Refusing {
+    fn create(&self, _: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
+        let full = TaskStoreError::Full { cap: TaskCap::Owner, limit: 7, retry_after: Duration::from_secs(2) };
+        Box::pin(async move { Err(full) })
+    }
+    fn get<'a>(&'a self, _: &'a TaskOwner, _: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {
+        Box::pin(async { Err(TaskStoreError::Unavailable("connection refused".into())) })
+    }
+    fn change<'a>(&'a self, _: &'a str, _: TaskChange) -> BoxFuture<'a, Result<Option<TaskRecord>, TaskStoreError>> {
+        Box::pin(async { Err(TaskStoreError::NotFound) })
+    }
+    fn remove<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), TaskStoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn wait<'a>(&'a self, _: &'a TaskOwner, _: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {
+        Box::pin(async { Err(TaskStoreError::Unavailable("connection refused".into())) })
+    }
+    fn list<'a>(
+        &'a self,
+        _: &'a TaskOwner,
+        _: Option<&'a str>,
+        _: usize,
+    ) -> BoxFuture<'a, Result<TaskPage, TaskStoreError>> {
+        Box::pin(async { Err(TaskStoreError::InvalidCursor) })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stores_own_refusals_reach_the_client_as_the_overload_error_and_internal_errors() {
+    let mut s = Setup::new(1, Some(Arc::new(Refusing)));
+    let mut peer = s.session(0, ConnectOptions::default(), V).await;
+    let full = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 1}), 60_000)).await;
+    assert_eq!(full["error"]["code"], -32000, "{full}");
+    let data = &full["error"]["data"];
+    assert_eq!(
+        (data["scope"].clone(), data["limit"].clone(), data["retryAfterMs"].clone()),
+        (json!("owner"), json!(7), json!(2000))
+    );
+    for (n, method) in [(3, "tasks/get"), (4, "tasks/result")] {
+        let down = peer.call(n, method, json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
+        assert_eq!(down["error"]["code"], -32603, "{method}: {down}");
+        assert!(down["error"]["message"].as_str().unwrap().contains("unavailable: connection refused"), "{down}");
+    }
+    let listed = peer.call(5, "tasks/list", json!({"cursor": "anything"})).await;
+    assert_eq!(listed["error"]["code"], -32602, "{listed}");
     s.finish(vec![peer]).await;
 }
