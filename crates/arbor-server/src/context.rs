@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::principal::Principal;
+use crate::request::sink::TaskStatusSink;
 use crate::requester::Requester;
 
 /// What is known about the connection a request arrived on.
@@ -61,6 +62,9 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
     fn progress(&self, token: &ProgressToken, progress: f64, total: Option<f64>, message: Option<String>);
     /// Sends `notifications/message`.
     fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value);
+    /// Where a task this request creates sends `notifications/tasks/status` (2025-11-25):
+    /// the connection's standalone output, as the task outlives the request's route.
+    fn task_status_sink(&self) -> Option<TaskStatusSink>;
 }
 
 /// Whether a request is still running, shared by every context built for it and by the
@@ -331,6 +335,11 @@ impl RequestContext {
             input_state: None,
             sink: None,
         })
+    }
+
+    /// Where a task this request creates tells its session of status changes.
+    pub(crate) fn task_status_sink(&self) -> Option<TaskStatusSink> {
+        self.inner.sink.as_ref().and_then(|s| s.task_status_sink())
     }
 
     /// The instant the request will be stopped, if it has a deadline.

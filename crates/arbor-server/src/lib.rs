@@ -62,7 +62,9 @@ pub use requester::Requester;
 pub use router::{Router, RouterError, RouterHandle, ToolError};
 pub use serve::{ConnectOptions, Server};
 pub use subscription::{Channel, ChannelError, Flow, Subscribe, SubscriptionCapabilities, SubscriptionHandler};
-pub use tasks::{TaskConfig, TaskPolicy, TaskStart, TaskSupport};
+pub use tasks::{
+    MemoryTaskStore, TaskConfig, TaskOwner, TaskPolicy, TaskRecord, TaskStart, TaskStore, TaskStoreError, TaskSupport,
+};
 /// The type of [`RequestContext::cancellation_token`]: tokio-util's, the one cancellation
 /// type of the whole runtime, re-exported so handlers need no `tokio-util` line.
 pub use tokio_util::sync::CancellationToken;

@@ -46,7 +46,7 @@ use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
-use crate::tasks::{core_tasks_capability, TaskStore, TaskStreams};
+use crate::tasks::{core_tasks_capability, MemoryTaskStore, TaskStore, TaskStreams, Tasks};
 use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -120,8 +120,8 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) handshake: Handshake,
     pub(crate) per_request: PerRequest,
-    /// The tasks extension's records and runs (`crate::tasks`).
-    pub(crate) tasks: Arc<TaskStore>,
+    /// The tasks' store and this node's runs (`crate::tasks`).
+    pub(crate) tasks: Arc<Tasks>,
     /// The drain's signal to request tasks and streams (`crate::drain`).
     pub(crate) drain: crate::drain::DrainSignal,
 }
@@ -132,6 +132,7 @@ impl Shared {
         config: ServerConfig,
         bus: Arc<dyn Bus>,
         user_handlers: Vec<Arc<dyn ErasedHandler>>,
+        store: Option<Arc<dyn TaskStore>>,
     ) -> Shared {
         let info = handler.info();
         let mut capabilities = handler.capabilities();
@@ -147,8 +148,9 @@ impl Shared {
             // revision only (`legacy_capabilities`).
             capabilities.tasks = Some(core_tasks_capability());
         }
-        let tasks = Arc::new(TaskStore::new(config.tasks.clone(), bus.clone(), offered));
-        let task_streams = TaskStreams { store: tasks.clone() };
+        let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(&config.tasks)));
+        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered));
+        let task_streams = TaskStreams { tasks: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
             .cloned()
@@ -217,7 +219,7 @@ impl Server {
 
     /// A server for a shared handler.
     pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
-        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new());
+        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
         Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
     }
 
@@ -226,7 +228,20 @@ impl Server {
     /// Configure before connecting: a server already serving keeps its bus.
     pub fn with_bus(self, bus: Arc<dyn Bus>) -> Server {
         let s = &self.shared;
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone());
+        let store = Some(s.tasks.store.clone());
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store);
+        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+    }
+
+    /// The same server keeping its task records in `store` (default: a
+    /// [`MemoryTaskStore`] with [`ServerConfig::tasks`]' caps). Servers sharing one store
+    /// serve each other's tasks to their owners (`tasks/get`, `tasks/result`,
+    /// `tasks/list`, `tasks/cancel`); a run and its input stay on the server that started
+    /// it. Configure before connecting: a server already serving keeps its store.
+    pub fn with_task_store(self, store: Arc<dyn TaskStore>) -> Server {
+        let s = &self.shared;
+        let (bus, handlers) = (s.bus.clone(), s.user_handlers.clone());
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store));
         Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
     }
 
@@ -238,7 +253,8 @@ impl Server {
         let s = &self.shared;
         let mut handlers = s.user_handlers.clone();
         handlers.push(Arc::new(Erased(handler)));
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers);
+        let store = Some(s.tasks.store.clone());
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store);
         Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
     }
 

@@ -39,7 +39,7 @@ use crate::connection::{inspect, ConnMsg, ConnectionActor, ConnectionArgs, Conne
 use crate::error::{ConnectError, StartError};
 use crate::observe::{Refusals, ServerView, TenantLoad, ViewNode};
 use crate::requester::RequesterSlots;
-use crate::tasks::TaskStore;
+use crate::tasks::Tasks;
 
 /// The tenant every connection belongs to when nothing identifies tenants.
 pub const DEFAULT_TENANT: &str = "default";
@@ -279,8 +279,8 @@ impl Tree {
     }
 
     /// The tree as operators see it: the snapshot, with each tenant's connections asked
-    /// for their requests and streams, and the tasks extension's tasks.
-    pub(crate) async fn observe(&self, tasks: &TaskStore) -> ServerView {
+    /// for their requests and streams, and the task runs going on this node.
+    pub(crate) async fn observe(&self, tasks: &Tasks) -> ServerView {
         let mut root = ViewNode::from_snapshot(&self.root.snapshot().await);
         root.age_ms = Some(self.started.elapsed().as_millis() as u64);
         if let Some(node) = root.children.iter_mut().find(|c| c.id == "tasks") {

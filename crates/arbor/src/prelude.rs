@@ -41,6 +41,10 @@ pub use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, SubscribeOption
 #[cfg(feature = "server")]
 pub use arbor_server::router::{completion, Json, NoArgs, PromptRoute, ResourceRoute, TemplateRoute, ToolRoute};
 #[cfg(feature = "server")]
+pub use arbor_server::tasks::{
+    MemoryTaskStore, TaskChange, TaskConfig, TaskOwner, TaskPage, TaskRecord, TaskStore, TaskStoreError,
+};
+#[cfg(feature = "server")]
 pub use arbor_server::{
     Channel, ConnectOptions, Flow, InputRequired, ListChangeSender, ListChanges, ListKind, Principal, Reply,
     RequestContext, Router, RouterHandle, Server, ServerConfig, ServerHandler, Subscribe, SubscriptionCapabilities,

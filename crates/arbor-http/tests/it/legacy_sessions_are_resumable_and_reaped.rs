@@ -3,7 +3,9 @@
 //! an idle one is reaped; the standalone GET stream carries `list_changed` and resumes
 //! from `Last-Event-ID`; a POST stream carries a server-to-client request whose answer is
 //! a separate POST; SEP-1699 polling closes a waiting stream after its priming event and
-//! the client resumes it; the 2024-11-05 HTTP+SSE transport sends its endpoint event.
+//! the client resumes it; the 2024-11-05 HTTP+SSE transport sends its endpoint event; a
+//! 2025-11-25 task's `notifications/tasks/status` come on the standalone stream, and the
+//! task keeps no POST stream open.
 
 use std::time::Duration;
 
@@ -191,4 +193,58 @@ async fn the_2024_transport_names_its_post_endpoint_and_answers_on_the_stream() 
     until("the session closed with its stream", || s.http.stats().sse_sessions == 0).await;
     assert_eq!(send(call(3, "echo", json!({"message": "x"}))).await.unwrap().status(), 404);
     s.finish().await;
+}
+
+/// A 2025-11-25 task created by a POST: the POST's answer ends at once (the task does not
+/// hold its route), and the task's terminal status comes on the session's GET stream.
+#[tokio::test]
+async fn a_2025_11_25_tasks_status_comes_on_the_standalone_stream() {
+    let router = arbor_server::Router::new("tasks-over-http", "1").tool_route(crate::support::background_task());
+    let http = arbor_http::HttpServer::with_config(
+        arbor_server::Server::new(router),
+        HttpConfig::default().bind("127.0.0.1:0".parse().unwrap()),
+    );
+    let bound = http.bind().await.expect("bind");
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let stop = bound.shutdown_handle();
+    let run = tokio::spawn(bound.run());
+    let client = reqwest::Client::builder().timeout(crate::support::PATIENCE).build().unwrap();
+    let post = |body: Value, session: Option<&str>| {
+        let request = tests::peer::http::post(&client, &url, &body);
+        match session {
+            Some(session) => request.header("mcp-session-id", session.to_owned()),
+            None => request,
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+    let response = post(init, None).send().await.unwrap();
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let _ = response.bytes().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(initialized, Some(&session)).send().await.unwrap().status(), 202);
+    let get = client.get(&url).header("accept", "text/event-stream").header("mcp-session-id", &session);
+    let mut events = SseReader::new(get.send().await.unwrap());
+
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "background", "arguments": {}, "task": {"ttl": 60_000}}});
+    let response = post(call, Some(&session)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    // The whole answer, read to its end well before the task's TTL: the route was let go.
+    let body = String::from_utf8(response.bytes().await.unwrap().to_vec()).unwrap();
+    let line = body.lines().find(|l| l.contains("taskId")).unwrap_or_else(|| panic!("{body}"));
+    let created: Value = serde_json::from_str(line.trim_start_matches("data:").trim()).unwrap();
+    let id = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+
+    let status = loop {
+        let event = events.next_data().await.json();
+        if event["method"] == "notifications/tasks/status" {
+            break event;
+        }
+    };
+    assert_eq!(status["params"]["taskId"], json!(id), "{status}");
+    assert_eq!(status["params"]["status"], "completed", "{status}");
+    assert_eq!(status["params"]["ttl"], 60_000);
+    stop.shutdown();
+    tokio::time::timeout(crate::support::PATIENCE, run).await.unwrap().unwrap().unwrap();
 }

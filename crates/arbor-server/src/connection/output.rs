@@ -11,7 +11,7 @@
 //! Invariant: a frame handed to an output is a whole JSON-RPC message, or nothing (closed
 //! outputs drop it).
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use arbor_transport::FrameWriter;
 use arc_swap::ArcSwap;
@@ -107,6 +107,18 @@ impl Output {
         }
     }
 
+    /// A handle that writes here without keeping an endpoint's stream open: for what
+    /// outlives the connection's requests (a task telling its session of its status).
+    /// A byte stream's writer closes explicitly, so it is kept as is; a submission's
+    /// route is not lent out at all (its stream ends when its clones drop).
+    pub(crate) fn detached(&self) -> Option<DetachedOutput> {
+        match self {
+            Output::Frames(writer) => Some(DetachedOutput::Frames(writer.clone())),
+            Output::Standalone(route) => Some(DetachedOutput::Standalone(Arc::downgrade(route))),
+            Output::Route(_) => None,
+        }
+    }
+
     /// Whether it is a route (HTTP) rather than a byte stream.
     pub(crate) fn is_route(&self) -> bool {
         !matches!(self, Output::Frames(_))
@@ -116,6 +128,23 @@ impl Output {
     pub(crate) async fn close(&self) {
         if let Output::Frames(writer) = self {
             writer.close().await;
+        }
+    }
+}
+
+/// An output held by something that may outlive the connection ([`Output::detached`]).
+#[derive(Clone, Debug)]
+pub(crate) enum DetachedOutput {
+    Frames(FrameWriter),
+    Standalone(Weak<ArcSwap<Route>>),
+}
+
+impl DetachedOutput {
+    /// The output, while the connection still has it.
+    pub(crate) fn attach(&self) -> Option<Output> {
+        match self {
+            DetachedOutput::Frames(writer) => Some(Output::Frames(writer.clone())),
+            DetachedOutput::Standalone(route) => route.upgrade().map(Output::Standalone),
         }
     }
 }

@@ -105,6 +105,9 @@ impl ConnState {
                 // connection down with it.
                 std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
             }
+            // A blocking `tasks/result` waits for its task, which ends before its TTL (at
+            // most `tasks.ttl`): the request deadline alone would cut a long task's result.
+            ClientRequest::GetTaskPayload(_) => Some(config.default_deadline.max(config.tasks.ttl)),
             _ => None,
         }
         .unwrap_or(config.default_deadline);
@@ -113,7 +116,8 @@ impl ConnState {
         let (sink, requester) = match &self.current {
             None => (self.sink.clone(), self.me.clone()),
             Some(current) => (
-                Arc::new(ConnectionSink::new(current.output.clone())) as Arc<dyn RequestSink>,
+                Arc::new(ConnectionSink::with_standalone(current.output.clone(), self.output.clone()))
+                    as Arc<dyn RequestSink>,
                 self.me.with_output(current.output.clone()),
             ),
         };

@@ -144,7 +144,7 @@ impl RequestJob {
                     // 2025-11-25: the client asks for a task with `params.task`.
                     if let Some(ttl) = tasks::route_legacy_call(&shared, &subject, p.task.as_ref(), version)? {
                         p.task = None;
-                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl)?;
+                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl).await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
@@ -152,7 +152,8 @@ impl RequestJob {
                     let key = &shared.config.state_key;
                     let resumed =
                         input::modern::open(key, MethodName::CallTool, &subject, bound, state.as_deref(), responses)?;
-                    let created = tasks::call_as_task(&shared, p, &cx, version, (resumed.responses, resumed.state))?;
+                    let input = (resumed.responses, resumed.state);
+                    let created = tasks::call_as_task(&shared, p, &cx, version, input).await?;
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec
@@ -240,7 +241,7 @@ impl RequestJob {
                 tasks::serve_legacy_task_method(&shared, &id, request, &cx).await
             }
             request @ (ClientRequest::GetTask(_) | ClientRequest::CancelTask(_) | ClientRequest::UpdateTask(_)) => {
-                tasks::serve_task_method(&shared, &id, request, &cx, modern)
+                tasks::serve_task_method(&shared, &id, request, &cx, modern).await
             }
             // The connection answers or refuses everything else before spawning a task.
             other => Err(McpError::method_not_found(other.method().as_str())),

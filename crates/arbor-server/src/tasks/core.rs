@@ -8,13 +8,18 @@
 //! 2025-11-25 text says), the `CreateTaskResult` nests the task under `task`, the task
 //! carries `ttl` and `pollInterval` (not `ttlMs`, `pollIntervalMs`), its result is fetched
 //! with the blocking `tasks/result` (with the `related-task` `_meta`), and `tasks/cancel`
-//! of a terminal task is -32602. The run is the extension's `drive` under the root `tasks`
-//! supervisor, so a task outlives its request and its session, with one terminal status.
+//! of a terminal task is -32602. A tool result with `isError: true` makes the task
+//! `failed`, and `tasks/result` still returns that result (the extension keeps such a task
+//! `completed`). The run is the extension's `drive` under the root `tasks` supervisor, so
+//! a task outlives its request and its session, with one terminal status; it is stopped
+//! shortly before its TTL (`local.rs`), failing with -32603, so the failure can be read.
+//! Each status change is sent to the creating session as `notifications/tasks/status`
+//! (the full task in this wire's shape, without related-task `_meta`) while it is open.
 //!
 //! What this module is not: input during a legacy task. A handler inside a 2025-11-25
 //! task that asks for input fails the task at once with -32603 saying so (`run.rs`): the
-//! server→client request tied to the task, with `input_required` while it waits, is not
-//! built yet. Nor are `notifications/tasks/status` sent: they are optional; clients poll.
+//! server→client request tied to the task is not built here; the record's moves it needs
+//! are (`Entry::set_input_required`, `Entry::resume`).
 //!
 //! Invariant: a legacy task is created only for a request that asked for one with
 //! `params.task`, on a revision with core tasks, for a tool whose policy allows tasks;
@@ -30,7 +35,7 @@ use arbor_protocol::meta::RELATED_TASK;
 use arbor_protocol::method::encode_response;
 use arbor_protocol::methods::ClientRequest;
 use arbor_protocol::model::capabilities::TasksCapability;
-use arbor_protocol::model::common::{Cursor, JsonObject};
+use arbor_protocol::model::common::JsonObject;
 use arbor_protocol::model::tasks::{
     CancelTaskResult, ExperimentalCreateTaskResult, GetTaskResult, ListTasksResult, Task, TaskMetadata, TaskStatus,
 };
@@ -39,7 +44,7 @@ use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::{json, Value};
 
 use super::run::{drive_task, policy_of};
-use super::store::{Entry, Owner};
+use super::store::{TaskOwner, TaskRecord};
 use super::TaskSupport;
 use crate::context::RequestContext;
 use crate::serve::Shared;
@@ -118,19 +123,19 @@ pub(crate) fn clamp_ttl(requested: Option<i64>, max: Duration) -> Duration {
 }
 
 /// Creates the task for a legacy call and starts its run: the `CreateTaskResult`.
-pub(crate) fn call_as_legacy_task(
+pub(crate) async fn call_as_legacy_task(
     shared: &Arc<Shared>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     ttl: Duration,
 ) -> Result<ExperimentalCreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, ttl, (None, None))?;
+    let entry = drive_task(shared, params, cx, version, ttl, (None, None)).await?;
     Ok(ExperimentalCreateTaskResult::new(legacy(entry.view())))
 }
 
 /// The task as 2025-11-25 shows it: `ttl` and `pollInterval`, no extension members.
-fn legacy(mut task: Task) -> Task {
+pub(crate) fn legacy(mut task: Task) -> Task {
     task.ttl = task.ttl_ms.take();
     task.poll_interval = task.poll_interval_ms.take();
     task.input_requests = None;
@@ -139,8 +144,8 @@ fn legacy(mut task: Task) -> Task {
     task
 }
 
-fn owner(cx: &RequestContext) -> Owner {
-    Owner::of(cx.connection())
+fn owner(cx: &RequestContext) -> TaskOwner {
+    TaskOwner::of(cx.connection())
 }
 
 /// `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` of a legacy session, as
@@ -153,54 +158,47 @@ pub(crate) async fn serve_legacy_task_method(
     request: ClientRequest,
     cx: &RequestContext,
 ) -> Result<Vec<u8>, McpError> {
-    let (store, owner) = (&shared.tasks, owner(cx));
+    let (tasks, owner) = (&shared.tasks, owner(cx));
     match request {
         ClientRequest::GetTask(p) => {
-            let entry = store.find(&owner, &p.task_id)?;
-            Ok(encode_response(id, &GetTaskResult::from_task(legacy(entry.view()))))
+            let record = tasks.find(&owner, &p.task_id).await?;
+            Ok(encode_response(id, &GetTaskResult::from_task(legacy(record.to_task()))))
         }
-        ClientRequest::CancelTask(p) => {
-            let entry = store.find(&owner, &p.task_id)?;
-            if !entry.cancel() {
-                let status = serde_json::to_value(entry.status()).unwrap_or(Value::Null);
-                return Err(McpError::invalid_params(format!(
-                    "Cannot cancel task: it is already in terminal status {status}"
-                )));
+        ClientRequest::CancelTask(p) => match tasks.cancel(&owner, &p.task_id).await? {
+            Ok(record) => Ok(encode_response(id, &CancelTaskResult::from_task(legacy(record.to_task())))),
+            Err(terminal) => {
+                let status = serde_json::to_value(terminal.status).unwrap_or(Value::Null);
+                Err(McpError::invalid_params(format!("Cannot cancel task: it is already in terminal status {status}")))
             }
-            Ok(encode_response(id, &CancelTaskResult::from_task(legacy(entry.view()))))
-        }
+        },
         ClientRequest::GetTaskPayload(p) => {
-            let entry = store.find(&owner, &p.task_id)?;
-            Ok(encode_response(id, &payload(&entry).await?))
+            let record = tasks.store.wait(&owner, &p.task_id).await?;
+            Ok(encode_response(id, &payload(record)?))
         }
         ClientRequest::ListTasks(p) => {
-            let after = match p.cursor.as_deref() {
-                None => None,
-                Some(c) => Some(c.parse::<u64>().map_err(|_| McpError::invalid_params("Invalid cursor"))?),
-            };
-            let (page, next) = store.list(&owner, after, PAGE);
-            let mut result = ListTasksResult::new(page.iter().map(|e| legacy(e.view())).collect());
-            result.next_cursor = next.map(|n| Cursor::from(n.to_string()));
+            let page = tasks.store.list(&owner, p.cursor.as_deref(), PAGE).await?;
+            let mut result = ListTasksResult::new(page.tasks.iter().map(|r| legacy(r.to_task())).collect());
+            result.next_cursor = page.next_cursor;
             Ok(encode_response(id, &result))
         }
         other => Err(McpError::method_not_found(other.method().as_str())),
     }
 }
 
-/// `tasks/result`: waits for the terminal status, then the tool's result with the
-/// `related-task` `_meta`, or the task's error.
-async fn payload(entry: &Entry) -> Result<JsonObject, McpError> {
-    let (status, result, error) = entry.settled().await;
-    match status {
-        TaskStatus::Completed => {
+/// `tasks/result` of a terminal record: the tool's result with the `related-task`
+/// `_meta` (a completed task, or one failed by `isError`), or the task's error.
+fn payload(record: TaskRecord) -> Result<JsonObject, McpError> {
+    let TaskRecord { id, status, result, error, .. } = record;
+    match (status, result) {
+        (TaskStatus::Completed, result) | (TaskStatus::Failed, result @ Some(_)) => {
             let mut result = result.unwrap_or_default();
             let meta = result.entry("_meta").or_insert_with(|| json!({}));
             if let Value::Object(meta) = meta {
-                meta.insert(RELATED_TASK.into(), json!({ "taskId": entry.id }));
+                meta.insert(RELATED_TASK.into(), json!({ "taskId": id }));
             }
             Ok(result)
         }
-        TaskStatus::Failed => {
+        (TaskStatus::Failed, None) => {
             Err(error.map(McpError::from).unwrap_or_else(|| McpError::internal("Internal error: the task failed")))
         }
         _ => Err(McpError::invalid_params("Task was cancelled: it has no result")),

@@ -16,19 +16,28 @@
 //! The 2025-11-25 core tasks (`params.task`, `tasks/result`, `tasks/list`) are served
 //! from the same store and runs on legacy sessions of that revision (`core.rs`), under the
 //! `tasks` capability the server then advertises. Status changes reach listens that
-//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
-//! memory of the node that created them: with a bus shared across nodes, a client must
-//! reach the same node for `tasks/*`.
+//! name the task in `taskIds` as `notifications/tasks` (`notify.rs`), and the 2025-11-25
+//! session that created a task as `notifications/tasks/status` (`local.rs`).
+//!
+//! Records live in a [`TaskStore`] (`store.rs`; [`MemoryTaskStore`] by default, another
+//! with `Server::with_task_store`); runs, their wakeups and input answers stay in the
+//! node-local table of the server that started them (`local.rs`). Servers sharing a store
+//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; input
+//! for an extension task (`tasks/update`) must reach the server running it.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the
 //! principal, else the peer's address: [`Requester`](crate::Requester); any other gets the
 //! same -32602 as for an id that never existed); a task's record and its
-//! run both end by its TTL (the run's deadline is the TTL, the record is dropped once
-//! expired), and the store holds at most [`TaskConfig::max_tasks`] records, at most
-//! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
+//! run both end by its TTL (the run is stopped shortly before, failing the task, and the
+//! record is dropped once expired); the default store holds at most
+//! [`TaskConfig::max_tasks`] records, at most [`TaskConfig::max_tasks_per_owner`] of them
+//! for one owner (a store of one's own enforces caps of its own, refusing with
+//! [`TaskStoreError::Full`]).
 
 mod core;
+mod local;
+mod memory;
 mod notify;
 mod run;
 mod store;
@@ -42,9 +51,11 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use local::Tasks;
+pub use memory::MemoryTaskStore;
 pub(crate) use notify::TaskStreams;
 pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
-pub(crate) use store::TaskStore;
+pub use store::{TaskCap, TaskChange, TaskOwner, TaskPage, TaskRecord, TaskStore, TaskStoreError};
 
 /// The extension's identifier, as declared in `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -104,14 +115,16 @@ impl TaskPolicy {
 /// Limits and timings of the task store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskConfig {
-    /// How long a task is kept from its creation (`ttlMs`); its run is stopped at the
-    /// same instant if it has not finished. Default: 10 minutes.
+    /// How long a task is kept from its creation (`ttlMs`); its run is stopped shortly
+    /// before (one polling interval, at most a tenth of the TTL) if it has not finished,
+    /// failing the task, so the failure can still be read. Default: 10 minutes.
     pub ttl: Duration,
     /// The polling interval suggested to clients (`pollIntervalMs`). Default: 500 ms.
     pub poll_interval: Duration,
     /// The most task records kept at once, running or finished; a call that would
     /// create one more, once expired records are dropped, is refused with the overload
-    /// error (-32000). Default: 10,000.
+    /// error (-32000). Default: 10,000. The caps are the default store's
+    /// ([`MemoryTaskStore::new`]); a store given to `Server::with_task_store` has its own.
     pub max_tasks: usize,
     /// The most task records one owner (tenant and requester: the principal, else the
     /// peer's address) may hold at once; beyond it the overload error names the scope

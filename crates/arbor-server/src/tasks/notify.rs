@@ -18,8 +18,9 @@ use arbor_protocol::methods::ServerNotification;
 use arbor_protocol::model::subscriptions::SubscriptionFilter;
 use arbor_protocol::model::tasks::TaskStatusNotificationParams;
 
+use super::local::Tasks;
 use super::run::{declares_extension, missing_extension};
-use super::store::{Owner, TaskStore};
+use super::store::TaskOwner;
 use crate::subscription::{Channel, Flow, Subscribe, SubscriptionHandler};
 
 const TOPIC: &str = "mcp/tasks/";
@@ -31,7 +32,7 @@ pub(crate) fn topic(task_id: &str) -> String {
 
 /// Honours `taskIds` on listens.
 pub(crate) struct TaskStreams {
-    pub(crate) store: Arc<TaskStore>,
+    pub(crate) tasks: Arc<Tasks>,
 }
 
 impl SubscriptionHandler for TaskStreams {
@@ -43,15 +44,18 @@ impl SubscriptionHandler for TaskStreams {
             return Subscribe::Accept(());
         }
         let connection = channel.connection();
-        if self.store.offered && !declares_extension(&connection.client_capabilities) {
+        if self.tasks.offered && !declares_extension(&connection.client_capabilities) {
             return Subscribe::Reject(missing_extension());
         }
-        let owner = Owner::of(connection);
-        let honoured: Vec<String> = if self.store.offered {
-            asked.iter().filter(|id| self.store.find(&owner, id).is_ok()).cloned().collect()
-        } else {
-            Vec::new()
-        };
+        let owner = TaskOwner::of(connection);
+        let mut honoured = Vec::new();
+        if self.tasks.offered {
+            for id in asked {
+                if self.tasks.find(&owner, id).await.is_ok() {
+                    honoured.push(id.clone());
+                }
+            }
+        }
         let options = channel.shared.options;
         for id in &honoured {
             let _ = channel.join(&topic(id), options);

@@ -2,9 +2,10 @@
 //! handler as one, and answering `tasks/get`, `tasks/update` and `tasks/cancel`.
 //!
 //! Called from the request job (`request/mod.rs`) with the request's context; the run
-//! itself is a task on the store's supervisor and calls the same `ServerHandler::call_tool`
-//! a direct call would. This module does not hold records (`store.rs` does) and does not
-//! write frames of its own accord: it returns the result for the request job to encode.
+//! itself is a task on the `tasks` supervisor (started by `local.rs`) and calls the same
+//! `ServerHandler::call_tool` a direct call would. This module does not hold records (the
+//! [`TaskStore`](super::TaskStore) does) or runs (`local.rs`), and does not write frames of
+//! its own accord: it returns the result for the request job to encode.
 //!
 //! Invariant: nothing here answers `resultType: "task"` to a request that did not declare
 //! the extension, and every `tasks/*` request is checked for the extension (-32021) before
@@ -20,12 +21,13 @@ use arbor_protocol::methods::ClientRequest;
 use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::common::{EmptyResult, ResultType};
 use arbor_protocol::model::mrtr::InputResponses;
-use arbor_protocol::model::tasks::{CreateTaskResult, GetTaskResult, Task};
+use arbor_protocol::model::tasks::{CreateTaskResult, GetTaskResult, Task, TaskStatus};
 use arbor_protocol::model::tools::CallToolRequestParams;
 use arbor_protocol::version::{Era, ProtocolVersion};
 use serde_json::{json, Value};
 
-use super::store::{Entry, Owner};
+use super::local::Entry;
+use super::store::TaskOwner;
 use super::{TaskPolicy, TaskStart, TaskSupport, TASKS_EXTENSION};
 use crate::context::{RequestContext, RequestSignal};
 use crate::input::needs::{self, Refusal};
@@ -50,8 +52,8 @@ pub(crate) fn missing_extension() -> McpError {
     McpError::missing_client_capability(json!({ "extensions": { TASKS_EXTENSION: {} } }))
 }
 
-fn owner(cx: &RequestContext) -> Owner {
-    Owner::of(cx.connection())
+fn owner(cx: &RequestContext) -> TaskOwner {
+    TaskOwner::of(cx.connection())
 }
 
 /// Decides how a call of `tool` is served. `modern`: the request is 2026-07-28 (the
@@ -96,20 +98,21 @@ pub(crate) fn policy_of(shared: &Shared, tool: &str) -> TaskPolicy {
 /// Creates the task for a call and starts its run; returns the `CreateTaskResult`, which
 /// is only answered once `tasks/get` resolves the task. `input`: the answers and state of
 /// a verified MRTR retry, for the run's first call of the handler.
-pub(crate) fn call_as_task(
+pub(crate) async fn call_as_task(
     shared: &Arc<Shared>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<CreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, input)?;
+    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, input).await?;
     Ok(created(entry.view()))
 }
 
 /// Creates a task record kept for `ttl` and starts the handler's run under the `tasks`
-/// supervisor: the part both eras share.
-pub(crate) fn drive_task(
+/// supervisor: the part both eras share. A 2025-11-25 task's session is told of its
+/// status changes (`notifications/tasks/status`), through the request's sink.
+pub(crate) async fn drive_task(
     shared: &Arc<Shared>,
     params: CallToolRequestParams,
     cx: &RequestContext,
@@ -117,15 +120,16 @@ pub(crate) fn drive_task(
     ttl: std::time::Duration,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<Arc<Entry>, McpError> {
-    let store = &shared.tasks;
-    let entry = store.create(owner(cx), ttl)?;
+    let tasks = &shared.tasks;
+    let watcher = (version.era() != Era::Modern).then(|| cx.task_status_sink()).flatten();
+    let entry = tasks.create(owner(cx), ttl, watcher).await?;
     let signal = Arc::new(RequestSignal::default());
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
     // The run's span, a child of the request's: it outlives the request, as the task does.
     let span = crate::telemetry::task_span(&params.name, &entry.id, cx.connection());
     let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
     let run = tracing::Instrument::instrument(run, span);
-    store.spawn(&entry, Box::pin(run))?;
+    tasks.spawn(&entry, Box::pin(run)).await?;
     Ok(entry)
 }
 
@@ -163,11 +167,17 @@ async fn drive(
             Ok(Reply::Complete(mut result)) => {
                 let span = tracing::Span::current();
                 let payloads = shared.config.trace_tool_payloads;
-                crate::telemetry::record_tool_result(&span, result.is_error == Some(true), &result, payloads);
+                let is_error = result.is_error == Some(true);
+                crate::telemetry::record_tool_result(&span, is_error, &result, payloads);
                 result.shape(version, &cache);
                 match serde_json::to_value(&result) {
-                    Ok(Value::Object(object)) => entry.complete(object),
-                    _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")),
+                    // 2025-11-25: "this includes cases where the tool call result has
+                    // isError set to true"; the extension keeps such a task `completed`.
+                    Ok(Value::Object(object)) if is_error && version.era() != Era::Modern => {
+                        entry.fail_with_result(object).await
+                    }
+                    Ok(Value::Object(object)) => entry.complete(object).await,
+                    _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")).await,
                 }
                 break;
             }
@@ -180,7 +190,8 @@ async fn drive(
                     &McpError::internal(
                         "Internal error: the tool asked for input, which a 2025-11-25 task cannot gather yet",
                     ),
-                );
+                )
+                .await;
                 break;
             }
             Ok(Reply::InputRequired(asked)) => {
@@ -192,32 +203,33 @@ async fn drive(
                             "Internal error: the tool asked for input more than {} times",
                             shared.config.max_input_rounds
                         )),
-                    );
+                    )
+                    .await;
                     break;
                 }
                 if asked.requests.is_empty() {
-                    fail(&entry, &McpError::internal("Internal error: the tool asked for input but named none"));
+                    fail(&entry, &McpError::internal("Internal error: the tool asked for input but named none")).await;
                     break;
                 }
                 match needs::check(&asked.requests, cx.client_capabilities(), None) {
                     Ok(()) => {}
                     Err(Refusal::Undeclared { required, .. }) => {
-                        fail(&entry, &McpError::missing_client_capability(required));
+                        fail(&entry, &McpError::missing_client_capability(required)).await;
                         break;
                     }
                     Err(Refusal::Unsupported { detail }) => {
-                        fail(&entry, &McpError::internal(detail));
+                        fail(&entry, &McpError::internal(detail)).await;
                         break;
                     }
                 }
-                if !entry.ask(asked.requests) {
+                if !entry.ask(asked.requests).await {
                     break;
                 }
                 let answers = entry.answers().await;
                 input = Some((Some(answers), asked.state));
             }
             Err(error) => {
-                fail(&entry, &error);
+                fail(&entry, &error).await;
                 break;
             }
         }
@@ -226,15 +238,15 @@ async fn drive(
 }
 
 /// Fails the task, and says so on the run's span (the current one).
-fn fail(entry: &Entry, error: &McpError) {
+async fn fail(entry: &Entry, error: &McpError) {
     crate::telemetry::record_error(&tracing::Span::current(), error);
-    entry.fail(error);
+    entry.fail(error).await;
 }
 
 /// `tasks/get`, `tasks/update` and `tasks/cancel`, answered as encoded response frames.
 /// -32601 outside 2026-07-28 (the 2025-11-25 core tasks are not served), -32021 when the
 /// request did not declare the extension, -32602 for an id this requester cannot see.
-pub(crate) fn serve_task_method(
+pub(crate) async fn serve_task_method(
     shared: &Shared,
     id: &RequestId,
     request: ClientRequest,
@@ -248,18 +260,27 @@ pub(crate) fn serve_task_method(
     if !declares_extension(cx.client_capabilities()) {
         return Err(missing_extension());
     }
-    let (store, owner) = (&shared.tasks, owner(cx));
+    let (tasks, owner) = (&shared.tasks, owner(cx));
     match request {
         ClientRequest::GetTask(p) => {
-            let entry = store.find(&owner, &p.task_id)?;
-            Ok(encode_response(id, &got(entry.view())))
+            let record = tasks.find(&owner, &p.task_id).await?;
+            Ok(encode_response(id, &got(record.to_task())))
         }
         ClientRequest::CancelTask(p) => {
-            let _ = store.find(&owner, &p.task_id)?.cancel();
+            let _ = tasks.cancel(&owner, &p.task_id).await?;
             Ok(encode_response(id, &EmptyResult::complete()))
         }
         ClientRequest::UpdateTask(p) => {
-            store.find(&owner, &p.task_id)?.update(p.input_responses)?;
+            let record = tasks.find(&owner, &p.task_id).await?;
+            match tasks.local(&p.task_id) {
+                Some(entry) => entry.update(&record, p.input_responses).await?,
+                // Answers reach only the node running the task; a record waiting for
+                // input whose run is elsewhere (or gone) cannot take them here.
+                None if record.status == TaskStatus::InputRequired => {
+                    return Err(McpError::internal("Internal error: the task's run is not on this server"))
+                }
+                None => {}
+            }
             Ok(encode_response(id, &EmptyResult::complete()))
         }
         _ => Err(McpError::method_not_found(method.as_str())),

@@ -13,6 +13,7 @@ mod cancelled_request_stops_its_task;
 mod closed_endpoints_give_their_memory_back;
 mod connection_survives_handler_panic;
 mod core_tasks_serve_the_2025_11_25_wire;
+mod core_tasks_share_a_store_notify_and_fail;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
 mod every_message_matches_the_negotiated_schema;
