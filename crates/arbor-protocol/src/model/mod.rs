@@ -54,5 +54,6 @@ pub mod roots;
 pub mod sampling;
 pub mod subscriptions;
 pub mod tasks;
+pub mod timestamp;
 pub mod tools;
 pub mod utilities;

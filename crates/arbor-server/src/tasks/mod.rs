@@ -41,7 +41,6 @@ mod memory;
 mod notify;
 mod run;
 mod store;
-mod wire;
 
 use std::time::Duration;
 

@@ -29,10 +29,10 @@ use arbor_protocol::model::mrtr::InputRequests;
 use arbor_protocol::model::tasks::{Task, TaskStatus};
 use futures::future::BoxFuture;
 
-use super::wire::iso8601;
 use crate::context::ConnectionInfo;
 use crate::error::{tasks_overloaded, TaskBound};
 use crate::requester::Requester;
+use arbor_protocol::model::timestamp::iso8601;
 
 /// Who may see a task, and whose cap it counts against: the tenant and the requester of
 /// the request that created it ([`Requester`]: the authenticated principal, else the

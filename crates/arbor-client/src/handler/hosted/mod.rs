@@ -18,7 +18,6 @@
 //! Invariant: with hosting off, the client neither declares `tasks` nor answers `tasks/*`
 //! (-32601), and `params.task` is ignored (the request is answered inline).
 
-mod clock;
 mod store;
 
 use std::sync::Arc;

@@ -28,9 +28,9 @@ use serde_json::{json, Value};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::clock::iso8601;
 use super::HostedTasks;
 use crate::handler::error::{Failure, HandlerStartError};
+use arbor_protocol::model::timestamp::iso8601;
 
 /// Where frames the client sends on its own (status notifications) go: set by the
 /// connection, which owns the link.

@@ -1,14 +1,15 @@
 //! Task timestamps on the wire: RFC 3339 / ISO 8601 in UTC with milliseconds
 //! (`2026-07-28T10:30:00.000Z`), as `createdAt` and `lastUpdatedAt` need.
 //!
-//! Only formatting, from the system clock's `SystemTime`; timing decisions (TTL,
-//! expiry) use tokio's `Instant` elsewhere, so they follow a paused clock in tests.
+//! Only formatting of a `SystemTime` the caller read (no clock is read here); timing
+//! decisions (TTL, expiry) use tokio's `Instant` in the server and the client, so they
+//! follow a paused clock in tests. One formatter for both sides of a task.
 //! Invariant: the output always matches `YYYY-MM-DDThh:mm:ss.mmmZ`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Formats `time` as `YYYY-MM-DDThh:mm:ss.mmmZ` (times before 1970 print as the epoch).
-pub(crate) fn iso8601(time: SystemTime) -> String {
+pub fn iso8601(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
