@@ -47,6 +47,19 @@ impl ConnectionHandle {
         ConnectionHandle { actor: self.actor.clone(), output: Some(output) }
     }
 
+    /// The same connection, with server-to-client requests sent to its own output (the
+    /// byte stream, or an endpoint's standalone route): what outlives the request whose
+    /// handle this was, for a task that asks the client later.
+    pub(crate) fn session(&self) -> ConnectionHandle {
+        ConnectionHandle { actor: self.actor.clone(), output: None }
+    }
+
+    /// Whether a request made through this handle can reach the client now: the
+    /// connection runs and its route (if it has one of its own) is still read.
+    pub(crate) fn reaches_client(&self) -> bool {
+        self.is_alive() && !self.output.as_ref().is_some_and(Output::is_closed)
+    }
+
     /// Casts a message to the actor; `false` when it has stopped.
     pub(crate) fn cast(&self, msg: ConnMsg) -> bool {
         self.actor.cast(msg).is_ok()

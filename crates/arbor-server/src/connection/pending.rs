@@ -1,8 +1,8 @@
 //! Server-to-client requests waiting for the client's answer (legacy era only).
 //!
-//! When a legacy request task needs input, the connection sends `elicitation/create`,
-//! `sampling/createMessage` or `roots/list` with a fresh id and files the waiting task's
-//! reply channel here under that id. The client's response is decoded with the pending
+//! When a legacy request task (or a 2025-11-25 task's run) needs input, the connection
+//! sends `elicitation/create`, `sampling/createMessage` or `roots/list` with a fresh id
+//! and files the waiting task's reply channel here under that id. The client's response is decoded with the pending
 //! method's result type (never by guessing its shape) and sent back. On an endpoint the
 //! request goes out on the route of the submission whose task asked, and the client's
 //! answer arrives later in another submission; it is matched here by id all the same. It is not the request

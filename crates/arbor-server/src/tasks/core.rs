@@ -11,10 +11,12 @@
 //! of a terminal task is -32602. The run is the extension's `drive` under the root `tasks`
 //! supervisor, so a task outlives its request and its session, with one terminal status.
 //!
-//! What this module is not: input during a legacy task. A handler inside a 2025-11-25
-//! task that asks for input fails the task at once with -32603 saying so (`run.rs`): the
-//! server→client request tied to the task, with `input_required` while it waits, is not
-//! built yet. Nor are `notifications/tasks/status` sent: they are optional; clients poll.
+//! Input during a legacy task is the legacy driver of a direct call, run by the task
+//! (`legacy_input.rs`): the server→client requests carry the `related-task` `_meta`, go on
+//! the stream of a `tasks/result` blocked on the task if one is open, else to the session
+//! that created it, and the task is `input_required` while they wait. This module only
+//! files each blocked `tasks/result` for that purpose. `notifications/tasks/status` are
+//! not sent: they are optional; clients poll.
 //!
 //! Invariant: a legacy task is created only for a request that asked for one with
 //! `params.task`, on a revision with core tasks, for a tool whose policy allows tasks;
@@ -38,9 +40,10 @@ use arbor_protocol::model::tools::{CallToolRequestParams, Tool};
 use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::{json, Value};
 
-use super::run::{drive_task, policy_of};
+use super::run::{drive_task, policy_of, RunInput};
 use super::store::{Entry, Owner};
 use super::TaskSupport;
+use crate::connection::ConnectionHandle;
 use crate::context::RequestContext;
 use crate::serve::Shared;
 
@@ -118,14 +121,17 @@ pub(crate) fn clamp_ttl(requested: Option<i64>, max: Duration) -> Duration {
 }
 
 /// Creates the task for a legacy call and starts its run: the `CreateTaskResult`.
+/// `session`: the requester of the `tools/call`, whose session the task's input requests
+/// go to once the call has been answered.
 pub(crate) fn call_as_legacy_task(
     shared: &Arc<Shared>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     ttl: Duration,
+    session: ConnectionHandle,
 ) -> Result<ExperimentalCreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, ttl, (None, None))?;
+    let entry = drive_task(shared, params, cx, version, ttl, RunInput::Legacy(session.session()))?;
     Ok(ExperimentalCreateTaskResult::new(legacy(entry.view())))
 }
 
@@ -152,6 +158,7 @@ pub(crate) async fn serve_legacy_task_method(
     id: &RequestId,
     request: ClientRequest,
     cx: &RequestContext,
+    requester: &ConnectionHandle,
 ) -> Result<Vec<u8>, McpError> {
     let (store, owner) = (&shared.tasks, owner(cx));
     match request {
@@ -171,6 +178,8 @@ pub(crate) async fn serve_legacy_task_method(
         }
         ClientRequest::GetTaskPayload(p) => {
             let entry = store.find(&owner, &p.task_id)?;
+            // While it waits, the task's input requests go on this request's stream.
+            let _waiting = shared.result_waiters.wait_on(&entry.id, requester.clone());
             Ok(encode_response(id, &payload(&entry).await?))
         }
         ClientRequest::ListTasks(p) => {

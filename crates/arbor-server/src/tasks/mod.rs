@@ -15,7 +15,9 @@
 //!
 //! The 2025-11-25 core tasks (`params.task`, `tasks/result`, `tasks/list`) are served
 //! from the same store and runs on legacy sessions of that revision (`core.rs`), under the
-//! `tasks` capability the server then advertises. Status changes reach listens that
+//! `tasks` capability the server then advertises; there the handler's input is asked of
+//! the client with server→client requests carrying the `related-task` `_meta`, the task
+//! `input_required` while they wait (`legacy_input.rs`). Status changes reach listens that
 //! name the task in `taskIds` as `notifications/tasks` (`notify.rs`). Records live in the
 //! memory of the node that created them: with a bus shared across nodes, a client must
 //! reach the same node for `tasks/*`.
@@ -29,6 +31,7 @@
 //! [`TaskConfig::max_tasks_per_owner`] of them for one owner.
 
 mod core;
+mod legacy_input;
 mod notify;
 mod run;
 mod store;
@@ -42,6 +45,7 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use legacy_input::ResultWaiters;
 pub(crate) use notify::TaskStreams;
 pub(crate) use run::{call_as_task, route_call, serve_task_method, CallRoute};
 pub(crate) use store::TaskStore;

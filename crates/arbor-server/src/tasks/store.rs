@@ -498,6 +498,32 @@ impl Entry {
         true
     }
 
+    /// A 2025-11-25 task's run sent the client a request of its own and waits for the
+    /// answer: `working` → `input_required`, published like [`Entry::ask`]. Nothing is
+    /// listed (the legacy wire has no `inputRequests`). False if the task already ended.
+    pub(crate) fn awaiting_input(&self) -> bool {
+        self.shift(TaskStatus::Working, TaskStatus::InputRequired)
+    }
+
+    /// The client answered what [`Entry::awaiting_input`] waited for: back to `working`.
+    pub(crate) fn resumed(&self) -> bool {
+        self.shift(TaskStatus::InputRequired, TaskStatus::Working)
+    }
+
+    /// `from` → `to`, published; false (nothing changed) unless the status was `from`.
+    fn shift(&self, from: TaskStatus, to: TaskStatus) -> bool {
+        {
+            let mut state = self.state.lock();
+            if state.status != from {
+                return false;
+            }
+            state.status = to;
+            state.updated_at = SystemTime::now();
+        }
+        self.announce();
+        true
+    }
+
     /// `tasks/update`: records answers to outstanding requests (unknown and already
     /// answered keys are ignored, as the spec asks); once none is outstanding, the run
     /// resumes. An answer of the wrong kind for an outstanding key refuses the whole

@@ -12,6 +12,7 @@ mod batches_are_answered_with_one_array;
 mod cancelled_request_stops_its_task;
 mod closed_endpoints_give_their_memory_back;
 mod connection_survives_handler_panic;
+mod core_tasks_ask_the_client_for_input;
 mod core_tasks_serve_the_2025_11_25_wire;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
