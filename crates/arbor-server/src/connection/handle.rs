@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
-use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
+use super::client_tasks::{self, Answer, Ask};
 use super::output::Output;
 use super::ConnMsg;
 use crate::input::ClientRequester;
@@ -107,18 +107,15 @@ impl Drop for Abandon<'_> {
     }
 }
 
-impl ClientRequester for ConnectionHandle {
-    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+impl ConnectionHandle {
+    /// Sends `ask` to the client under a fresh id and waits for its answer; forgotten
+    /// (and cancelled towards the client) if the waiter goes away first.
+    pub(crate) async fn ask(&self, ask: Ask) -> Result<Answer, McpError> {
         let (reply, answer) = oneshot::channel();
         let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
-        let method = match &request {
-            InputRequest::Elicit(_) => MethodName::Elicit,
-            InputRequest::CreateMessage(_) => MethodName::CreateMessage,
-            InputRequest::ListRoots(_) => MethodName::ListRoots,
-        };
-        let span = crate::telemetry::outgoing_span(method.as_str(), &id);
+        let span = crate::telemetry::outgoing_span(ask.method().as_str(), &id);
         self.actor
-            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply, output: self.output.clone() })
+            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(ask), reply, output: self.output.clone() })
             .map_err(|_| McpError::internal("the connection to the client is closed"))?;
         let mut abandon = Abandon { handle: self, id: Some(id) };
         let answered = tracing::Instrument::instrument(answer, span.clone()).await;
@@ -130,6 +127,17 @@ impl ClientRequester for ConnectionHandle {
             crate::telemetry::record_client_error(&span, err);
         }
         answered
+    }
+}
+
+impl ClientRequester for ConnectionHandle {
+    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+        let method = client_tasks::input_method(&request);
+        match self.ask(Ask::Input(request)).await? {
+            Answer::Input(answer) => Ok(answer),
+            // The client runs it as a task (`client_tasks`): follow it to its result.
+            Answer::Task(task) => client_tasks::follow(self, task, method).await,
+        }
     }
 }
 

@@ -28,6 +28,7 @@
 //! a cancelled request is never answered.
 
 mod batch;
+mod client_tasks;
 mod handle;
 pub(crate) mod inbound;
 pub(crate) mod inspect;
@@ -47,13 +48,13 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::methods::ClientNotification;
 use arbor_protocol::model::logging::LoggingLevel;
-use arbor_protocol::model::mrtr::InputRequest;
 use arbor_transport::{FrameReader, FrameWriter};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use batch::BatchReply;
+use client_tasks::Ask;
 pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
@@ -91,9 +92,10 @@ pub(crate) enum ConnMsg {
         requester: Option<Requester>,
         principal: Option<Arc<Principal>>,
     },
-    /// A request task asks the client for input (legacy era), under a fresh id; `output`
-    /// is the route of the task's submission (endpoints), else the connection's output.
-    Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx, output: Option<Output> },
+    /// A request task (or a task's run) asks the client for input (legacy era), or about a
+    /// task the client runs for it, under a fresh id; `output` is the route of the task's
+    /// submission (endpoints), else the connection's output.
+    Ask { id: RequestId, request: Box<Ask>, reply: AnswerTx, output: Option<Output> },
     /// The task waiting on server-to-client request `id` went away (cancelled, timed out).
     Forget { id: RequestId },
     /// A legacy (un)subscription the handler agreed to; answered once it is in effect.
@@ -315,7 +317,15 @@ impl Actor for ConnectionActor {
             }
             ConnMsg::Ask { id, request, reply, output } => {
                 let output = output.unwrap_or_else(|| state.output.clone());
-                state.pending.ask(output, id, *request, reply);
+                // Run as a task on the client, if the server opted in and the client can.
+                let ttl = match &*request {
+                    Ask::Input(input) => {
+                        let info = state.legacy.as_ref().map(|l| &*l.info);
+                        client_tasks::augment_ttl(state.shared.config.client_tasks, info, input)
+                    }
+                    _ => None,
+                };
+                state.pending.ask(output, id, *request, ttl, reply);
             }
             ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),

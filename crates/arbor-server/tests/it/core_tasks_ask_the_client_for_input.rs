@@ -3,7 +3,9 @@
 //! `elicitation/create` with the `related-task` `_meta` to the session, the task shows
 //! `input_required` meanwhile and `working` once answered, and `tasks/result` returns what
 //! the handler built from the answer. A client error, a closed session and an undeclared
-//! capability each fail the task with -32603. Time is tokio's paused clock.
+//! capability each fail the task with -32603; with `ServerConfig::client_tasks`, the
+//! elicitation itself runs as a task on the client, followed to its answer while the
+//! server's task waits. Time is tokio's paused clock.
 
 use std::time::Duration;
 
@@ -66,8 +68,12 @@ struct Setup {
 
 impl Setup {
     fn new() -> Setup {
+        Setup::with_config(ServerConfig::default())
+    }
+
+    fn with_config(config: ServerConfig) -> Setup {
         let gauge = Gauge::new();
-        let config = ServerConfig::default().tasks(TaskConfig::default()).gauge(gauge.clone());
+        let config = config.tasks(TaskConfig::default()).gauge(gauge.clone());
         Setup { server: Server::with_config(router(), config), gauge, connections: Vec::new() }
     }
 
@@ -215,5 +221,31 @@ async fn an_undeclared_capability_fails_the_task_with_required_capabilities() {
     assert_eq!(result["error"]["code"], -32603, "{result}");
     assert_eq!(result["error"]["data"]["requiredCapabilities"], json!({"elicitation": {}}), "{result}");
     assert_eq!(status(&mut peer, 4, &task).await, "failed");
+    s.finish(vec![peer]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn inside_a_task_the_elicitation_may_run_as_a_task_on_the_client() {
+    let mut s = Setup::with_config(ServerConfig::default().client_tasks(Duration::from_secs(30)));
+    let mut peer = s.session(json!({"elicitation": {}, "tasks": {"requests": {"elicitation": {"create": {}}}}})).await;
+    let task = start(&mut peer, 2, 0).await;
+    let asked = next_request(&mut peer).await;
+    assert_eq!(asked["params"]["_meta"][RELATED], json!({"taskId": task}), "{asked}");
+    assert_eq!(asked["params"]["task"], json!({"ttl": 30_000}), "{asked}");
+    let client_task = |status: &str| {
+        json!({"taskId": "on-client", "status": status, "createdAt": "2025-11-25T10:00:00Z",
+            "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 30_000, "pollInterval": 200})
+    };
+    peer.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"task": client_task("working")}}));
+    let polled = next_request(&mut peer).await;
+    assert_eq!(polled["method"], "tasks/get", "{polled}");
+    // While the client's task runs, the server's waits for input.
+    assert_eq!(status(&mut peer, 3, &task).await, "input_required");
+    peer.send(json!({"jsonrpc": "2.0", "id": polled["id"], "result": client_task("completed")}));
+    let fetch = next_request(&mut peer).await;
+    assert_eq!(fetch["method"], "tasks/result", "{fetch}");
+    peer.send(json!({"jsonrpc": "2.0", "id": fetch["id"], "result": {"action": "accept", "content": {"name": "Eve"}}}));
+    let result = peer.call(4, "tasks/result", json!({"taskId": task})).await;
+    assert_eq!(result["result"]["content"][0]["text"], "hello Eve ({\"round\":1})", "{result}");
     s.finish(vec![peer]).await;
 }

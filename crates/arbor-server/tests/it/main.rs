@@ -10,6 +10,7 @@ mod an_endpoint_routes_what_each_submission_causes;
 mod bad_input_gets_the_spec_error;
 mod batches_are_answered_with_one_array;
 mod cancelled_request_stops_its_task;
+mod client_tasks_run_the_servers_requests;
 mod closed_endpoints_give_their_memory_back;
 mod connection_survives_handler_panic;
 mod core_tasks_ask_the_client_for_input;
