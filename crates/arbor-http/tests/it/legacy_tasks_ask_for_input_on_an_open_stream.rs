@@ -1,7 +1,8 @@
 //! Input during a 2025-11-25 task over Streamable HTTP, once the `tools/call` that created
 //! the task has been answered: the server's `elicitation/create` (with the `related-task`
 //! `_meta`) goes on the stream of a `tasks/result` blocked on the task when one is open,
-//! else on the session's GET stream; the answer, POSTed on its own, resumes the task.
+//! else on the session's GET stream while one is read, else it waits (the task
+//! `input_required`) for either; the answer, POSTed on its own, resumes the task.
 
 use std::sync::Arc;
 
@@ -146,6 +147,38 @@ async fn the_elicitation_goes_on_the_stream_of_the_blocked_tasks_result_and_its_
     assert_eq!(result["id"], 3, "{result}");
     assert_eq!(result["result"]["content"][0]["text"], "hello Ada", "{result}");
     assert_eq!(result["result"]["_meta"][RELATED], json!({"taskId": task}));
+    s.finish().await;
+}
+
+/// The spec's flow: the client polls, sees `input_required`, and only then opens
+/// `tasks/result`; with no GET stream read meanwhile, the request waited for that stream.
+#[tokio::test]
+async fn a_client_that_opens_tasks_result_on_seeing_input_required_gets_the_elicitation_there() {
+    let s = serve().await;
+    s.gate.add_permits(1);
+    let session = s.initialize().await;
+    let task = s.start(&session).await;
+    let mut n = 2;
+    until_async("the task waits for input", || {
+        n += 1;
+        let id = n;
+        let (s, session, task) = (&s, &session, &task);
+        async move {
+            let got = s.call(session, id, "tasks/get", json!({"taskId": task})).await;
+            (got["result"]["status"] == "input_required").then_some(())
+        }
+    })
+    .await;
+    let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tasks/result", "params": {"taskId": task}});
+    let response = s.post(Some(&session), body).await;
+    assert_eq!(response.status(), 200);
+    let mut events = SseReader::new(response);
+    let question = events.next_data().await.json();
+    assert_asks_for(&question, &task);
+    s.answer(&session, &question, "Cy").await;
+    let result = events.next_data().await.json();
+    assert_eq!(result["id"], 100, "{result}");
+    assert_eq!(result["result"]["content"][0]["text"], "hello Cy", "{result}");
     s.finish().await;
 }
 

@@ -15,7 +15,7 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use super::client_tasks::{self, Answer, Ask};
 use super::output::Output;
@@ -29,6 +29,8 @@ pub(crate) struct ConnectionHandle {
     /// Where server-to-client requests made through this handle go: the route of the
     /// submission whose request task holds it (endpoints), or the connection's own output.
     output: Option<Output>,
+    /// An endpoint's: whether a client reads its standalone route now.
+    standalone_read: Option<watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for ConnectionHandle {
@@ -39,19 +41,31 @@ impl std::fmt::Debug for ConnectionHandle {
 
 impl ConnectionHandle {
     pub(crate) fn new(actor: ActorRef<ConnMsg>) -> ConnectionHandle {
-        ConnectionHandle { actor, output: None }
+        ConnectionHandle { actor, output: None, standalone_read: None }
+    }
+
+    /// The same handle, knowing whether the endpoint's standalone route is read.
+    pub(crate) fn with_standalone_read(self, read: watch::Receiver<bool>) -> ConnectionHandle {
+        ConnectionHandle { standalone_read: Some(read), ..self }
     }
 
     /// The same connection, with server-to-client requests sent to `output`.
     pub(crate) fn with_output(&self, output: Output) -> ConnectionHandle {
-        ConnectionHandle { actor: self.actor.clone(), output: Some(output) }
+        ConnectionHandle { output: Some(output), ..self.clone() }
     }
 
     /// The same connection, with server-to-client requests sent to its own output (the
     /// byte stream, or an endpoint's standalone route): what outlives the request whose
     /// handle this was, for a task that asks the client later.
     pub(crate) fn session(&self) -> ConnectionHandle {
-        ConnectionHandle { actor: self.actor.clone(), output: None }
+        ConnectionHandle { output: None, ..self.clone() }
+    }
+
+    /// Whether the connection's own output is read by a client: always for a byte stream;
+    /// for an endpoint, while a client reads its standalone route. `None` with a byte
+    /// stream, else the receiver to wait for a change on.
+    pub(crate) fn standalone_read(&self) -> Option<watch::Receiver<bool>> {
+        self.standalone_read.clone()
     }
 
     /// Whether a request made through this handle can reach the client now: the

@@ -252,7 +252,7 @@ impl Actor for ConnectionActor {
             .shutdown_grace(STREAM_CLOSE_GRACE)
             .gauge(gauge.clone());
         let streams = OwnedTaskSupervisor::new(spec);
-        let me = ConnectionHandle::new(myself.clone());
+        let mut me = ConnectionHandle::new(myself.clone());
         let (output, endpoint, workers) = match io {
             Io::Stream { reader, writer } => {
                 let reader = tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()));
@@ -260,6 +260,9 @@ impl Actor for ConnectionActor {
             }
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
+        if let Some(endpoint) = &endpoint {
+            me = me.with_standalone_read(endpoint.standalone_read.subscribe());
+        }
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
         Ok(ConnState {

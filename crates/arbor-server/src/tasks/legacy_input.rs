@@ -9,9 +9,12 @@
 //! blocked on this task if one is open (the spec's requestor calls `tasks/result` on
 //! seeing `input_required`; over Streamable HTTP that is the POST's SSE stream, and the
 //! answer matched by id wherever it is POSTed), else on the creating session's own output
-//! (over HTTP the standalone route: the GET stream if one is read, else queued on it for
-//! the next GET, as any server→client message no request caused). The capability checks
-//! against `initialize` and the round limit are the driver's, exactly as in a direct call.
+//! if a client reads it (a byte stream always; over HTTP the standalone route while a GET
+//! stream is open: `Endpoint::standalone_reader`). Otherwise the request waits, the task
+//! `input_required`, until either opens: queued on the unread standalone route, it would
+//! be lost to the client the spec describes, which opens `tasks/result` on seeing
+//! `input_required`. The capability checks against `initialize` and the round limit are
+//! the driver's, exactly as in a direct call.
 //!
 //! It is not the modern `tasks/update` path (`run.rs`), and holds no timer: the run's TTL
 //! drops it, and dropping it forgets the requests still waiting.
@@ -31,6 +34,7 @@ use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult};
 use arbor_protocol::version::ProtocolVersion;
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::store::Entry;
 use crate::connection::ConnectionHandle;
@@ -44,6 +48,8 @@ use crate::serve::Shared;
 pub(crate) struct ResultWaiters {
     map: Mutex<HashMap<String, Vec<(u64, ConnectionHandle)>>>,
     next: AtomicU64,
+    /// Woken (every waiter) when a `tasks/result` is filed: a parked request may go.
+    filed: Notify,
 }
 
 impl ResultWaiters {
@@ -52,6 +58,7 @@ impl ResultWaiters {
     pub(crate) fn wait_on(&self, task_id: &str, handle: ConnectionHandle) -> Waiting<'_> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         self.map.lock().entry(task_id.to_owned()).or_default().push((n, handle));
+        self.filed.notify_waiters();
         Waiting { waiters: self, task_id: task_id.to_owned(), n }
     }
 
@@ -96,15 +103,40 @@ impl TaskRequester {
         TaskRequester { entry, session, waiters, outstanding: AtomicUsize::new(0) }
     }
 
-    /// Where the next request goes: a `tasks/result` stream of this task, else the session.
-    fn route(&self) -> Result<ConnectionHandle, McpError> {
-        if let Some(waiter) = self.waiters.pick(&self.entry.id) {
-            return Ok(waiter);
+    /// Where the next request goes: a `tasks/result` stream of this task, else the
+    /// session's own output if a client reads it (a byte stream always is; an endpoint's
+    /// standalone route while a GET stream is open). Otherwise the request waits, with
+    /// the task `input_required`, until one of those opens: a client that saw the status
+    /// and opened `tasks/result` after it must not find the request queued elsewhere.
+    async fn route(&self) -> Result<ConnectionHandle, McpError> {
+        loop {
+            let filed = self.waiters.filed.notified();
+            tokio::pin!(filed);
+            // Registered before looking, so a tasks/result filed in between still wakes us.
+            filed.as_mut().enable();
+            if let Some(waiter) = self.waiters.pick(&self.entry.id) {
+                return Ok(waiter);
+            }
+            if !self.session.is_alive() {
+                return Err(unreachable_client());
+            }
+            let Some(mut read) = self.session.standalone_read() else {
+                return Ok(self.session.clone());
+            };
+            if *read.borrow_and_update() {
+                return Ok(self.session.clone());
+            }
+            tokio::select! {
+                _ = filed => {}
+                changed = read.changed() => {
+                    if changed.is_err() {
+                        // The endpoint is gone: the liveness check above says so next.
+                        self.session.wait().await;
+                    }
+                }
+                _ = self.session.wait() => {}
+            }
         }
-        if self.session.is_alive() {
-            return Ok(self.session.clone());
-        }
-        Err(unreachable_client())
     }
 }
 
@@ -152,9 +184,9 @@ fn relate(mut request: InputRequest, task_id: &str) -> InputRequest {
 
 impl ClientRequester for TaskRequester {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
-        let handle = self.route()?;
         let request = relate(request, &self.entry.id);
         let _outstanding = Outstanding::start(self);
+        let handle = self.route().await?;
         let answered = handle.request(request).await;
         match answered {
             // The session closed under the request: say why, not just "closed".
