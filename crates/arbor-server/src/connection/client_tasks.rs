@@ -11,7 +11,8 @@
 //! augmentation, the plain result; [`follow`] polls the client's `tasks/get` at the
 //! `pollInterval` it suggests until the task is terminal or `input_required`, and fetches
 //! the result with `tasks/result`. The handler only ever sees the answer, as for a plain
-//! request.
+//! request. A task followed no longer (its waiter was cancelled or timed out) is
+//! cancelled with `tasks/cancel` when the client declared `tasks.cancel`, unanswered.
 //!
 //! It is not the pending table (`pending.rs` files each ask and matches its answer) nor a
 //! timer of its own: the request (or task run) that waits is dropped by its deadline, and
@@ -28,7 +29,7 @@ use std::time::Duration;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::method::{decode_result, encode_request};
-use arbor_protocol::methods::{CreateMessage, Elicit, GetTask, GetTaskPayload, ListRoots, MethodName};
+use arbor_protocol::methods::{CancelTask, CreateMessage, Elicit, GetTask, GetTaskPayload, ListRoots, MethodName};
 use arbor_protocol::model::elicitation::ElicitRequestParams;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use arbor_protocol::model::tasks::{TaskIdParams, TaskMetadata, TaskStatus};
@@ -49,6 +50,9 @@ pub(crate) enum Ask {
     GetTask(String),
     /// `tasks/result` of a task the client runs for an input request of `MethodName`.
     TaskResult(String, MethodName),
+    /// `tasks/cancel` of a task the client runs whose answer nobody waits for any more;
+    /// sent only to a client that declared `tasks.cancel`.
+    CancelTask(String),
 }
 
 impl Ask {
@@ -58,6 +62,7 @@ impl Ask {
             Ask::Input(request) => input_method(request),
             Ask::GetTask(_) => MethodName::GetTask,
             Ask::TaskResult(..) => MethodName::GetTaskPayload,
+            Ask::CancelTask(_) => MethodName::CancelTask,
         }
     }
 }
@@ -121,6 +126,14 @@ pub(crate) fn augment_ttl(
     requests.get(family)?.get(method).is_some().then_some(ttl)
 }
 
+/// Whether the client declared `tasks.cancel` (on a revision with core tasks).
+pub(crate) fn cancels(info: Option<&ConnectionInfo>) -> bool {
+    info.is_some_and(|i| {
+        i.protocol_version.supports(Feature::CoreTasks)
+            && i.client_capabilities.tasks.as_ref().is_some_and(|t| t.cancel.is_some())
+    })
+}
+
 /// The frame of `ask` under `id` (with `params.task` when `ttl` is given), and how to read
 /// its answer.
 pub(crate) fn encode(id: &RequestId, ask: Ask, ttl: Option<Duration>) -> (Expect, Vec<u8>) {
@@ -145,6 +158,7 @@ pub(crate) fn encode(id: &RequestId, ask: Ask, ttl: Option<Duration>) -> (Expect
         Ask::TaskResult(task_id, method) => {
             (Expect::Input(method), encode_request::<GetTaskPayload>(id, &TaskIdParams::new(task_id)))
         }
+        Ask::CancelTask(task_id) => (Expect::Task, encode_request::<CancelTask>(id, &TaskIdParams::new(task_id))),
     }
 }
 
@@ -197,6 +211,9 @@ pub(crate) async fn follow(
     mut task: ClientTask,
     method: MethodName,
 ) -> Result<InputResponse, McpError> {
+    // Dropped before the result is in (the waiter was cancelled or timed out): the
+    // client's task is cancelled too, rather than left running to its TTL.
+    let mut abandon = CancelOnDrop { handle, task_id: Some(task.task_id.clone()) };
     while matches!(task.status, TaskStatus::Working) {
         tokio::time::sleep(interval(&task)).await;
         task = match handle.ask(Ask::GetTask(task.task_id.clone())).await? {
@@ -209,8 +226,24 @@ pub(crate) async fn follow(
             }
         };
     }
-    match handle.ask(Ask::TaskResult(task.task_id, method)).await? {
+    let answer = handle.ask(Ask::TaskResult(task.task_id, method)).await;
+    abandon.task_id = None;
+    match answer? {
         Answer::Input(answer) => Ok(answer),
         Answer::Task(_) => Err(McpError::internal("The client answered tasks/result with a task")),
+    }
+}
+
+/// Cancels a client's task nobody follows any more, on drop (best effort, unanswered).
+struct CancelOnDrop<'a> {
+    handle: &'a ConnectionHandle,
+    task_id: Option<String>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(task_id) = self.task_id.take() {
+            self.handle.tell(Ask::CancelTask(task_id));
+        }
     }
 }

@@ -144,6 +144,15 @@ impl ConnectionHandle {
     }
 }
 
+impl ConnectionHandle {
+    /// Sends `ask` without waiting for (or keeping) its answer.
+    pub(crate) fn tell(&self, ask: Ask) {
+        let (reply, _) = oneshot::channel();
+        let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
+        let _ = self.actor.cast(ConnMsg::Ask { id, request: Box::new(ask), reply, output: self.output.clone() });
+    }
+}
+
 impl ClientRequester for ConnectionHandle {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
         let method = client_tasks::input_method(&request);

@@ -321,11 +321,11 @@ impl Actor for ConnectionActor {
             ConnMsg::Ask { id, request, reply, output } => {
                 let output = output.unwrap_or_else(|| state.output.clone());
                 // Run as a task on the client, if the server opted in and the client can.
+                let info = state.legacy.as_ref().map(|l| &*l.info);
                 let ttl = match &*request {
-                    Ask::Input(input) => {
-                        let info = state.legacy.as_ref().map(|l| &*l.info);
-                        client_tasks::augment_ttl(state.shared.config.client_tasks, info, input)
-                    }
+                    Ask::Input(input) => client_tasks::augment_ttl(state.shared.config.client_tasks, info, input),
+                    // Not a request the client declared it serves: not sent at all.
+                    Ask::CancelTask(_) if !client_tasks::cancels(info) => return Ok(()),
                     _ => None,
                 };
                 state.pending.ask(output, id, *request, ttl, reply);

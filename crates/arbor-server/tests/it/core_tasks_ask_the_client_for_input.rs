@@ -249,3 +249,54 @@ async fn inside_a_task_the_elicitation_may_run_as_a_task_on_the_client() {
     assert_eq!(result["result"]["content"][0]["text"], "hello Eve ({\"round\":1})", "{result}");
     s.finish(vec![peer]).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_task_cancels_the_clients_task_it_was_following() {
+    let mut s = Setup::with_config(ServerConfig::default().client_tasks(Duration::from_secs(30)));
+    let caps = json!({"elicitation": {}, "tasks": {"cancel": {}, "requests": {"elicitation": {"create": {}}}}});
+    let mut peer = s.session(caps).await;
+    let task = start(&mut peer, 2, 0).await;
+    let asked = next_request(&mut peer).await;
+    let created = json!({"taskId": "on-client", "status": "working", "createdAt": "2025-11-25T10:00:00Z",
+        "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 30_000, "pollInterval": 200});
+    peer.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"task": created}}));
+    let polled = next_request(&mut peer).await;
+    assert_eq!(polled["method"], "tasks/get", "{polled}");
+
+    // The poll is left unanswered; the server's task is cancelled meanwhile.
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/cancel", "params": {"taskId": task}}));
+    // The answer to the cancel and the server's tasks/cancel of the client's task, in
+    // either order (and the poll's notifications/cancelled among them).
+    let (mut cancel, mut answered) = (None, None);
+    while cancel.is_none() || answered.is_none() {
+        let message = peer.recv().await;
+        if message["method"] == "tasks/cancel" {
+            cancel = Some(message);
+        } else if message["id"] == 3 {
+            answered = Some(message);
+        }
+    }
+    let (cancel, answered) = (cancel.unwrap(), answered.unwrap());
+    assert_eq!(cancel["params"], json!({"taskId": "on-client"}), "{cancel}");
+    assert_eq!(answered["result"]["status"], "cancelled", "{answered}");
+    s.finish(vec![peer]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_needed_after_the_session_closed_fails_the_task_at_once() {
+    let mut s = Setup::new();
+    let mut first = s.session(json!({"elicitation": {}})).await;
+    // The handler asks after 5 s; its session is gone by then and no tasks/result is open.
+    let task = start(&mut first, 2, 5).await;
+    first.close().await;
+    s.connections[0].closed().await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+
+    let mut second = s.session(json!({"elicitation": {}})).await;
+    let got = second.call(3, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(got["result"]["status"], "failed", "{got}");
+    let result = second.call(4, "tasks/result", json!({"taskId": task})).await;
+    assert_eq!(result["error"]["code"], -32603, "{result}");
+    assert!(result["error"]["message"].as_str().unwrap().contains("cannot be reached"), "{result}");
+    s.finish(vec![first, second]).await;
+}
