@@ -10,6 +10,7 @@ use std::time::Duration;
 use arbor_server::ServerConfig;
 use serde_json::{json, Value};
 
+use crate::schema::check_message;
 use crate::support::{Harness, ScriptedPeer};
 
 const TASKS: &str = "2025-11-25";
@@ -51,17 +52,20 @@ async fn a_declared_client_runs_the_elicitation_as_a_task_polled_to_its_result()
     let asked = next_request(&mut h.peer).await;
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert_eq!(asked["params"]["task"], json!({"ttl": 60_000}), "{asked}");
+    check_message(TASKS, &asked, None);
     reply(&h.peer, &asked, json!({"task": client_task("c-1", "working")}));
 
     // Polled at the suggested interval, until the task is terminal.
     let polled = next_request(&mut h.peer).await;
     assert_eq!((&polled["method"], &polled["params"]), (&json!("tasks/get"), &json!({"taskId": "c-1"})));
+    check_message(TASKS, &polled, None);
     reply(&h.peer, &polled, client_task("c-1", "working"));
     let polled = next_request(&mut h.peer).await;
     assert_eq!(polled["method"], "tasks/get");
     reply(&h.peer, &polled, client_task("c-1", "completed"));
     let fetch = next_request(&mut h.peer).await;
     assert_eq!((&fetch["method"], &fetch["params"]), (&json!("tasks/result"), &json!({"taskId": "c-1"})));
+    check_message(TASKS, &fetch, None);
     reply(
         &h.peer,
         &fetch,

@@ -21,6 +21,7 @@ use arbor_server::{
 };
 use serde_json::{json, Value};
 
+use crate::schema::check_message;
 use crate::support::ScriptedPeer;
 
 const V: &str = "2025-11-25";
@@ -132,6 +133,7 @@ async fn an_elicitation_during_a_task_carries_the_related_task_and_its_answer_re
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
     assert_eq!(asked["params"]["_meta"][RELATED], json!({"taskId": task}), "{asked}");
     assert_eq!(asked["params"]["message"], "What is your name?");
+    check_message(V, &asked, None);
     assert_eq!(status(&mut peer, 3, &task).await, "input_required");
 
     peer.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}));
@@ -232,6 +234,7 @@ async fn inside_a_task_the_elicitation_may_run_as_a_task_on_the_client() {
     let asked = next_request(&mut peer).await;
     assert_eq!(asked["params"]["_meta"][RELATED], json!({"taskId": task}), "{asked}");
     assert_eq!(asked["params"]["task"], json!({"ttl": 30_000}), "{asked}");
+    check_message(V, &asked, None);
     let client_task = |status: &str| {
         json!({"taskId": "on-client", "status": status, "createdAt": "2025-11-25T10:00:00Z",
             "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 30_000, "pollInterval": 200})
@@ -278,6 +281,7 @@ async fn cancelling_the_task_cancels_the_clients_task_it_was_following() {
     }
     let (cancel, answered) = (cancel.unwrap(), answered.unwrap());
     assert_eq!(cancel["params"], json!({"taskId": "on-client"}), "{cancel}");
+    check_message(V, &cancel, None);
     assert_eq!(answered["result"]["status"], "cancelled", "{answered}");
     s.finish(vec![peer]).await;
 }
