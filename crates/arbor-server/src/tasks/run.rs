@@ -3,10 +3,12 @@
 //!
 //! Called from the request job (`request/mod.rs`) with the request's context; the run
 //! itself is a task on the store's supervisor and calls the same `ServerHandler::call_tool`
-//! a direct call would. Input the handler asks for is gathered the era's way ([`RunInput`]):
-//! listed on `tasks/get` and answered by `tasks/update` (2026-07-28, here), or asked of the
-//! client with server→client requests tied to the task (2025-11-25, `legacy_input.rs`). This module does not hold records (`store.rs` does) and does not
-//! write frames of its own accord: it returns the result for the request job to encode.
+//! a direct call would. Input the handler asks for is gathered the era's way
+//! ([`RunInput`]): listed on `tasks/get` and answered by `tasks/update` (2026-07-28,
+//! here), or asked of the client with server→client requests tied to the task
+//! (2025-11-25, `legacy_input.rs`). This module does not hold records (`store.rs` does)
+//! and does not write frames of its own accord: it returns the result for the request job
+//! to encode.
 //!
 //! Invariant: nothing here answers `resultType: "task"` to a request that did not declare
 //! the extension, and every `tasks/*` request is checked for the extension (-32021) before
