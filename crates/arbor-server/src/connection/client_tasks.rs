@@ -247,3 +247,71 @@ impl Drop for CancelOnDrop<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arbor_protocol::model::capabilities::ClientCapabilities;
+    use arbor_protocol::version::ProtocolVersion;
+    use serde_json::{json, Value};
+
+    fn info(version: ProtocolVersion, capabilities: Value) -> ConnectionInfo {
+        ConnectionInfo {
+            tenant: "default".into(),
+            auth: None,
+            principal: None,
+            requester: Default::default(),
+            client_info: None,
+            client_capabilities: serde_json::from_value::<ClientCapabilities>(capabilities).unwrap(),
+            protocol_version: version,
+        }
+    }
+
+    fn sampling() -> InputRequest {
+        serde_json::from_value(json!({"method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 10}}))
+        .unwrap()
+    }
+
+    fn elicit() -> InputRequest {
+        serde_json::from_value(json!({"method": "elicitation/create",
+            "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_declared_methods_on_a_revision_with_core_tasks_are_augmented_and_only_when_opted_in() {
+        let ttl = Some(Duration::from_secs(9));
+        let caps =
+            json!({"sampling": {}, "elicitation": {}, "tasks": {"requests": {"sampling": {"createMessage": {}}}}});
+        let new = info(ProtocolVersion::V2025_11_25, caps.clone());
+        assert_eq!(augment_ttl(ttl, Some(&new), &sampling()), ttl);
+        assert_eq!(augment_ttl(ttl, Some(&new), &elicit()), None, "elicitation was not declared");
+        assert_eq!(augment_ttl(None, Some(&new), &sampling()), None, "the server did not opt in");
+        let old = info(ProtocolVersion::V2025_06_18, caps);
+        assert_eq!(augment_ttl(ttl, Some(&old), &sampling()), None, "no core tasks before 2025-11-25");
+        assert_eq!(augment_ttl(ttl, None, &sampling()), None);
+        assert!(!cancels(Some(&new)));
+        assert!(cancels(Some(&info(ProtocolVersion::V2025_11_25, json!({"tasks": {"cancel": {}}})))));
+    }
+
+    #[test]
+    fn an_augmented_request_carries_its_ttl_and_either_answer_is_read() {
+        let id = RequestId::from(7);
+        let (expect, frame) = encode(&id, Ask::Input(sampling()), Some(Duration::from_millis(1500)));
+        let frame: Value = serde_json::from_slice(&frame).unwrap();
+        assert_eq!(frame["params"]["task"], json!({"ttl": 1500}), "{frame}");
+        let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
+        let created = raw(json!({"task": {"taskId": "t", "status": "working", "createdAt": "x",
+            "lastUpdatedAt": "x", "ttl": 1500, "pollInterval": 20}}));
+        let Ok(Answer::Task(task)) = decode(expect, &created) else { panic!("not a task") };
+        assert_eq!((task.task_id.as_str(), task.status, task.poll_interval), ("t", TaskStatus::Working, Some(20)));
+        assert_eq!(interval(&task), MIN_POLL, "a client cannot make the server spin");
+        let plain = raw(json!({"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}));
+        assert!(matches!(decode(expect, &plain), Ok(Answer::Input(InputResponse::CreateMessage(_)))));
+        let (expect, frame) = encode(&id, Ask::Input(sampling()), None);
+        let frame: Value = serde_json::from_slice(&frame).unwrap();
+        assert!(frame["params"].get("task").is_none());
+        assert!(decode(expect, &created).is_err(), "a task answer to a plain request is malformed");
+    }
+}
