@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 use super::store::Entry;
 use crate::connection::ConnectionHandle;
 use crate::context::RequestContext;
+use crate::input::needs::Kind;
 use crate::input::{self, ClientRequester};
 use crate::serve::Shared;
 
@@ -147,27 +148,6 @@ fn unreachable_client() -> McpError {
     )
 }
 
-/// Counts one request outstanding: the first makes the task `input_required`, the last
-/// to end (answered, failed or dropped) makes it `working` again.
-struct Outstanding<'a>(&'a TaskRequester);
-
-impl<'a> Outstanding<'a> {
-    fn start(requester: &'a TaskRequester) -> Outstanding<'a> {
-        if requester.outstanding.fetch_add(1, Ordering::AcqRel) == 0 {
-            requester.entry.awaiting_input();
-        }
-        Outstanding(requester)
-    }
-}
-
-impl Drop for Outstanding<'_> {
-    fn drop(&mut self) {
-        if self.0.outstanding.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.entry.resumed();
-        }
-    }
-}
-
 /// Ties `request` to `task_id` with the `related-task` `_meta`.
 fn relate(mut request: InputRequest, task_id: &str) -> InputRequest {
     let meta = match &mut request {
@@ -184,15 +164,26 @@ fn relate(mut request: InputRequest, task_id: &str) -> InputRequest {
 
 impl ClientRequester for TaskRequester {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+        let method = Kind::of_request(&request).method();
         let request = relate(request, &self.entry.id);
-        let _outstanding = Outstanding::start(self);
-        let handle = self.route().await?;
-        let answered = handle.request(request).await;
-        match answered {
-            // The session closed under the request: say why, not just "closed".
-            Err(_) if !handle.reaches_client() && !self.session.is_alive() => Err(unreachable_client()),
-            other => other,
+        // The first request outstanding makes the task `input_required`, the last one
+        // answered `working` again. A request dropped unanswered (another of its round
+        // failed, the run was stopped) leaves the count: the task ends right after.
+        if self.outstanding.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.entry.set_input_required(Some(format!("Waiting for the client to answer {method}")));
         }
+        let answered = match self.route().await {
+            Ok(handle) => match handle.request(request).await {
+                // The session closed under the request: say why, not just "closed".
+                Err(_) if !handle.reaches_client() && !self.session.is_alive() => Err(unreachable_client()),
+                other => other,
+            },
+            Err(error) => Err(error),
+        };
+        if self.outstanding.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.entry.resume();
+        }
+        answered
     }
 }
 

@@ -498,26 +498,29 @@ impl Entry {
         true
     }
 
-    /// A 2025-11-25 task's run sent the client a request of its own and waits for the
-    /// answer: `working` → `input_required`, published like [`Entry::ask`]. Nothing is
-    /// listed (the legacy wire has no `inputRequests`). False if the task already ended.
-    pub(crate) fn awaiting_input(&self) -> bool {
-        self.shift(TaskStatus::Working, TaskStatus::InputRequired)
+    /// 2025-11-25 input: `input_required` while the run waits for a server→client request
+    /// tied to the task (`legacy_input.rs`), with `message` as its `statusMessage`;
+    /// published like [`Entry::ask`]. Nothing is listed (the legacy wire has no
+    /// `inputRequests`). False if the task was not `working` (it already ended).
+    pub(crate) fn set_input_required(&self, message: Option<String>) -> bool {
+        self.shift(TaskStatus::Working, TaskStatus::InputRequired, message)
     }
 
-    /// The client answered what [`Entry::awaiting_input`] waited for: back to `working`.
-    pub(crate) fn resumed(&self) -> bool {
-        self.shift(TaskStatus::InputRequired, TaskStatus::Working)
+    /// 2025-11-25 input answered: `working` again. False if the task was not waiting.
+    pub(crate) fn resume(&self) -> bool {
+        self.shift(TaskStatus::InputRequired, TaskStatus::Working, None)
     }
 
-    /// `from` → `to`, published; false (nothing changed) unless the status was `from`.
-    fn shift(&self, from: TaskStatus, to: TaskStatus) -> bool {
+    /// `from` → `to` with `message`, published; false (nothing changed) unless the status
+    /// was `from`.
+    fn shift(&self, from: TaskStatus, to: TaskStatus, message: Option<String>) -> bool {
         {
             let mut state = self.state.lock();
             if state.status != from {
                 return false;
             }
             state.status = to;
+            state.message = message;
             state.updated_at = SystemTime::now();
         }
         self.announce();

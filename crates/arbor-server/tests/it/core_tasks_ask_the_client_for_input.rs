@@ -134,7 +134,10 @@ async fn an_elicitation_during_a_task_carries_the_related_task_and_its_answer_re
     assert_eq!(asked["params"]["_meta"][RELATED], json!({"taskId": task}), "{asked}");
     assert_eq!(asked["params"]["message"], "What is your name?");
     check_message(V, &asked, None);
-    assert_eq!(status(&mut peer, 3, &task).await, "input_required");
+    let got = peer.call(3, "tasks/get", json!({"taskId": task})).await;
+    assert_eq!(got["result"]["status"], "input_required", "{got}");
+    assert_eq!(got["result"]["statusMessage"], "Waiting for the client to answer elicitation/create");
+    assert!(got["result"].get("inputRequests").is_none(), "not on the 2025-11-25 wire: {got}");
 
     peer.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}));
     // The answer resumes the run, which then works for a second before it completes.
