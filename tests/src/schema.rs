@@ -126,6 +126,10 @@ pub fn message_definition(method: &str) -> &'static str {
         "elicitation/create" => "ElicitRequest",
         "sampling/createMessage" => "CreateMessageRequest",
         "roots/list" => "ListRootsRequest",
+        // Asked of a client running a request as a task (2025-11-25).
+        "tasks/get" => "GetTaskRequest",
+        "tasks/result" => "GetTaskPayloadRequest",
+        "tasks/cancel" => "CancelTaskRequest",
         other => panic!("no definition for {other}"),
     }
 }

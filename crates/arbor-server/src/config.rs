@@ -47,6 +47,12 @@ pub struct ServerConfig {
     /// The most rounds of legacy input (server-to-client requests) one request may take.
     /// Default 8.
     pub max_input_rounds: usize,
+    /// Ask a 2025-11-25 client to run `sampling/createMessage` and `elicitation/create` as
+    /// tasks kept for this TTL (`params.task`), when it declared
+    /// `capabilities.tasks.requests` for them at `initialize`; the server then polls the
+    /// client's `tasks/get` and fetches `tasks/result`, and the handler sees only the
+    /// answer. Default `None`: plain requests, which every client answers.
+    pub client_tasks: Option<Duration>,
     /// Cache hints put on 2026-07-28 cacheable results whose handler set none.
     /// Default: `ttlMs` 0 (stale at once) and `cacheScope` private, which is always safe.
     pub cache_ttl: Duration,
@@ -105,6 +111,7 @@ impl Default for ServerConfig {
             supported_versions: SupportedVersions::all(),
             state_key: StateKey::random(),
             max_input_rounds: 8,
+            client_tasks: None,
             cache_ttl: Duration::ZERO,
             cache_scope: CacheScope::Private,
             default_log_level: Some(LoggingLevel::Info),
@@ -160,6 +167,13 @@ impl ServerConfig {
     /// Sets [`ServerConfig::state_key`].
     pub fn state_key(mut self, key: StateKey) -> Self {
         self.state_key = key;
+        self
+    }
+
+    /// Sets [`ServerConfig::client_tasks`]: legacy sampling and elicitation requests run
+    /// as tasks on clients that support it, kept for `ttl`.
+    pub fn client_tasks(mut self, ttl: Duration) -> Self {
+        self.client_tasks = Some(ttl);
         self
     }
 

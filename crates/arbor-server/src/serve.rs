@@ -46,7 +46,7 @@ use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
-use crate::tasks::{core_tasks_capability, MemoryTaskStore, TaskStore, TaskStreams, Tasks};
+use crate::tasks::{core_tasks_capability, MemoryTaskStore, ResultWaiters, TaskStore, TaskStreams, Tasks};
 use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -122,6 +122,9 @@ pub(crate) struct Shared {
     pub(crate) per_request: PerRequest,
     /// The tasks' store and this node's runs (`crate::tasks`).
     pub(crate) tasks: Arc<Tasks>,
+    /// The 2025-11-25 `tasks/result` requests blocked on each task: where a task's input
+    /// requests go first (`tasks::legacy_input`).
+    pub(crate) result_waiters: Arc<ResultWaiters>,
     /// The drain's signal to request tasks and streams (`crate::drain`).
     pub(crate) drain: crate::drain::DrainSignal,
 }
@@ -167,6 +170,7 @@ impl Shared {
             capabilities,
             modern_capabilities,
             tasks,
+            result_waiters: Arc::default(),
             config,
             drain: crate::drain::DrainSignal::new(),
         }

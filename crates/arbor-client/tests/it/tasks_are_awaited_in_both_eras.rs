@@ -1,8 +1,9 @@
 //! `Client::call_tool_as_task` against Arbor's server in both eras, over the in-memory
 //! transport and Streamable HTTP: a task is created, its statuses stream by polling, its
 //! result is fetched (2025-11-25 by `tasks/result`, 2026-07-28 by `tasks/get`), it can be
-//! cancelled and listed, input a task asks for is answered by the client's handler with
-//! `tasks/update`, and a failing task is its error. In 2026-07-28 the statuses also
+//! cancelled and listed, input a task asks for is answered by the client's handler (with
+//! `tasks/update` in 2026-07-28, as the answer to the server's own request tied to the task
+//! in 2025-11-25), and a failing task is its error. In 2026-07-28 the statuses also
 //! arrive on a `subscriptions/listen` naming the task.
 
 use std::time::Duration;
@@ -96,13 +97,14 @@ async fn exercise(client: Client, era: Era) {
 
     match era {
         Era::Legacy => {
-            // 2025-11-25 lists the caller's tasks; input inside a legacy task is refused clearly.
+            // 2025-11-25 lists the caller's tasks; the handler answers the elicitation the
+            // server sends tied to the task, which resumes it.
             let listed = client.list_tasks(None).await.unwrap();
             let ids: Vec<&str> = listed.tasks.iter().map(|t| t.task_id.as_str()).collect();
             assert!(ids.contains(&id.as_str()) && ids.len() == 3, "{ids:?}");
             let asks = client.call_tool_as_task("confirm", json!({}), None).await.unwrap();
-            let err = asks.result().await.unwrap_err();
-            assert!(err.to_string().contains("cannot gather"), "{err}");
+            let result = asks.result().await.unwrap();
+            assert_eq!(serde_json::to_value(&result.content).unwrap()[0]["text"], "confirmed by Ada");
         }
         Era::Modern => {
             assert!(matches!(client.list_tasks(None).await, Err(ClientError::Unsupported { .. })));

@@ -9,7 +9,9 @@
 //! One standalone GET stream is read at a time: a second GET (without `Last-Event-ID`)
 //! takes the stream over and the first response ends, so a client that reconnects after a
 //! half-open connection is never refused; what the first had not delivered goes to the
-//! second.
+//! second. The endpoint is told whether a GET reads the standalone stream
+//! (`Endpoint::standalone_reader`): a 2025-11-25 task's input request with neither that
+//! nor the task's `tasks/result` stream open waits for one, rather than sit unread.
 //!
 //! Invariants: a disconnect is not a cancel (`OnClose::Continue`; a POST stream's pump
 //! keeps buffering after its client left); every message goes on exactly one stream (the
@@ -153,6 +155,11 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
             data: None,
         });
     }
+    // Until a GET stream reads it, the standalone queue is not read: a 2025-11-25 task's
+    // input request then waits for that GET or the task's tasks/result stream.
+    let reader = endpoint.standalone_reader();
+    reader.set(false);
+    standalone.on_reader(move |read| reader.set(read));
     let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner));
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 

@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arbor_server::exchange::{Outgoing, RouteReceiver};
@@ -32,6 +32,18 @@ pub(crate) struct EventStream {
     pub(crate) id: u64,
     state: Mutex<State>,
     changed: Notify,
+    /// Told whether a reader is attached, on each change (the standalone stream tells its
+    /// endpoint, for a 2025-11-25 task's input requests: `Endpoint::set_standalone_read`).
+    on_reader: OnceLock<OnReader>,
+}
+
+/// A hook told `true` when a reader attaches and `false` when the attached one goes.
+pub(crate) struct OnReader(pub(crate) Box<dyn Fn(bool) + Send + Sync>);
+
+impl std::fmt::Debug for OnReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnReader")
+    }
 }
 
 #[derive(Debug, Default)]
@@ -63,7 +75,18 @@ enum Read {
 
 impl EventStream {
     pub(crate) fn new(id: u64) -> EventStream {
-        EventStream { id, state: Mutex::new(State::default()), changed: Notify::new() }
+        EventStream { id, state: Mutex::new(State::default()), changed: Notify::new(), on_reader: OnceLock::new() }
+    }
+
+    /// Sets the hook told whether a reader is attached (once; later calls are ignored).
+    pub(crate) fn on_reader(&self, hook: impl Fn(bool) + Send + Sync + 'static) {
+        let _ = self.on_reader.set(OnReader(Box::new(hook)));
+    }
+
+    fn tell(&self, attached: bool) {
+        if let Some(hook) = self.on_reader.get() {
+            (hook.0)(attached);
+        }
     }
 
     /// Appends an event, dropping the oldest beyond `cap`.
@@ -110,13 +133,22 @@ impl EventStream {
             state.reader
         };
         self.changed.notify_waiters();
+        self.tell(true);
         generation
     }
 
     fn detach(&self, generation: u64) {
-        let mut state = self.state.lock();
-        if state.reader == generation {
-            state.attached = false;
+        let detached = {
+            let mut state = self.state.lock();
+            let current = state.reader == generation;
+            if current {
+                state.attached = false;
+            }
+            current
+        };
+        // Told outside the lock: the hook may take locks of its own.
+        if detached {
+            self.tell(false);
         }
     }
 

@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
-use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
+use super::client_tasks::{self, Answer, Ask};
 use super::output::Output;
 use super::ConnMsg;
 use crate::input::ClientRequester;
@@ -29,6 +29,8 @@ pub(crate) struct ConnectionHandle {
     /// Where server-to-client requests made through this handle go: the route of the
     /// submission whose request task holds it (endpoints), or the connection's own output.
     output: Option<Output>,
+    /// An endpoint's: whether a client reads its standalone route now.
+    standalone_read: Option<watch::Receiver<bool>>,
 }
 
 impl std::fmt::Debug for ConnectionHandle {
@@ -39,12 +41,37 @@ impl std::fmt::Debug for ConnectionHandle {
 
 impl ConnectionHandle {
     pub(crate) fn new(actor: ActorRef<ConnMsg>) -> ConnectionHandle {
-        ConnectionHandle { actor, output: None }
+        ConnectionHandle { actor, output: None, standalone_read: None }
+    }
+
+    /// The same handle, knowing whether the endpoint's standalone route is read.
+    pub(crate) fn with_standalone_read(self, read: watch::Receiver<bool>) -> ConnectionHandle {
+        ConnectionHandle { standalone_read: Some(read), ..self }
     }
 
     /// The same connection, with server-to-client requests sent to `output`.
     pub(crate) fn with_output(&self, output: Output) -> ConnectionHandle {
-        ConnectionHandle { actor: self.actor.clone(), output: Some(output) }
+        ConnectionHandle { output: Some(output), ..self.clone() }
+    }
+
+    /// The same connection, with server-to-client requests sent to its own output (the
+    /// byte stream, or an endpoint's standalone route): what outlives the request whose
+    /// handle this was, for a task that asks the client later.
+    pub(crate) fn session(&self) -> ConnectionHandle {
+        ConnectionHandle { output: None, ..self.clone() }
+    }
+
+    /// Whether the connection's own output is read by a client: always for a byte stream;
+    /// for an endpoint, while a client reads its standalone route. `None` with a byte
+    /// stream, else the receiver to wait for a change on.
+    pub(crate) fn standalone_read(&self) -> Option<watch::Receiver<bool>> {
+        self.standalone_read.clone()
+    }
+
+    /// Whether a request made through this handle can reach the client now: the
+    /// connection runs and its route (if it has one of its own) is still read.
+    pub(crate) fn reaches_client(&self) -> bool {
+        self.is_alive() && !self.output.as_ref().is_some_and(Output::is_closed)
     }
 
     /// Casts a message to the actor; `false` when it has stopped.
@@ -94,18 +121,15 @@ impl Drop for Abandon<'_> {
     }
 }
 
-impl ClientRequester for ConnectionHandle {
-    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+impl ConnectionHandle {
+    /// Sends `ask` to the client under a fresh id and waits for its answer; forgotten
+    /// (and cancelled towards the client) if the waiter goes away first.
+    pub(crate) async fn ask(&self, ask: Ask) -> Result<Answer, McpError> {
         let (reply, answer) = oneshot::channel();
         let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
-        let method = match &request {
-            InputRequest::Elicit(_) => MethodName::Elicit,
-            InputRequest::CreateMessage(_) => MethodName::CreateMessage,
-            InputRequest::ListRoots(_) => MethodName::ListRoots,
-        };
-        let span = crate::telemetry::outgoing_span(method.as_str(), &id);
+        let span = crate::telemetry::outgoing_span(ask.method().as_str(), &id);
         self.actor
-            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(request), reply, output: self.output.clone() })
+            .cast(ConnMsg::Ask { id: id.clone(), request: Box::new(ask), reply, output: self.output.clone() })
             .map_err(|_| McpError::internal("the connection to the client is closed"))?;
         let mut abandon = Abandon { handle: self, id: Some(id) };
         let answered = tracing::Instrument::instrument(answer, span.clone()).await;
@@ -117,6 +141,26 @@ impl ClientRequester for ConnectionHandle {
             crate::telemetry::record_client_error(&span, err);
         }
         answered
+    }
+}
+
+impl ConnectionHandle {
+    /// Sends `ask` without waiting for (or keeping) its answer.
+    pub(crate) fn tell(&self, ask: Ask) {
+        let (reply, _) = oneshot::channel();
+        let id = RequestId::from(NEXT_ASK.fetch_add(1, Ordering::Relaxed));
+        let _ = self.actor.cast(ConnMsg::Ask { id, request: Box::new(ask), reply, output: self.output.clone() });
+    }
+}
+
+impl ClientRequester for ConnectionHandle {
+    async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
+        let method = client_tasks::input_method(&request);
+        match self.ask(Ask::Input(request)).await? {
+            Answer::Input(answer) => Ok(answer),
+            // The client runs it as a task (`client_tasks`): follow it to its result.
+            Answer::Task(task) => client_tasks::follow(self, task, method).await,
+        }
     }
 }
 

@@ -28,6 +28,7 @@
 //! a cancelled request is never answered.
 
 mod batch;
+mod client_tasks;
 mod handle;
 pub(crate) mod inbound;
 pub(crate) mod inspect;
@@ -47,13 +48,13 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::methods::ClientNotification;
 use arbor_protocol::model::logging::LoggingLevel;
-use arbor_protocol::model::mrtr::InputRequest;
 use arbor_transport::{FrameReader, FrameWriter};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use batch::BatchReply;
+use client_tasks::Ask;
 pub use handle::Connection;
 pub(crate) use handle::ConnectionHandle;
 use inbound::Burst;
@@ -91,9 +92,10 @@ pub(crate) enum ConnMsg {
         requester: Option<Requester>,
         principal: Option<Arc<Principal>>,
     },
-    /// A request task asks the client for input (legacy era), under a fresh id; `output`
-    /// is the route of the task's submission (endpoints), else the connection's output.
-    Ask { id: RequestId, request: Box<InputRequest>, reply: AnswerTx, output: Option<Output> },
+    /// A request task (or a task's run) asks the client for input (legacy era), or about a
+    /// task the client runs for it, under a fresh id; `output` is the route of the task's
+    /// submission (endpoints), else the connection's output.
+    Ask { id: RequestId, request: Box<Ask>, reply: AnswerTx, output: Option<Output> },
     /// The task waiting on server-to-client request `id` went away (cancelled, timed out).
     Forget { id: RequestId },
     /// A legacy (un)subscription the handler agreed to; answered once it is in effect.
@@ -250,7 +252,7 @@ impl Actor for ConnectionActor {
             .shutdown_grace(STREAM_CLOSE_GRACE)
             .gauge(gauge.clone());
         let streams = OwnedTaskSupervisor::new(spec);
-        let me = ConnectionHandle::new(myself.clone());
+        let mut me = ConnectionHandle::new(myself.clone());
         let (output, endpoint, workers) = match io {
             Io::Stream { reader, writer } => {
                 let reader = tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()));
@@ -258,6 +260,9 @@ impl Actor for ConnectionActor {
             }
             Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
         };
+        if let Some(endpoint) = &endpoint {
+            me = me.with_standalone_read(endpoint.standalone_read.subscribe());
+        }
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
         Ok(ConnState {
@@ -315,7 +320,15 @@ impl Actor for ConnectionActor {
             }
             ConnMsg::Ask { id, request, reply, output } => {
                 let output = output.unwrap_or_else(|| state.output.clone());
-                state.pending.ask(output, id, *request, reply);
+                // Run as a task on the client, if the server opted in and the client can.
+                let info = state.legacy.as_ref().map(|l| &*l.info);
+                let ttl = match &*request {
+                    Ask::Input(input) => client_tasks::augment_ttl(state.shared.config.client_tasks, info, input),
+                    // Not a request the client declared it serves: not sent at all.
+                    Ask::CancelTask(_) if !client_tasks::cancels(info) => return Ok(()),
+                    _ => None,
+                };
+                state.pending.ask(output, id, *request, ttl, reply);
             }
             ConnMsg::Forget { id } => state.pending.forget(&id),
             ConnMsg::Subscribed { uri, on, reply } => state.subscribe_resource(uri, on, reply),

@@ -69,6 +69,21 @@ pub(crate) struct EndpointShared {
     pub(crate) standalone: Arc<ArcSwap<Route>>,
     /// The legacy revision `initialize` negotiated, once it was answered.
     pub(crate) negotiated: OnceLock<ProtocolVersion>,
+    /// Whether a client reads the standalone route now ([`Endpoint::standalone_reader`]).
+    pub(crate) standalone_read: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+/// Tells an endpoint whether a client reads its standalone route now
+/// ([`Endpoint::standalone_reader`]). Holds nothing else of the endpoint, so a stream may
+/// keep it without keeping the endpoint's routes open. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct StandaloneReader(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl StandaloneReader {
+    /// A client reads the standalone route (`true`), or no longer does (`false`).
+    pub fn set(&self, read: bool) {
+        self.0.send_replace(read);
+    }
 }
 
 /// A connection actor fed message by message: a legacy HTTP session, or a member of the
@@ -141,6 +156,15 @@ impl Endpoint {
         self.shared.standalone.store(Arc::new(route));
     }
 
+    /// What tells the endpoint whether a client reads its standalone route now (the
+    /// legacy GET stream; assumed read until told otherwise). A 2025-11-25 task's input
+    /// request with no `tasks/result` of the task open waits for a reader (or for such a
+    /// `tasks/result`) rather than sit unread in the standalone queue while the client
+    /// blocks in a `tasks/result` that opened after it was queued.
+    pub fn standalone_reader(&self) -> StandaloneReader {
+        StandaloneReader(self.shared.standalone_read.clone())
+    }
+
     /// The negotiated legacy revision once `initialize` was answered.
     pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
         self.shared.negotiated.get().copied()
@@ -174,6 +198,7 @@ impl Server {
         let shared = Arc::new(EndpointShared {
             standalone: Arc::new(ArcSwap::from_pointee(standalone)),
             negotiated: OnceLock::new(),
+            standalone_read: Arc::new(tokio::sync::watch::Sender::new(true)),
         });
         let handle = self.start_connection(Io::Endpoint(shared.clone()), options).await?;
         Ok(Endpoint { handle, shared })

@@ -7,8 +7,10 @@
 //! [`ClientRequester`], and their answers handed to the next call with the handler's
 //! state. The state never leaves the server, so nothing is sealed. This module does
 //! not own the connection or ids: the requester does. It holds no timer either: it
-//! runs in the request task, whose deadline and cancellation drop it, and dropping it
-//! drops every request still waiting (the requester must forget them on drop).
+//! runs in the request task (or in a 2025-11-25 task's run, `tasks::legacy_input`, with
+//! a requester that reaches the task's session), whose deadline and cancellation drop
+//! it, and dropping it drops every request still waiting (the requester must forget them
+//! on drop).
 //!
 //! A JSON-RPC error from the client (or a failure to reach it) ends the request with
 //! -32603 carrying the client's error in `data`: the handler API has no place for an

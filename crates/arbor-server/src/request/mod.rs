@@ -144,7 +144,7 @@ impl RequestJob {
                     // 2025-11-25: the client asks for a task with `params.task`.
                     if let Some(ttl) = tasks::route_legacy_call(&shared, &subject, p.task.as_ref(), version)? {
                         p.task = None;
-                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl).await?;
+                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl, requester.clone()).await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
@@ -238,7 +238,7 @@ impl RequestJob {
             | ClientRequest::ListTasks(_))
                 if !modern && version.supports(Feature::CoreTasks) =>
             {
-                tasks::serve_legacy_task_method(&shared, &id, request, &cx).await
+                tasks::serve_legacy_task_method(&shared, &id, request, &cx, &requester).await
             }
             request @ (ClientRequest::GetTask(_) | ClientRequest::CancelTask(_) | ClientRequest::UpdateTask(_)) => {
                 tasks::serve_task_method(&shared, &id, request, &cx, modern).await

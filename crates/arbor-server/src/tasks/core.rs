@@ -16,10 +16,11 @@
 //! Each status change is sent to the creating session as `notifications/tasks/status`
 //! (the full task in this wire's shape, without related-task `_meta`) while it is open.
 //!
-//! What this module is not: input during a legacy task. A handler inside a 2025-11-25
-//! task that asks for input fails the task at once with -32603 saying so (`run.rs`): the
-//! server→client request tied to the task is not built here; the record's moves it needs
-//! are (`Entry::set_input_required`, `Entry::resume`).
+//! Input during a legacy task is the legacy driver of a direct call, run by the task
+//! (`legacy_input.rs`): the server→client requests carry the `related-task` `_meta`, go on
+//! the stream of a `tasks/result` blocked on the task if one is open, else to the session
+//! that created it, and the task is `input_required` while they wait. This module only
+//! files each blocked `tasks/result` for that purpose.
 //!
 //! Invariant: a legacy task is created only for a request that asked for one with
 //! `params.task`, on a revision with core tasks, for a tool whose policy allows tasks;
@@ -43,9 +44,10 @@ use arbor_protocol::model::tools::{CallToolRequestParams, Tool};
 use arbor_protocol::version::{Feature, ProtocolVersion};
 use serde_json::{json, Value};
 
-use super::run::{drive_task, policy_of};
+use super::run::{drive_task, policy_of, RunInput};
 use super::store::{TaskOwner, TaskRecord};
 use super::TaskSupport;
+use crate::connection::ConnectionHandle;
 use crate::context::RequestContext;
 use crate::serve::Shared;
 
@@ -123,14 +125,17 @@ pub(crate) fn clamp_ttl(requested: Option<i64>, max: Duration) -> Duration {
 }
 
 /// Creates the task for a legacy call and starts its run: the `CreateTaskResult`.
+/// `session`: the requester of the `tools/call`, whose session the task's input requests
+/// go to once the call has been answered.
 pub(crate) async fn call_as_legacy_task(
     shared: &Arc<Shared>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     ttl: Duration,
+    session: ConnectionHandle,
 ) -> Result<ExperimentalCreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, ttl, (None, None)).await?;
+    let entry = drive_task(shared, params, cx, version, ttl, RunInput::Legacy(session.session())).await?;
     Ok(ExperimentalCreateTaskResult::new(legacy(entry.view())))
 }
 
@@ -157,6 +162,7 @@ pub(crate) async fn serve_legacy_task_method(
     id: &RequestId,
     request: ClientRequest,
     cx: &RequestContext,
+    requester: &ConnectionHandle,
 ) -> Result<Vec<u8>, McpError> {
     let (tasks, owner) = (&shared.tasks, owner(cx));
     match request {
@@ -172,6 +178,10 @@ pub(crate) async fn serve_legacy_task_method(
             }
         },
         ClientRequest::GetTaskPayload(p) => {
+            // While it waits, the task's input requests go on this request's stream (the
+            // task is looked up first: only its owner's tasks/result is filed).
+            tasks.find(&owner, &p.task_id).await?;
+            let _waiting = shared.result_waiters.wait_on(&p.task_id, requester.clone());
             let record = tasks.store.wait(&owner, &p.task_id).await?;
             Ok(encode_response(id, &payload(record)?))
         }

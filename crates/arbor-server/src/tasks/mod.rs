@@ -15,7 +15,9 @@
 //!
 //! The 2025-11-25 core tasks (`params.task`, `tasks/result`, `tasks/list`) are served
 //! from the same store and runs on legacy sessions of that revision (`core.rs`), under the
-//! `tasks` capability the server then advertises. Status changes reach listens that
+//! `tasks` capability the server then advertises; there the handler's input is asked of
+//! the client with server→client requests carrying the `related-task` `_meta`, the task
+//! `input_required` while they wait (`legacy_input.rs`). Status changes reach listens that
 //! name the task in `taskIds` as `notifications/tasks` (`notify.rs`), and the 2025-11-25
 //! session that created a task as `notifications/tasks/status` (`local.rs`).
 //!
@@ -23,7 +25,8 @@
 //! with `Server::with_task_store`); runs, their wakeups and input answers stay in the
 //! node-local table of the server that started them (`local.rs`). Servers sharing a store
 //! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; input
-//! for an extension task (`tasks/update`) must reach the server running it.
+//! for a task (`tasks/update`, or the answer to a 2025-11-25 task's request) must reach
+//! the server running it.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the
@@ -36,6 +39,7 @@
 //! [`TaskStoreError::Full`]).
 
 mod core;
+mod legacy_input;
 mod local;
 mod memory;
 mod notify;
@@ -50,6 +54,7 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use legacy_input::ResultWaiters;
 pub(crate) use local::Tasks;
 pub use memory::MemoryTaskStore;
 pub(crate) use notify::TaskStreams;

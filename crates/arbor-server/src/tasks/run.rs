@@ -3,7 +3,10 @@
 //!
 //! Called from the request job (`request/mod.rs`) with the request's context; the run
 //! itself is a task on the `tasks` supervisor (started by `local.rs`) and calls the same
-//! `ServerHandler::call_tool` a direct call would. This module does not hold records (the
+//! `ServerHandler::call_tool` a direct call would. Input the handler asks for is gathered the era's way
+//! ([`RunInput`]): listed on `tasks/get` and answered by `tasks/update` (2026-07-28,
+//! here), or asked of the client with server→client requests tied to the task
+//! (2025-11-25, `legacy_input.rs`). This module does not hold records (the
 //! [`TaskStore`](super::TaskStore) does) or runs (`local.rs`), and does not write frames of
 //! its own accord: it returns the result for the request job to encode.
 //!
@@ -22,13 +25,15 @@ use arbor_protocol::model::capabilities::ClientCapabilities;
 use arbor_protocol::model::common::{EmptyResult, ResultType};
 use arbor_protocol::model::mrtr::InputResponses;
 use arbor_protocol::model::tasks::{CreateTaskResult, GetTaskResult, Task, TaskStatus};
-use arbor_protocol::model::tools::CallToolRequestParams;
+use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult};
 use arbor_protocol::version::{Era, ProtocolVersion};
 use serde_json::{json, Value};
 
+use super::legacy_input::{self, TaskRequester};
 use super::local::Entry;
 use super::store::TaskOwner;
 use super::{TaskPolicy, TaskStart, TaskSupport, TASKS_EXTENSION};
+use crate::connection::ConnectionHandle;
 use crate::context::{RequestContext, RequestSignal};
 use crate::input::needs::{self, Refusal};
 use crate::reply::Reply;
@@ -105,8 +110,18 @@ pub(crate) async fn call_as_task(
     version: ProtocolVersion,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<CreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, input).await?;
+    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, RunInput::Modern(input)).await?;
     Ok(created(entry.view()))
+}
+
+/// How a task's run gathers the input its handler asks for.
+pub(crate) enum RunInput {
+    /// 2026-07-28: `input_required` with the requests listed, answered by `tasks/update`;
+    /// the answers and state of a verified MRTR retry for the first call.
+    Modern((Option<InputResponses>, Option<Value>)),
+    /// 2025-11-25: server→client requests tied to the task, reaching the client through
+    /// the session that created it (its own output, not the finished request's).
+    Legacy(ConnectionHandle),
 }
 
 /// Creates a task record kept for `ttl` and starts the handler's run under the `tasks`
@@ -118,7 +133,7 @@ pub(crate) async fn drive_task(
     cx: &RequestContext,
     version: ProtocolVersion,
     ttl: std::time::Duration,
-    input: (Option<InputResponses>, Option<Value>),
+    input: RunInput,
 ) -> Result<Arc<Entry>, McpError> {
     let tasks = &shared.tasks;
     let watcher = (version.era() != Era::Modern).then(|| cx.task_status_sink()).flatten();
@@ -143,98 +158,92 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// The run: call the handler, park on input it asks for, call it again with the answers,
-/// until it completes or fails.
+/// The run: call the handler until it completes or fails, gathering the input it asks
+/// for the era's way; then record the outcome.
 async fn drive(
     shared: Arc<Shared>,
     entry: Arc<Entry>,
     params: CallToolRequestParams,
     cx: RequestContext,
     version: ProtocolVersion,
-    input: (Option<InputResponses>, Option<Value>),
+    input: RunInput,
     signal: Arc<RequestSignal>,
 ) {
     let guard = StopOnDrop(signal);
+    let outcome = match input {
+        RunInput::Legacy(session) => {
+            let requester = TaskRequester::new(entry.clone(), session, shared.result_waiters.clone());
+            legacy_input::run(&shared, params, &cx, version, &requester).await.map(Some)
+        }
+        RunInput::Modern(input) => modern(&shared, &entry, params, &cx, input).await,
+    };
+    match outcome {
+        Ok(Some(mut result)) => {
+            let span = tracing::Span::current();
+            let payloads = shared.config.trace_tool_payloads;
+            let is_error = result.is_error == Some(true);
+            crate::telemetry::record_tool_result(&span, is_error, &result, payloads);
+            let cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
+            result.shape(version, &cache);
+            match serde_json::to_value(&result) {
+                // 2025-11-25: "this includes cases where the tool call result has
+                // isError set to true"; the extension keeps such a task `completed`.
+                Ok(Value::Object(object)) if is_error && version.era() != Era::Modern => {
+                    entry.fail_with_result(object).await
+                }
+                Ok(Value::Object(object)) => entry.complete(object).await,
+                _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")).await,
+            }
+        }
+        // The task ended meanwhile (cancelled): nothing to record.
+        Ok(None) => {}
+        Err(error) => fail(&entry, &error).await,
+    }
+    guard.0.finish();
+}
+
+/// The extension's run: park in `input_required` with the requests listed on each input
+/// the handler asks for, and call it again with the `tasks/update` answers. `Ok(None)`
+/// when the task ended while parked.
+async fn modern(
+    shared: &Shared,
+    entry: &Entry,
+    params: CallToolRequestParams,
+    cx: &RequestContext,
+    input: (Option<InputResponses>, Option<Value>),
+) -> Result<Option<CallToolResult>, McpError> {
     let mut input = Some(input).filter(|(r, s)| r.is_some() || s.is_some());
-    let cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
     let mut rounds = 0;
     loop {
         let call_cx = match input.take() {
             Some((responses, state)) => cx.with_input(responses, state),
             None => cx.clone(),
         };
-        match shared.handler.call_tool(params.clone(), call_cx).await {
-            Ok(Reply::Complete(mut result)) => {
-                let span = tracing::Span::current();
-                let payloads = shared.config.trace_tool_payloads;
-                let is_error = result.is_error == Some(true);
-                crate::telemetry::record_tool_result(&span, is_error, &result, payloads);
-                result.shape(version, &cache);
-                match serde_json::to_value(&result) {
-                    // 2025-11-25: "this includes cases where the tool call result has
-                    // isError set to true"; the extension keeps such a task `completed`.
-                    Ok(Value::Object(object)) if is_error && version.era() != Era::Modern => {
-                        entry.fail_with_result(object).await
-                    }
-                    Ok(Value::Object(object)) => entry.complete(object).await,
-                    _ => fail(&entry, &McpError::internal("Internal error: the tool result did not serialise")).await,
-                }
-                break;
-            }
-            Ok(Reply::InputRequired(_)) if version.era() != Era::Modern => {
-                // A 2025-11-25 task has no tasks/update: its input would be a legacy
-                // request tied to the task, which is not sent yet (`core.rs`). Failing
-                // now beats a task parked until its TTL.
-                fail(
-                    &entry,
-                    &McpError::internal(
-                        "Internal error: the tool asked for input, which a 2025-11-25 task cannot gather yet",
-                    ),
-                )
-                .await;
-                break;
-            }
-            Ok(Reply::InputRequired(asked)) => {
-                rounds += 1;
-                if rounds > shared.config.max_input_rounds {
-                    fail(
-                        &entry,
-                        &McpError::internal(format!(
-                            "Internal error: the tool asked for input more than {} times",
-                            shared.config.max_input_rounds
-                        )),
-                    )
-                    .await;
-                    break;
-                }
-                if asked.requests.is_empty() {
-                    fail(&entry, &McpError::internal("Internal error: the tool asked for input but named none")).await;
-                    break;
-                }
-                match needs::check(&asked.requests, cx.client_capabilities(), None) {
-                    Ok(()) => {}
-                    Err(Refusal::Undeclared { required, .. }) => {
-                        fail(&entry, &McpError::missing_client_capability(required)).await;
-                        break;
-                    }
-                    Err(Refusal::Unsupported { detail }) => {
-                        fail(&entry, &McpError::internal(detail)).await;
-                        break;
-                    }
-                }
-                if !entry.ask(asked.requests).await {
-                    break;
-                }
-                let answers = entry.answers().await;
-                input = Some((Some(answers), asked.state));
-            }
-            Err(error) => {
-                fail(&entry, &error).await;
-                break;
-            }
+        let asked = match shared.handler.call_tool(params.clone(), call_cx).await? {
+            Reply::Complete(result) => return Ok(Some(result)),
+            Reply::InputRequired(asked) => asked,
+        };
+        rounds += 1;
+        if rounds > shared.config.max_input_rounds {
+            return Err(McpError::internal(format!(
+                "Internal error: the tool asked for input more than {} times",
+                shared.config.max_input_rounds
+            )));
         }
+        if asked.requests.is_empty() {
+            return Err(McpError::internal("Internal error: the tool asked for input but named none"));
+        }
+        match needs::check(&asked.requests, cx.client_capabilities(), None) {
+            Ok(()) => {}
+            Err(Refusal::Undeclared { required, .. }) => return Err(McpError::missing_client_capability(required)),
+            Err(Refusal::Unsupported { detail }) => return Err(McpError::internal(detail)),
+        }
+        if !entry.ask(asked.requests).await {
+            return Ok(None);
+        }
+        let answers = entry.answers().await;
+        input = Some((Some(answers), asked.state));
     }
-    guard.0.finish();
 }
 
 /// Fails the task, and says so on the run's span (the current one).
