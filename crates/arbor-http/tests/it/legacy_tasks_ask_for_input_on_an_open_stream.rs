@@ -200,8 +200,19 @@ async fn without_a_blocked_tasks_result_the_elicitation_goes_on_the_get_stream()
     s.gate.add_permits(1);
     let task = s.start(&session).await;
 
-    let question = standalone.next_data().await.json();
+    // The GET stream also carries the task's `notifications/tasks/status`: the request is
+    // the first message with an id, and `input_required` was announced before it.
+    let mut statuses = Vec::new();
+    let question = loop {
+        let message = standalone.next_data().await.json();
+        if message.get("id").is_some() {
+            break message;
+        }
+        assert_eq!(message["method"], "notifications/tasks/status", "{message}");
+        statuses.push(message["params"]["status"].clone());
+    };
     assert_asks_for(&question, &task);
+    assert_eq!(statuses.last(), Some(&json!("input_required")), "{statuses:?}");
     let got = s.call(&session, 3, "tasks/get", json!({"taskId": task})).await;
     assert_eq!(got["result"]["status"], "input_required", "{got}");
     s.answer(&session, &question, "Bo").await;
