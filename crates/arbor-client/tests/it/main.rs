@@ -1,6 +1,7 @@
 //! Integration tests of `arbor-client` against our own server (`arbor-server`), over an
 //! in-memory pair, a spawned process (stdio) and Streamable HTTP.
 
+mod hosted_tasks_serve_arbors_server;
 mod scripted;
 mod support;
 mod tasks_are_awaited_in_both_eras;

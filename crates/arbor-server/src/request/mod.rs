@@ -144,7 +144,8 @@ impl RequestJob {
                     // 2025-11-25: the client asks for a task with `params.task`.
                     if let Some(ttl) = tasks::route_legacy_call(&shared, &subject, p.task.as_ref(), version)? {
                         p.task = None;
-                        let created = tasks::call_as_legacy_task(&shared, p, &cx, version, ttl, requester.clone()).await?;
+                        let created =
+                            tasks::call_as_legacy_task(&shared, p, &cx, version, ttl, requester.clone()).await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
