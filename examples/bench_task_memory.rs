@@ -20,8 +20,9 @@
 //! calls), held (every task completed, its result fetched with `tasks/result`, still
 //! within its TTL), expired (the TTL passed, nothing asked of the server since), swept
 //! (one more task created, which swept the expired records; that one task is still held).
-//! `--exit-held` exits right after the last figure without dropping anything, so that
-//! `heaptrack bench_task_memory --exit-held` reports what is still held, by stack.
+//! `--exit-held` exits as soon as the last cycle's tasks are all held (its `held` figure),
+//! dropping nothing, so that `heaptrack bench_task_memory --exit-held` reports what the
+//! held tasks cost, by the stack that allocated it (as leaked).
 //!
 //! Before the tasks, each cycle makes as many plain calls as a control (what requests
 //! alone leave behind). It is a benchmark, not a test: it prints figures and never fails
@@ -88,7 +89,7 @@ struct Options {
     tasks: usize,
     ttl: Duration,
     cycles: usize,
-    /// `--exit-held`: exit at once after the last figure, dropping nothing.
+    /// `--exit-held`: exit at once once the last cycle's tasks are held, dropping nothing.
     exit_held: bool,
 }
 
@@ -190,6 +191,12 @@ async fn run(o: Options) -> Result<(), String> {
         }
         let took = started.elapsed();
         let held = quiet_live().await;
+        if o.exit_held && cycle == o.cycles {
+            // Nothing dropped: under heaptrack, what the process holds is reported as
+            // leaked, with the stacks that allocated it.
+            println!("held {} (+{} for {} tasks); exiting as asked", kib(held), kib(held - before), o.tasks);
+            std::process::exit(0);
+        }
         if took + Duration::from_millis(300) >= o.ttl {
             // The first tasks would have expired (and been swept) before `held` was read.
             return Err(format!("creating the tasks took {took:?}, not within the TTL: raise --ttl-ms"));
@@ -217,11 +224,6 @@ async fn run(o: Options) -> Result<(), String> {
             "PER_TASK cycle {cycle}: {per_task:.0} bytes (target <= 2048); left after the sweep: {} bytes",
             swept - before
         );
-    }
-    if o.exit_held {
-        // Nothing dropped: under heaptrack, what the process still holds is reported as
-        // leaked, with the stacks that allocated it.
-        std::process::exit(0);
     }
     client.close().await;
     Ok(())

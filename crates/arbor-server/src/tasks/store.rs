@@ -5,9 +5,12 @@
 //! dropped once its TTL has passed: lazily, when it is looked up, and in sweeps when the
 //! store grows (each time it doubles) or reaches a bound ([`TaskConfig::max_tasks`] in
 //! all, [`TaskConfig::max_tasks_per_owner`] for one owner, so one requester cannot fill
-//! the store for everyone). Runs are tasks on the `tasks` task supervisor (a root child,
-//! see `tree.rs`), whose deadline is the TTL, so no run outlives its record.
-//! This module does not call handlers; `run.rs` does.
+//! the store for everyone); a sweep also gives back the table a burst of records left
+//! (`retain` keeps the capacity). Nothing sweeps on a timer: on a store that no request
+//! touches, expired records stay in memory until the next creation or lookup. Runs are
+//! tasks on the `tasks` task supervisor (a root child, see `tree.rs`), whose deadline is
+//! the TTL, so no run outlives its record. This module does not call handlers; `run.rs`
+//! does.
 //!
 //! Invariant: a record's status moves only forward: `working` ⇄ `input_required`, then
 //! exactly one terminal status (`completed`, `failed`, `cancelled`), never changed after.
@@ -107,6 +110,11 @@ impl Entries {
             }
             keep
         });
+        // A map emptied by expiry gives its table back (`retain` keeps the capacity): the
+        // memory of a burst of tasks returns once they have expired and been swept.
+        if self.map.capacity() > 4 * self.map.len().max(64) {
+            self.map.shrink_to_fit();
+        }
         self.sweep_at = (self.map.len() * 2).max(64);
     }
 
