@@ -9,7 +9,13 @@
 //! cargo run --release --example bench_server -- --stdio
 //! cargo run --release --example bench_server -- --port 18400 --threads 0     # current-thread runtime
 //! cargo run --release --example bench_server -- --port 18400 --telemetry     # metrics and spans on
+//! cargo run --release --example bench_server -- --port 18400 --tasks         # echo may run as a task
 //! ```
+//!
+//! `--tasks` is the server of `scripts/bench-tasks`: `echo` supports tasks
+//! (`TaskSupport::Optional`: a plain call runs inline, a task-augmented one becomes a task),
+//! and the store is sized for a benchmark's stream of tasks from one client (a 5 s TTL,
+//! caps of a million records) so that no call is refused for the per-owner cap.
 //!
 //! `--telemetry` is the telemetry-on side of `scripts/bench-http --telemetry`: the
 //! Prometheus recorder installed (`/metrics` served) and a `tracing` subscriber that is
@@ -27,8 +33,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use arbor_http::HttpConfig;
-use arbor_server::router::Router;
-use arbor_server::Server;
+use arbor_server::router::{Router, ToolRoute};
+use arbor_server::{Server, ServerConfig, TaskConfig, TaskSupport};
 use serde::Deserialize;
 
 #[path = "common/http.rs"]
@@ -40,7 +46,8 @@ const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms
     --stdio              serve one client on stdin/stdout instead\n\
     --idle-timeout-ms N  close legacy HTTP sessions idle this long (default 600000)\n\
     --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)\n\
-    --telemetry          metrics (Prometheus recorder, /metrics) and the MCP spans built (a no-op sink)";
+    --telemetry          metrics (Prometheus recorder, /metrics) and the MCP spans built (a no-op sink)\n\
+    --tasks              echo may run as a task (2025-11-25 params.task, the 2026-07-28 extension)";
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Echo {
@@ -54,10 +61,11 @@ struct Options {
     idle_timeout: Option<Duration>,
     threads: Option<usize>,
     telemetry: bool,
+    tasks: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None, telemetry: false };
+    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None, telemetry: false, tasks: false };
     let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
         let v = v.ok_or(format!("{flag} needs a number"))?;
         v.parse().map_err(|_| format!("{flag}: `{v}` is not a number"))
@@ -66,6 +74,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>,
         match arg.as_str() {
             "--stdio" => o.stdio = true,
             "--telemetry" => o.telemetry = true,
+            "--tasks" => o.tasks = true,
             "--port" => {
                 o.port = u16::try_from(number("--port", args.next())?).map_err(|_| "--port: too large".to_string())?
             }
@@ -126,12 +135,21 @@ fn main() -> ExitCode {
 }
 
 async fn serve(options: Options) -> ExitCode {
-    let router = Router::new("arbor-bench-server", env!("CARGO_PKG_VERSION")).tool(
-        "echo",
-        "Echo the message back",
-        |args: Echo| async move { args.message },
-    );
-    let server = Server::new(router);
+    let router = Router::new("arbor-bench-server", env!("CARGO_PKG_VERSION"));
+    let server = if options.tasks {
+        let echo = ToolRoute::new("echo", |args: Echo| async move { args.message })
+            .description("Echo the message back")
+            .task_support(TaskSupport::Optional);
+        let tasks = TaskConfig {
+            ttl: Duration::from_secs(5),
+            max_tasks: 1_000_000,
+            max_tasks_per_owner: 1_000_000,
+            ..TaskConfig::default()
+        };
+        Server::with_config(router.tool_route(echo), ServerConfig::default().tasks(tasks))
+    } else {
+        Server::new(router.tool("echo", "Echo the message back", |args: Echo| async move { args.message }))
+    };
     if options.stdio {
         return match server.serve_stdio().await {
             Ok(()) => ExitCode::SUCCESS,

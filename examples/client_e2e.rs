@@ -14,7 +14,8 @@
 //! asked (a capability it does not advertise) prints `SKIP:` and is not counted. Every
 //! check asserts a behaviour of the client seen from outside: results, progress
 //! callbacks, logs through `handle_log`, input answered by the handler, subscription
-//! streams, cancellation, pagination, the detected era. It is not a conformance test of
+//! streams, cancellation, pagination, the detected era, tasks (`client_e2e_tasks.rs`:
+//! server-everything's task tool and the demo's). It is not a conformance test of
 //! the servers: their texts are the fixtures' own, fixed in their sources.
 
 use std::collections::BTreeMap;
@@ -43,6 +44,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What the model "says" to every sampling request.
 const MODEL_TEXT: &str = "arbor model reply";
+
+#[path = "client_e2e_tasks.rs"]
+mod tasks;
 
 /// What the handler saw.
 #[derive(Default)]
@@ -98,7 +102,12 @@ impl ElicitationHandler for E2eHandler {
                     None => match field["type"].as_str() {
                         Some("boolean") => json!(true),
                         Some("integer" | "number") => json!(field["minimum"].as_i64().unwrap_or(1)),
-                        _ => json!(field["enum"].get(0).cloned().unwrap_or_else(|| json!("yes"))),
+                        // The first choice offered: an `enum` value, else a `oneOf` entry's `const`.
+                        _ => field["enum"]
+                            .get(0)
+                            .or_else(|| field["oneOf"].get(0).and_then(|choice| choice.get("const")))
+                            .cloned()
+                            .unwrap_or_else(|| json!("yes")),
                     },
                 };
                 content.insert(name.clone(), value);
@@ -646,8 +655,14 @@ async fn main() -> ExitCode {
     );
     match args.profile.as_str() {
         "python" => python_checks(&client, &seen, &mut report).await,
-        "everything" => everything_checks(&client, &seen, &mut report).await,
-        "arbor" => arbor_checks(&client, &seen, &mut report).await,
+        "everything" => {
+            everything_checks(&client, &seen, &mut report).await;
+            tasks::everything(&client, &seen, &mut report).await;
+        }
+        "arbor" => {
+            arbor_checks(&client, &seen, &mut report).await;
+            tasks::arbor(&client, &mut report).await;
+        }
         other => report.check("profile", Err(format!("unknown profile {other}"))),
     }
     client.close().await;

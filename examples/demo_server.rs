@@ -25,6 +25,11 @@
 //! when cancelled (`slow_count`), a static resource, a resource template with completions,
 //! and a prompt with completions.
 //!
+//! Two tools run as tasks: `slow_square` may (`TaskSupport::Optional`: a task when the
+//! client asks for one, inline otherwise) and `build_report` must (`Required`). Their
+//! routes opting in is all it takes: the server then advertises the 2025-11-25 `tasks`
+//! capability and the tasks extension (2026-07-28), and the handlers are ordinary tool code.
+//!
 //! It also has a live feed: the `demo/feed` bus topic gets a tick every 10 seconds and
 //! whatever the `publish_feed` tool is given. A client that subscribes to `demo://feed`
 //! (a 2026-07-28 `subscriptions/listen` with it in `resourceSubscriptions`, or a legacy
@@ -60,7 +65,7 @@ use arbor_server::bus::{Bus, BusEvent, BusMessage, LocalBus, RedisBus, RedisBusO
 use arbor_server::router::{completion, PromptRoute, Router, TemplateRoute, ToolError, ToolRoute};
 use arbor_server::{
     Channel, Flow, InputRequired, Reply, RequestContext, Server, Subscribe, SubscriptionCapabilities,
-    SubscriptionHandler,
+    SubscriptionHandler, TaskSupport,
 };
 use parking_lot::Mutex;
 use schemars::JsonSchema;
@@ -243,6 +248,47 @@ async fn slow_count(args: CountArgs, cx: RequestContext) -> String {
     format!("Counted to {}", args.to)
 }
 
+// ===== task tools =====
+
+fn default_delay() -> u64 {
+    100
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SquareArgs {
+    /// The number to square.
+    n: i32,
+    /// How long to take, in milliseconds (at most 60000).
+    #[serde(default = "default_delay")]
+    #[schemars(range(max = 60000))]
+    delay_ms: u64,
+}
+
+/// Squares `n` after `delay_ms`: long enough to poll, cancel or list as a task.
+async fn slow_square(args: SquareArgs) -> Result<String, ToolError> {
+    if args.delay_ms > 60_000 {
+        return Err(ToolError::invalid_arguments("delay_ms must be at most 60000"));
+    }
+    tokio::time::sleep(Duration::from_millis(args.delay_ms)).await;
+    Ok((i64::from(args.n) * i64::from(args.n)).to_string())
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct ReportArgs {
+    /// How many items the report covers (1 to 1000).
+    #[schemars(range(min = 1, max = 1000))]
+    items: u32,
+}
+
+/// A job that only runs as a task (its route says `Required`): a direct call is refused.
+async fn build_report(args: ReportArgs) -> Result<String, ToolError> {
+    if !(1..=1000).contains(&args.items) {
+        return Err(ToolError::invalid_arguments("items must be between 1 and 1000"));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    Ok(format!("Report of {} items", args.items))
+}
+
 // ===== the live feed =====
 
 /// The bus topic of the feed, and the resource that shows its latest item.
@@ -308,7 +354,7 @@ async fn follow_feed(bus: Arc<dyn Bus>, latest: Latest) {
 
 const README: &str = "# Arbor demo server\n\n\
 This server is an example of the Arbor MCP runtime.\n\n\
-- Tools: `echo`, `add`, `confirm_delete` (asks you first), `summarize` (asks the model), `slow_count` (reports progress), `publish_feed` (live feed).\n\
+- Tools: `echo`, `add`, `confirm_delete` (asks you first), `summarize` (asks the model), `slow_count` (reports progress), `publish_feed` (live feed), `slow_square` and `build_report` (run as tasks).\n\
 - Resources: this readme, notes at `demo://notes/{id}`, and the live feed at `demo://feed` (subscribe to it).\n\
 - Prompts: `greet`.\n";
 
@@ -404,6 +450,24 @@ fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
                 "Publishes a feed item: subscribers of demo://feed are notified, on every server sharing the bus.",
             )
             .open_world_hint(false),
+        )
+        .tool_route(
+            ToolRoute::new("slow_square", slow_square)
+                .title("Square slowly")
+                .description(
+                    "Returns n squared after `delay_ms` milliseconds; runs as a task when the client asks for one.",
+                )
+                .read_only_hint(true)
+                .open_world_hint(false)
+                .task_support(TaskSupport::Optional),
+        )
+        .tool_route(
+            ToolRoute::new("build_report", build_report)
+                .title("Build a report")
+                .description("Returns `Report of <items> items`; only as a task (a direct call is refused).")
+                .read_only_hint(true)
+                .open_world_hint(false)
+                .task_support(TaskSupport::Required),
         )
         .resource("demo://readme", "readme", "What this demo server offers.", "text/markdown", || async { README })
         .resource(

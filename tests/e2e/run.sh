@@ -8,6 +8,7 @@
 #   python-legacy           official Python SDK (mcp==2.3.0), initialize handshake, stdio
 #   python-modern           official Python SDK, 2026-07-28 (server/discover, MRTR, listen), stdio
 #   typescript-legacy       official TypeScript SDK (@modelcontextprotocol/sdk 1.32.2), initialize handshake, stdio
+#                           (with the 2025-11-25 tasks through client.experimental.tasks; the HTTP one too)
 #   python-http-legacy      the Python SDK over Streamable HTTP: a legacy session (POST streams, GET stream)
 #   python-http-modern      the Python SDK over Streamable HTTP at 2026-07-28 (incl. subscriptions/listen)
 #   typescript-http-legacy  the TypeScript SDK over Streamable HTTP: a legacy session, ended with DELETE
@@ -24,7 +25,8 @@
 # Then Arbor's own client (examples/client_e2e.rs, `arbor_client`) against independent
 # servers and ours (see client/README.md): rust-client-python-{stdio,http}-{legacy,modern}
 # (an mcp==2.3.0 server, client/fixture_server.py), rust-client-everything-stdio
-# (@modelcontextprotocol/server-everything, pinned in typescript/package.json; legacy),
+# (@modelcontextprotocol/server-everything, pinned in typescript/package.json; legacy; its
+# task tool simulate-research-query through call_tool_as_task),
 # rust-client-arbor-{stdio,http}-{legacy,modern} (demo_server).
 #
 # Every stdio client talks to the server through tests/e2e/tap.py, every HTTP

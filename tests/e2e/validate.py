@@ -21,7 +21,8 @@ Which revision a message is checked against:
 What is checked:
   * responses: the JSON-RPC result envelope, and the `result` against the
     result type of the answered method (`tools/call` -> CallToolResult, ...;
-    in 2026-07-28 `resultType: "input_required"` -> InputRequiredResult);
+    in 2026-07-28 `resultType: "input_required"` -> InputRequiredResult; a
+    task-augmented `tools/call` (`params.task`, 2025-11-25) -> CreateTaskResult);
   * error responses: JSONRPCError (<= 2025-06-18) or JSONRPCErrorResponse
     (>= 2025-11-25), and the specific error type when the schema defines one
     for that code (e.g. -32022 UnsupportedProtocolVersionError);
@@ -382,6 +383,9 @@ def _validate_message(
     else:
         modern = schema.revision in MODERN
         result_type = result.get("resultType") if isinstance(result, dict) else None
+        if not modern and request.method == "tools/call" and "task" in request.params and schema.has("CreateTaskResult"):
+            # A task-augmented request (2025-11-25 core tasks) is answered with the task, not the result.
+            result_def = "CreateTaskResult"
         if modern and result_type == "input_required":
             if request.method not in MRTR_METHODS:
                 problems.append(f"input_required is not allowed for {request.method}")

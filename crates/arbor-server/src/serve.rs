@@ -29,6 +29,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_bus::{Bus, BusMessage, LocalBus, PublishError};
 use arbor_otp::{Gauge, NodeSnapshot};
@@ -198,6 +199,8 @@ pub struct Server {
     pub(crate) tree: Arc<OnceCell<Tree>>,
     /// Forwards the handler's list changes onto the bus while the tree runs.
     forwarder: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    /// The periodic sweep of expired task records (`start_task_expiry`).
+    expiry: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -224,7 +227,12 @@ impl Server {
     /// A server for a shared handler.
     pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
         let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
-        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+        Server {
+            shared: Arc::new(shared),
+            tree: Arc::new(OnceCell::new()),
+            forwarder: Arc::default(),
+            expiry: Arc::default(),
+        }
     }
 
     /// The same server publishing and subscribing through `bus` (default: an in-process
@@ -234,7 +242,12 @@ impl Server {
         let s = &self.shared;
         let store = Some(s.tasks.store.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store);
-        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+        Server {
+            shared: Arc::new(shared),
+            tree: Arc::new(OnceCell::new()),
+            forwarder: Arc::default(),
+            expiry: Arc::default(),
+        }
     }
 
     /// The same server keeping its task records in `store` (default: a
@@ -246,7 +259,12 @@ impl Server {
         let s = &self.shared;
         let (bus, handlers) = (s.bus.clone(), s.user_handlers.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store));
-        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+        Server {
+            shared: Arc::new(shared),
+            tree: Arc::new(OnceCell::new()),
+            forwarder: Arc::default(),
+            expiry: Arc::default(),
+        }
     }
 
     /// The same server with a subscription handler, run on every subscription stream
@@ -259,7 +277,12 @@ impl Server {
         handlers.push(Arc::new(Erased(handler)));
         let store = Some(s.tasks.store.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store);
-        Server { shared: Arc::new(shared), tree: Arc::new(OnceCell::new()), forwarder: Arc::default() }
+        Server {
+            shared: Arc::new(shared),
+            tree: Arc::new(OnceCell::new()),
+            forwarder: Arc::default(),
+            expiry: Arc::default(),
+        }
     }
 
     /// The bus this server publishes on and its streams subscribe to.
@@ -306,6 +329,7 @@ impl Server {
                 let tree = Tree::start(gauge, bounds, config.tasks.max_running).await?;
                 self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
+                self.start_task_expiry();
                 Ok(tree)
             })
             .await
@@ -380,10 +404,31 @@ impl Server {
         *self.forwarder.lock() = Some(task);
     }
 
+    /// Drops expired task records every `TaskConfig::ttl` / 10 (1 s … 60 s), so their
+    /// memory comes back on a server no request touches. Holds the tasks weakly: it ends
+    /// with the server (or at `shutdown`, like the forwarder).
+    fn start_task_expiry(&self) {
+        let every = (self.shared.config.tasks.ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let tasks = Arc::downgrade(&self.shared.tasks);
+        let task = tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(tasks) = tasks.upgrade() else { return };
+                tasks.store.expire().await;
+            }
+        });
+        *self.expiry.lock() = Some(task);
+    }
+
     /// Stops every connection and request and waits for them. The server can be
     /// connected again afterwards only through a new `Server`.
     pub async fn shutdown(&self) {
         if let Some(task) = self.forwarder.lock().take() {
+            task.abort();
+        }
+        if let Some(task) = self.expiry.lock().take() {
             task.abort();
         }
         if let Some(tree) = self.tree.get() {

@@ -17,7 +17,13 @@
 // logging (after logging/setLevel), summarize answered through the
 // sampling/createMessage request handler, and resources/subscribe to
 // demo://feed with notifications/resources/updated after publish_feed (over
-// HTTP on the session's standalone GET stream).
+// HTTP on the session's standalone GET stream). Then the 2025-11-25 tasks through the
+// SDK's `client.experimental.tasks` (the demo's `slow_square`, task support optional,
+// and `build_report`, required): the tasks capability and each tool's
+// execution.taskSupport, callToolStream (task-augmented tools/call, tasks/get polled to
+// completed, tasks/result), tasks/get and tasks/result again (with the related-task
+// _meta), tasks/list, a Required tool called without a task (-32601), tasks/cancel of a
+// running task (cancelled) and of a finished one (-32602), an unknown task id (-32602).
 //
 // Each check prints `PASS: <name>` or `FAIL: <name>: <why>`; the exit status
 // is non-zero if any check failed or the run broke off.
@@ -26,7 +32,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
+  CreateTaskResultSchema,
   ElicitRequestSchema,
   LATEST_PROTOCOL_VERSION,
   LoggingMessageNotificationSchema,
@@ -101,6 +109,99 @@ async function feed(client, updates, options) {
   equal('resources/read demo://feed shows the item', text, 'typescript item');
   const unsubscribed = await client.unsubscribeResource({ uri: 'demo://feed' }, options);
   check('resources/unsubscribe demo://feed answered', unsubscribed !== undefined && typeof unsubscribed === 'object', unsubscribed);
+}
+
+/** The JSON-RPC error code a rejected SDK call carried, or the value it resolved to. */
+async function errorCode(promise) {
+  try {
+    return { resolved: await promise };
+  } catch (error) {
+    return error?.code;
+  }
+}
+
+const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+/** The 2025-11-25 tasks, through the SDK's experimental tasks API. */
+async function tasks(client, options) {
+  const api = client.experimental.tasks;
+  const caps = client.getServerCapabilities() ?? {};
+  check(
+    'tasks: capability with list, cancel and requests.tools.call',
+    Boolean(caps.tasks?.list && caps.tasks?.cancel && caps.tasks?.requests?.tools?.call),
+    caps.tasks ?? 'no tasks capability',
+  );
+  const listed = await client.listTools(undefined, options);
+  const byName = Object.fromEntries(listed.tools.map((t) => [t.name, t]));
+  equal('tasks: slow_square execution.taskSupport', byName.slow_square?.execution?.taskSupport, 'optional');
+  equal('tasks: build_report execution.taskSupport', byName.build_report?.execution?.taskSupport, 'required');
+  check('tasks: echo does not support tasks', (byName.echo?.execution?.taskSupport ?? 'forbidden') === 'forbidden', byName.echo);
+
+  // callToolStream: tools/call with params.task, tasks/get until terminal, tasks/result.
+  const ttl = 60000;
+  const messages = [];
+  const stream = api.callToolStream({ name: 'slow_square', arguments: { n: 7, delay_ms: 300 } }, CallToolResultSchema, {
+    ...options,
+    task: { ttl },
+  });
+  for await (const message of stream) messages.push(message);
+  const created = messages.find((m) => m.type === 'taskCreated')?.task;
+  const id = created?.taskId;
+  check('tasks: slow_square as a task answers a CreateTaskResult with a taskId', typeof id === 'string' && id !== '', messages);
+  equal('tasks: the created task is working', created?.status, 'working');
+  equal('tasks: the created task keeps the requested ttl', created?.ttl, ttl);
+  const statuses = messages.filter((m) => m.type === 'taskStatus').map((m) => m.task.status);
+  check(
+    'tasks: tasks/get polled until completed',
+    statuses.length > 0 && statuses.at(-1) === 'completed' && statuses.slice(0, -1).every((s) => s === 'working'),
+    statuses,
+  );
+  const last = messages.at(-1);
+  equal('tasks: tasks/result returns the tool result (7 squared)', last?.type === 'result' ? onlyText(last.result) : last, '49');
+  if (!id) return;
+
+  const got = await api.getTask(id, options);
+  equal('tasks: tasks/get of the finished task', [got.taskId, got.status], [id, 'completed']);
+  const again = await api.getTaskResult(id, CallToolResultSchema, options);
+  equal('tasks: tasks/result again returns the same result', onlyText(again), '49');
+  equal('tasks: tasks/result carries the related-task _meta', again._meta?.[RELATED_TASK]?.taskId, id);
+  const all = await api.listTasks(undefined, options);
+  check(
+    'tasks: tasks/list shows the completed task',
+    all.tasks.some((t) => t.taskId === id && t.status === 'completed'),
+    all.tasks.map((t) => [t.taskId, t.status]),
+  );
+
+  // A Required tool: the SDK makes it a task by itself; without params.task the server refuses.
+  const report = [];
+  for await (const message of api.callToolStream({ name: 'build_report', arguments: { items: 3 } }, CallToolResultSchema, options)) {
+    report.push(message);
+  }
+  check('tasks: build_report (required) ran as a task', report.some((m) => m.type === 'taskCreated'), report);
+  equal('tasks: build_report result', report.at(-1)?.type === 'result' ? onlyText(report.at(-1).result) : report.at(-1), 'Report of 3 items');
+  const plain = client.request({ method: 'tools/call', params: { name: 'build_report', arguments: { items: 3 } } }, CallToolResultSchema, options);
+  equal('tasks: build_report called without a task is -32601', await errorCode(plain), -32601);
+
+  // tasks/cancel of a running task, then of a finished one.
+  const running = await client.request(
+    { method: 'tools/call', params: { name: 'slow_square', arguments: { n: 9, delay_ms: 30000 } } },
+    CreateTaskResultSchema,
+    { ...options, task: { ttl } },
+  );
+  const runningId = running.task?.taskId;
+  equal('tasks: the long task is working', running.task?.status, 'working');
+  const cancelled = await api.cancelTask(runningId, options);
+  equal('tasks: tasks/cancel of a running task answers it cancelled', [cancelled.taskId, cancelled.status], [runningId, 'cancelled']);
+  equal('tasks: tasks/get after the cancel', (await api.getTask(runningId, options)).status, 'cancelled');
+  equal('tasks: tasks/cancel of a cancelled task is -32602', await errorCode(api.cancelTask(runningId, options)), -32602);
+  equal('tasks: tasks/cancel of a completed task is -32602', await errorCode(api.cancelTask(id, options)), -32602);
+  equal('tasks: tasks/get still shows the completed task completed', (await api.getTask(id, options)).status, 'completed');
+
+  // An id that never existed.
+  const unknown = 'no-such-task-0000';
+  equal('tasks: tasks/get of an unknown id is -32602', await errorCode(api.getTask(unknown, options)), -32602);
+  equal('tasks: tasks/result of an unknown id is -32602', await errorCode(api.getTaskResult(unknown, CallToolResultSchema, options)), -32602);
+  equal('tasks: tasks/cancel of an unknown id is -32602', await errorCode(api.cancelTask(unknown, options)), -32602);
 }
 
 async function scenario(client, transport, timeoutMs) {
@@ -254,6 +355,7 @@ async function scenario(client, transport, timeoutMs) {
   equal("summarize: result is the model's reply", onlyText(result), SUMMARY);
 
   await feed(client, updates, options);
+  await tasks(client, options);
 }
 
 async function main() {

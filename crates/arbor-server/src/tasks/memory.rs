@@ -1,9 +1,11 @@
 //! [`MemoryTaskStore`]: the default [`TaskStore`], records in this process's memory.
 //!
-//! Records are dropped once their TTL has passed: lazily, when looked up, and in sweeps
-//! when the store grows (each time it doubles) or reaches a cap
+//! Records are dropped once their TTL has passed: lazily, when looked up, in the
+//! server's periodic [`TaskStore::expire`], and in sweeps when the store grows (each time
+//! it doubles) or reaches a cap
 //! ([`TaskConfig::max_tasks`] in all, [`TaskConfig::max_tasks_per_owner`] for one owner,
-//! so one requester cannot fill the store for everyone). `wait` parks on a `Notify` per
+//! so one requester cannot fill the store for everyone); a sweep gives back the table a
+//! burst of records left behind. `wait` parks on a `Notify` per
 //! record, woken by the change that makes it terminal. Shared by two servers (one
 //! `Arc`), it plays a store on another node: either server serves the other's records.
 //! It is not where runs live (`local.rs`).
@@ -72,6 +74,11 @@ impl Entries {
             }
             keep
         });
+        // A map emptied by expiry gives its table back (`retain` keeps the capacity): the
+        // memory of a burst of tasks returns once they have expired and been swept.
+        if self.map.capacity() > 4 * self.map.len().max(64) {
+            self.map.shrink_to_fit();
+        }
         self.sweep_at = (self.map.len() * 2).max(64);
     }
 
@@ -215,6 +222,11 @@ impl TaskStore for MemoryTaskStore {
     fn create(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), TaskStoreError>> {
         let created = self.create_now(record);
         Box::pin(async move { created })
+    }
+
+    fn expire(&self) -> BoxFuture<'_, ()> {
+        self.entries.lock().sweep(Instant::now());
+        Box::pin(async {})
     }
 
     fn get<'a>(&'a self, owner: &'a TaskOwner, id: &'a str) -> BoxFuture<'a, Result<TaskRecord, TaskStoreError>> {

@@ -361,6 +361,14 @@ pub trait TaskStore: Send + Sync + 'static {
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<TaskPage, TaskStoreError>>;
+
+    /// Drops every record whose TTL has passed. The server calls it periodically
+    /// (`TaskConfig::ttl` / 10, between 1 s and 60 s), so the memory of expired tasks comes
+    /// back on a server no request touches. The default does nothing: a store whose
+    /// backend expires records itself (a Redis key's TTL) needs no sweep.
+    fn expire(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 #[cfg(test)]

@@ -342,3 +342,23 @@ async fn a_stores_own_refusals_reach_the_client_as_the_overload_error_and_intern
     assert_eq!(listed["error"]["code"], -32602, "{listed}");
     s.finish(vec![peer]).await;
 }
+
+/// Expired records are dropped by the server's periodic sweep, with no request touching
+/// the store: the memory of a burst of tasks comes back on an idle server (paused clock;
+/// the default TTL of 10 minutes sweeps every minute).
+#[tokio::test(start_paused = true)]
+async fn expired_records_are_swept_on_an_idle_server() {
+    let memory = Arc::new(MemoryTaskStore::new(&TaskConfig::default()));
+    let mut s = Setup::new(1, Some(memory.clone()));
+    let mut peer = s.session(0, ConnectOptions::tenant("acme").auth("alice"), V).await;
+    for n in 0..3 {
+        let id = created_id(&peer.call(2 + n, "tools/call", task_call("sleepy", json!({"seconds": 0}), 1_000)).await);
+        let result = peer.call(10 + n, "tasks/result", json!({"taskId": id})).await;
+        assert_eq!(result["result"]["content"][0]["text"], "slept 0s", "{result}");
+    }
+    assert_eq!(memory.len(), 3, "completed records are kept until their TTL");
+    // Past the TTL (1 s) and the next sweep (60 s), nothing asked.
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    assert_eq!(memory.len(), 0, "the sweep dropped every expired record");
+    s.finish(vec![peer]).await;
+}
