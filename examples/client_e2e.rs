@@ -622,6 +622,13 @@ async fn main() -> ExitCode {
         .era_cache(arbor_client::EraCache::new())
         .timeout(Duration::from_secs(30))
         .handler(E2eHandler(seen.clone()));
+    // server-everything asks a client that hosts tasks to run sampling and elicitation as
+    // tasks (its `trigger-*-request-async` tools exist only then).
+    let options = if args.profile == "everything" {
+        options.host_tasks(arbor_client::handler::HostedTasks::default())
+    } else {
+        options
+    };
     let mut server = None;
     let connected = match (&args.stdio, &args.serve) {
         (Some(cmd), _) => {

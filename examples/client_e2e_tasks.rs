@@ -48,6 +48,13 @@ async fn run(client: &Client, tool: &str, args: Value) -> Result<(TaskHandle, Ve
     Ok((handle, seen, text_of(&result)))
 }
 
+/// Runs `tool` as a task and follows only its statuses (no `tasks/result` of ours).
+async fn follow_alone(client: &Client, tool: &str, args: Value) -> Result<Vec<TaskStatus>, String> {
+    let handle =
+        client.call_tool_as_task(tool, args, Some(Duration::from_secs(120))).await.map_err(|e| e.to_string())?;
+    statuses(&handle).await
+}
+
 fn ended_completed(seen: &[TaskStatus]) -> Result<(), String> {
     match seen.last() {
         Some(TaskStatus::Completed) => Ok(()),
@@ -76,6 +83,38 @@ pub async fn everything(client: &Client, seen: &Seen, r: &mut Report) {
                 return Err("the handler was not asked".into());
             }
             super::expect_contains(text, "Clarification**: technical")
+        }),
+    );
+    // Following the statuses alone: server-everything sends the task's elicitation only
+    // while a `tasks/result` waits, which the stream opens itself on `input_required`.
+    let followed = follow_alone(client, "simulate-research-query", json!({"topic": "arbor", "ambiguous": true})).await;
+    r.check(
+        "simulate-research-query (ambiguous), statuses alone: input_required, then completed",
+        followed.and_then(|seen| match seen.as_slice() {
+            [.., TaskStatus::InputRequired, _, TaskStatus::Completed]
+            | [.., TaskStatus::InputRequired, TaskStatus::Completed] => Ok(()),
+            _ => Err(format!("statuses {seen:?}")),
+        }),
+    );
+    // Client-hosted tasks: the server asks this client to run its elicitation and its
+    // sampling as tasks, polls the client's tasks/get and fetches tasks/result.
+    let hosted = client.call_tool("trigger-elicitation-request-async", json!({})).await.map_err(|e| e.to_string());
+    r.check(
+        "trigger-elicitation-request-async: the elicitation runs as a task on this client",
+        hosted.and_then(|result| {
+            let text = text_of(&result);
+            super::expect_contains(text.clone(), "[COMPLETED] User provided the requested information!")?;
+            super::expect_contains(text, "Favorite Color: Red")
+        }),
+    );
+    let hosted =
+        client.call_tool("trigger-sampling-request-async", json!({"prompt": "arbor"})).await.map_err(|e| e.to_string());
+    r.check(
+        "trigger-sampling-request-async: the sampling runs as a task on this client",
+        hosted.and_then(|result| {
+            let text = text_of(&result);
+            super::expect_contains(text.clone(), "[COMPLETED] Async sampling completed!")?;
+            super::expect_contains(text, super::MODEL_TEXT)
         }),
     );
     let listed = client.list_tasks(None).await.map_err(|e| e.to_string());

@@ -16,6 +16,9 @@
 //! a `notifications/tasks/status` about its task, in 2026-07-28 a `notifications/tasks`
 //! on a `subscriptions/listen` naming the task (opened by the stream, declaring the
 //! extension; the polls alone if refused). The polls go on regardless, as the spec asks.
+//! On a 2025-11-25 task's first `input_required` it opens `tasks/result` in the
+//! background, as the spec says a requestor SHOULD, since a server may send the task's
+//! requests only on that stream.
 //! What this module is not: it does not answer a legacy server's requests tied to a task
 //! differently from other requests: the handler answers them.
 //! The tasks a server asks this client to run are elsewhere (`handler/hosted/`).
@@ -235,7 +238,8 @@ impl TaskHandle {
             (HandleState::Task { .. }, Era::Modern) => Push::Unopened,
             (HandleState::Immediate(_), _) => Push::Nothing,
         };
-        let follow = Follow { handle: self.clone(), last: None, ended: false, next_poll: None, push };
+        let follow =
+            Follow { handle: self.clone(), last: None, ended: false, next_poll: None, push, result_wait: None };
         futures::stream::unfold(follow, |mut f| async move {
             if f.ended {
                 return None;
@@ -244,6 +248,7 @@ impl TaskHandle {
             f.ended = !matches!(status, Ok(s) if !terminal(s));
             if let Ok(s) = &status {
                 f.last = Some(*s);
+                f.on_status(*s);
             }
             Some((status, f))
         })
@@ -258,6 +263,19 @@ struct Follow {
     /// When to poll next; `None`: now.
     next_poll: Option<tokio::time::Instant>,
     push: Push,
+    /// 2025-11-25: the `tasks/result` opened on the first `input_required`, which the
+    /// spec says a requestor SHOULD call then: a server may deliver the task's requests
+    /// only on that stream (server-everything does), so following the statuses alone
+    /// would wait in `input_required` until the TTL. Aborted with the stream.
+    result_wait: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        if let Some(wait) = self.result_wait.take() {
+            wait.abort();
+        }
+    }
 }
 
 /// Where pushed statuses come from.
@@ -273,6 +291,19 @@ enum Push {
 }
 
 impl Follow {
+    /// On a 2025-11-25 task's first `input_required`, opens `tasks/result` in the
+    /// background (its answer is dropped: [`TaskHandle::result`] asks again), so the
+    /// server has a stream to send the task's requests on; the client's handler answers
+    /// them as any other.
+    fn on_status(&mut self, status: TaskStatus) {
+        if status == TaskStatus::InputRequired && self.handle.era == Era::Legacy && self.result_wait.is_none() {
+            let handle = self.handle.clone();
+            self.result_wait = Some(tokio::spawn(async move {
+                let _ = handle.result().await;
+            }));
+        }
+    }
+
     /// The next status different from the last one yielded.
     async fn next(&mut self) -> Result<TaskStatus, ClientError> {
         if matches!(self.push, Push::Unopened) {
