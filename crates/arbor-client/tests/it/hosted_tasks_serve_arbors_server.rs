@@ -11,33 +11,14 @@ use std::time::Duration;
 
 use arbor_client::handler::HostedTasks;
 use arbor_client::{Client, ClientOptions, EraCache, EraMode, ServerTarget};
-use arbor_protocol::model::elicitation::ElicitRequestParams;
-use arbor_protocol::model::tools::CallToolResult;
-use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{ConnectOptions, InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskSupport};
+use arbor_server::router::ToolRoute;
+use arbor_server::{ConnectOptions, Router, Server, ServerConfig, TaskSupport};
 use arbor_transport::Transport;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
-use crate::support::AnsweringHandler;
-
-async fn confirm(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
-    match cx.input_responses().and_then(|r| r.get("who")) {
-        Some(answer) => {
-            let text = serde_json::to_value(answer).unwrap()["content"]["name"].as_str().unwrap_or("?").to_owned();
-            Reply::Complete(CallToolResult::from_text(format!("confirmed by {text}")))
-        }
-        None => {
-            let form: ElicitRequestParams = serde_json::from_value(json!({
-                "message": "Who?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-            }))
-            .unwrap();
-            Reply::InputRequired(InputRequired::new().elicit("who", form))
-        }
-    }
-}
+use crate::support::{confirm, AnsweringHandler};
 
 /// Every frame each way, as JSON.
 #[derive(Default)]

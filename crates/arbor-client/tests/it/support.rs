@@ -18,6 +18,7 @@ use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::resources::{ReadResourceRequestParams, ReadResourceResult, ResourceSubscriptionParams};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult, Tool};
+use arbor_server::router::NoArgs;
 use arbor_server::{
     ConnectOptions, InputRequired, Reply, RequestContext, Server, ServerConfig, ServerHandler, ServerInfo, Transport,
 };
@@ -209,6 +210,24 @@ pub struct AnsweringHandler;
 impl ClientHandler for AnsweringHandler {
     fn elicitation(&self) -> Option<&impl ElicitationHandler> {
         Some(&Answers)
+    }
+}
+
+/// A tool that asks for a name (`who`) by elicitation, then answers `confirmed by <name>`.
+pub async fn confirm(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
+    match cx.input_responses().and_then(|r| r.get("who")) {
+        Some(answer) => {
+            let text = serde_json::to_value(answer).unwrap()["content"]["name"].as_str().unwrap_or("?").to_owned();
+            Reply::Complete(CallToolResult::from_text(format!("confirmed by {text}")))
+        }
+        None => {
+            let form: ElicitRequestParams = serde_json::from_value(json!({
+                "message": "Who?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+            }))
+            .unwrap();
+            Reply::InputRequired(InputRequired::new().elicit("who", form))
+        }
     }
 }
 

@@ -9,37 +9,18 @@
 use std::time::Duration;
 
 use arbor_client::{Client, ClientError, ClientOptions, EraCache, EraMode};
-use arbor_protocol::model::elicitation::ElicitRequestParams;
 use arbor_protocol::model::tasks::TaskStatus;
-use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::Era;
 use arbor_server::router::{NoArgs, ToolRoute};
-use arbor_server::{InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskConfig, TaskSupport};
+use arbor_server::{Router, Server, ServerConfig, TaskConfig, TaskSupport};
 use futures::StreamExt;
 use serde_json::json;
 
-use crate::support::{memory_target, AnsweringHandler};
+use crate::support::{confirm, memory_target, AnsweringHandler};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Work {
     millis: u64,
-}
-
-async fn confirm(_: NoArgs, cx: RequestContext) -> Reply<CallToolResult> {
-    match cx.input_responses().and_then(|r| r.get("who")) {
-        Some(answer) => {
-            let text = serde_json::to_value(answer).unwrap()["content"]["name"].as_str().unwrap_or("?").to_owned();
-            Reply::Complete(CallToolResult::from_text(format!("confirmed by {text}")))
-        }
-        None => {
-            let form: ElicitRequestParams = serde_json::from_value(json!({
-                "message": "Who?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-            }))
-            .unwrap();
-            Reply::InputRequired(InputRequired::new().elicit("who", form))
-        }
-    }
 }
 
 fn server() -> Server {

@@ -9,20 +9,16 @@
 
 use std::time::Duration;
 
-use arbor_otp::Gauge;
 use arbor_protocol::model::content::ContentBlock;
 use arbor_protocol::model::mrtr::InputResponse;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_server::router::ToolRoute;
 use arbor_server::tasks::TaskConfig;
-use arbor_server::{
-    ConnectOptions, Connection, InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskSupport,
-    Transport,
-};
+use arbor_server::{ConnectOptions, InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskSupport};
 use serde_json::{json, Value};
 
 use crate::schema::check_message;
-use crate::support::ScriptedPeer;
+use crate::support::{created_id, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
 const RELATED: &str = "io.modelcontextprotocol/related-task";
@@ -61,50 +57,21 @@ fn router() -> Router {
     )
 }
 
-struct Setup {
-    server: Server,
-    gauge: Gauge,
-    connections: Vec<Connection>,
+/// The server: `router()` with tasks, on `config`.
+fn server(config: ServerConfig) -> Server {
+    Server::with_config(router(), config.tasks(TaskConfig::default()))
 }
 
-impl Setup {
-    fn new() -> Setup {
-        Setup::with_config(ServerConfig::default())
-    }
-
-    fn with_config(config: ServerConfig) -> Setup {
-        let gauge = Gauge::new();
-        let config = config.tasks(TaskConfig::default()).gauge(gauge.clone());
-        Setup { server: Server::with_config(router(), config), gauge, connections: Vec::new() }
-    }
-
-    /// A 2025-11-25 session declaring `capabilities`, initialized.
-    async fn session(&mut self, capabilities: Value) -> ScriptedPeer {
-        let (server_side, client_side) = Transport::memory_pair();
-        self.connections.push(self.server.connect(server_side, ConnectOptions::default()).await.unwrap());
-        let mut peer = ScriptedPeer::new(client_side);
-        peer.initialize(V, capabilities).await;
-        peer
-    }
-
-    async fn finish(self, peers: Vec<ScriptedPeer>) {
-        for p in &peers {
-            p.close().await;
-        }
-        for c in &self.connections {
-            c.closed().await;
-        }
-        self.server.shutdown().await;
-        assert_eq!(self.gauge.alive_tasks(), 0, "tasks leaked");
-        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
-    }
+/// A 2025-11-25 session declaring `capabilities`, initialized.
+async fn session(s: &mut TaskSetup, capabilities: Value) -> ScriptedPeer {
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
+    peer.initialize(V, capabilities).await;
+    peer
 }
 
 /// Starts `ask` as a task; its id.
 async fn start(peer: &mut ScriptedPeer, id: i64, delay: u64) -> String {
-    let call = json!({"name": "ask", "arguments": {"delay": delay}, "task": {"ttl": 60_000}});
-    let created = peer.call(id, "tools/call", call).await;
-    created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {created}")).to_owned()
+    created_id(&peer.call(id, "tools/call", task_call("ask", json!({"delay": delay}), json!(60_000))).await)
 }
 
 /// The next server→client request, skipping notifications.
@@ -125,8 +92,8 @@ async fn status(peer: &mut ScriptedPeer, id: i64, task: &str) -> Value {
 
 #[tokio::test(start_paused = true)]
 async fn an_elicitation_during_a_task_carries_the_related_task_and_its_answer_resumes_the_task() {
-    let mut s = Setup::new();
-    let mut peer = s.session(json!({"elicitation": {}})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut peer = session(&mut s, json!({"elicitation": {}})).await;
     let task = start(&mut peer, 2, 0).await;
 
     let asked = next_request(&mut peer).await;
@@ -160,8 +127,8 @@ async fn an_elicitation_during_a_task_carries_the_related_task_and_its_answer_re
 
 #[tokio::test(start_paused = true)]
 async fn the_client_answering_with_an_error_fails_the_task_with_32603() {
-    let mut s = Setup::new();
-    let mut peer = s.session(json!({"elicitation": {}})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut peer = session(&mut s, json!({"elicitation": {}})).await;
     let task = start(&mut peer, 2, 0).await;
     let asked = next_request(&mut peer).await;
     peer.send(json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32000, "message": "no user here"}}));
@@ -175,8 +142,8 @@ async fn the_client_answering_with_an_error_fails_the_task_with_32603() {
 
 #[tokio::test(start_paused = true)]
 async fn a_session_closed_while_input_is_pending_fails_the_task_saying_the_client_cannot_be_reached() {
-    let mut s = Setup::new();
-    let mut first = s.session(json!({"elicitation": {}})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut first = session(&mut s, json!({"elicitation": {}})).await;
     let task = start(&mut first, 2, 0).await;
     let asked = next_request(&mut first).await;
     assert_eq!(asked["method"], "elicitation/create");
@@ -184,7 +151,7 @@ async fn a_session_closed_while_input_is_pending_fails_the_task_saying_the_clien
     s.connections[0].closed().await;
 
     // The same owner, from another session: the task failed, it did not wait for its TTL.
-    let mut second = s.session(json!({"elicitation": {}})).await;
+    let mut second = session(&mut s, json!({"elicitation": {}})).await;
     let started = tokio::time::Instant::now();
     let result = second.call(3, "tasks/result", json!({"taskId": task})).await;
     assert_eq!(started.elapsed(), Duration::ZERO, "{result}");
@@ -197,14 +164,14 @@ async fn a_session_closed_while_input_is_pending_fails_the_task_saying_the_clien
 
 #[tokio::test(start_paused = true)]
 async fn a_task_whose_session_closed_asks_on_an_open_tasks_result_of_another_session() {
-    let mut s = Setup::new();
-    let mut first = s.session(json!({"elicitation": {}})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut first = session(&mut s, json!({"elicitation": {}})).await;
     // The handler asks only after 5 s, by when its session has gone.
     let task = start(&mut first, 2, 5).await;
     first.close().await;
     s.connections[0].closed().await;
 
-    let mut second = s.session(json!({"elicitation": {}})).await;
+    let mut second = session(&mut s, json!({"elicitation": {}})).await;
     second.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task}}));
     let asked = next_request(&mut second).await;
     assert_eq!(asked["method"], "elicitation/create", "{asked}");
@@ -219,8 +186,8 @@ async fn a_task_whose_session_closed_asks_on_an_open_tasks_result_of_another_ses
 
 #[tokio::test(start_paused = true)]
 async fn an_undeclared_capability_fails_the_task_with_required_capabilities() {
-    let mut s = Setup::new();
-    let mut peer = s.session(json!({})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut peer = session(&mut s, json!({})).await;
     let task = start(&mut peer, 2, 0).await;
     let result = peer.call(3, "tasks/result", json!({"taskId": task})).await;
     assert_eq!(result["error"]["code"], -32603, "{result}");
@@ -231,8 +198,9 @@ async fn an_undeclared_capability_fails_the_task_with_required_capabilities() {
 
 #[tokio::test(start_paused = true)]
 async fn inside_a_task_the_elicitation_may_run_as_a_task_on_the_client() {
-    let mut s = Setup::with_config(ServerConfig::default().client_tasks(Duration::from_secs(30)));
-    let mut peer = s.session(json!({"elicitation": {}, "tasks": {"requests": {"elicitation": {"create": {}}}}})).await;
+    let mut s = TaskSetup::new(1, |config| server(config.client_tasks(Duration::from_secs(30))));
+    let mut peer =
+        session(&mut s, json!({"elicitation": {}, "tasks": {"requests": {"elicitation": {"create": {}}}}})).await;
     let task = start(&mut peer, 2, 0).await;
     let asked = next_request(&mut peer).await;
     assert_eq!(asked["params"]["_meta"][RELATED], json!({"taskId": task}), "{asked}");
@@ -258,9 +226,9 @@ async fn inside_a_task_the_elicitation_may_run_as_a_task_on_the_client() {
 
 #[tokio::test(start_paused = true)]
 async fn cancelling_the_task_cancels_the_clients_task_it_was_following() {
-    let mut s = Setup::with_config(ServerConfig::default().client_tasks(Duration::from_secs(30)));
+    let mut s = TaskSetup::new(1, |config| server(config.client_tasks(Duration::from_secs(30))));
     let caps = json!({"elicitation": {}, "tasks": {"cancel": {}, "requests": {"elicitation": {"create": {}}}}});
-    let mut peer = s.session(caps).await;
+    let mut peer = session(&mut s, caps).await;
     let task = start(&mut peer, 2, 0).await;
     let asked = next_request(&mut peer).await;
     let created = json!({"taskId": "on-client", "status": "working", "createdAt": "2025-11-25T10:00:00Z",
@@ -291,15 +259,15 @@ async fn cancelling_the_task_cancels_the_clients_task_it_was_following() {
 
 #[tokio::test(start_paused = true)]
 async fn input_needed_after_the_session_closed_fails_the_task_at_once() {
-    let mut s = Setup::new();
-    let mut first = s.session(json!({"elicitation": {}})).await;
+    let mut s = TaskSetup::new(1, server);
+    let mut first = session(&mut s, json!({"elicitation": {}})).await;
     // The handler asks after 5 s; its session is gone by then and no tasks/result is open.
     let task = start(&mut first, 2, 5).await;
     first.close().await;
     s.connections[0].closed().await;
     tokio::time::sleep(Duration::from_secs(6)).await;
 
-    let mut second = s.session(json!({"elicitation": {}})).await;
+    let mut second = session(&mut s, json!({"elicitation": {}})).await;
     let got = second.call(3, "tasks/get", json!({"taskId": task})).await;
     assert_eq!(got["result"]["status"], "failed", "{got}");
     let result = second.call(4, "tasks/result", json!({"taskId": task})).await;

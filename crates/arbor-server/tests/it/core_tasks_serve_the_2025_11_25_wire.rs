@@ -7,13 +7,12 @@
 
 use std::time::Duration;
 
-use arbor_otp::Gauge;
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::tasks::TaskConfig;
-use arbor_server::{ConnectOptions, Connection, Router, Server, ServerConfig, TaskSupport, Transport};
+use arbor_server::{ConnectOptions, Router, Server, ServerConfig, TaskSupport};
 use serde_json::{json, Value};
 
-use crate::support::ScriptedPeer;
+use crate::support::{created_id, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
 
@@ -49,53 +48,22 @@ fn router() -> Router {
         )
 }
 
-struct Setup {
-    server: Server,
-    gauge: Gauge,
-    connections: Vec<Connection>,
+/// The server: `router()` with tasks, on `config`.
+fn server(config: ServerConfig) -> Server {
+    Server::with_config(router(), config.tasks(TaskConfig::default()))
 }
 
-impl Setup {
-    fn new() -> Setup {
-        let gauge = Gauge::new();
-        let config = ServerConfig::default().tasks(TaskConfig::default()).gauge(gauge.clone());
-        Setup { server: Server::with_config(router(), config), gauge, connections: Vec::new() }
-    }
-
-    /// A legacy session at `version`, initialized.
-    async fn session(&mut self, options: ConnectOptions, version: &str) -> (ScriptedPeer, Value) {
-        let (server_side, client_side) = Transport::memory_pair();
-        self.connections.push(self.server.connect(server_side, options).await.unwrap());
-        let mut peer = ScriptedPeer::new(client_side);
-        let init = peer.initialize(version, json!({})).await;
-        (peer, init)
-    }
-
-    async fn finish(self, peers: Vec<ScriptedPeer>) {
-        for p in &peers {
-            p.close().await;
-        }
-        for c in &self.connections {
-            c.closed().await;
-        }
-        self.server.shutdown().await;
-        assert_eq!(self.gauge.alive_tasks(), 0, "tasks leaked");
-        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
-    }
-}
-
-fn task_call(name: &str, args: Value, ttl: Value) -> Value {
-    json!({"name": name, "arguments": args, "task": {"ttl": ttl}})
-}
-
-fn created_id(response: &Value) -> String {
-    response["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {response}")).to_owned()
+/// A legacy session at `version`, initialized; with its `initialize` result.
+async fn session(s: &mut TaskSetup, options: ConnectOptions, version: &str) -> (ScriptedPeer, Value) {
+    let mut peer = s.connect(0, options).await;
+    let init = peer.initialize(version, json!({})).await;
+    (peer, init)
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_capability_and_each_tools_task_support_are_advertised_at_2025_11_25_only() {
-    let mut s = Setup::new();
-    let (mut peer, init) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, init) = session(&mut s, ConnectOptions::default(), V).await;
     let tasks = &init["capabilities"]["tasks"];
     assert_eq!(*tasks, json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}), "{init}");
     assert!(init["capabilities"].get("extensions").is_none());
@@ -109,7 +77,7 @@ async fn the_capability_and_each_tools_task_support_are_advertised_at_2025_11_25
     assert_eq!(support("must_task"), Some(json!("required")));
     assert_eq!(support("plain"), None);
 
-    let (mut old, init) = s.session(ConnectOptions::default(), "2025-06-18").await;
+    let (mut old, init) = session(&mut s, ConnectOptions::default(), "2025-06-18").await;
     assert!(init["capabilities"].get("tasks").is_none(), "{init}");
     let listed = old.call(2, "tools/list", json!({})).await;
     assert!(listed["result"]["tools"].as_array().unwrap().iter().all(|t| t.get("execution").is_none()));
@@ -123,8 +91,8 @@ async fn the_capability_and_each_tools_task_support_are_advertised_at_2025_11_25
 
 #[tokio::test(start_paused = true)]
 async fn a_task_is_created_polled_and_its_result_fetched_by_the_blocking_tasks_result() {
-    let mut s = Setup::new();
-    let (mut peer, _) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, _) = session(&mut s, ConnectOptions::default(), V).await;
     let started = tokio::time::Instant::now();
     let created = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), json!(60_000))).await;
     assert_eq!(started.elapsed(), Duration::ZERO, "answered before the tool runs");
@@ -155,8 +123,8 @@ async fn a_task_is_created_polled_and_its_result_fetched_by_the_blocking_tasks_r
 
 #[tokio::test(start_paused = true)]
 async fn ttls_are_clamped_and_the_clamp_is_reported() {
-    let mut s = Setup::new();
-    let (mut peer, _) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, _) = session(&mut s, ConnectOptions::default(), V).await;
     let zero = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 0}), json!(0))).await;
     assert_eq!(zero["result"]["task"]["ttl"], 1000, "{zero}");
     let huge =
@@ -174,8 +142,8 @@ async fn ttls_are_clamped_and_the_clamp_is_reported() {
 
 #[tokio::test(start_paused = true)]
 async fn task_support_is_enforced_with_method_not_found() {
-    let mut s = Setup::new();
-    let (mut peer, _) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, _) = session(&mut s, ConnectOptions::default(), V).await;
     let forbidden = peer.call(2, "tools/call", task_call("plain", json!({}), json!(1000))).await;
     assert_eq!(forbidden["error"]["code"], -32601, "{forbidden}");
     assert!(forbidden["error"]["message"].as_str().unwrap().contains("forbidden"));
@@ -193,8 +161,8 @@ async fn task_support_is_enforced_with_method_not_found() {
 
 #[tokio::test(start_paused = true)]
 async fn cancel_is_terminal_once_and_a_cancelled_task_has_no_result() {
-    let mut s = Setup::new();
-    let (mut peer, _) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, _) = session(&mut s, ConnectOptions::default(), V).await;
     let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 20}), json!(60_000))).await);
     // A tasks/result waiting when the cancel lands gets the error, not a hang.
     peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": id}}));
@@ -226,8 +194,8 @@ async fn cancel_is_terminal_once_and_a_cancelled_task_has_no_result() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_run_fails_its_task_with_a_clear_error() {
-    let mut s = Setup::new();
-    let (mut peer, _) = s.session(ConnectOptions::default(), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut peer, _) = session(&mut s, ConnectOptions::default(), V).await;
     let id = created_id(&peer.call(2, "tools/call", task_call("boom", json!({}), json!(60_000))).await);
     let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["error"]["code"], -32603, "{result}");
@@ -239,9 +207,9 @@ async fn a_panicking_run_fails_its_task_with_a_clear_error() {
 
 #[tokio::test(start_paused = true)]
 async fn tasks_are_listed_by_owner_with_cursors_and_hidden_from_everyone_else() {
-    let mut s = Setup::new();
-    let (mut alice, _) = s.session(ConnectOptions::tenant("acme").auth("alice"), V).await;
-    let (mut bob, _) = s.session(ConnectOptions::tenant("acme").auth("bob"), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (mut alice, _) = session(&mut s, ConnectOptions::tenant("acme").auth("alice"), V).await;
+    let (mut bob, _) = session(&mut s, ConnectOptions::tenant("acme").auth("bob"), V).await;
     let mut ids = Vec::new();
     for n in 0..55 {
         let created =
@@ -276,13 +244,13 @@ async fn tasks_are_listed_by_owner_with_cursors_and_hidden_from_everyone_else() 
 
 #[tokio::test(start_paused = true)]
 async fn a_task_outlives_the_connection_that_created_it() {
-    let mut s = Setup::new();
-    let (first, _) = s.session(ConnectOptions::tenant("acme").auth("alice"), V).await;
+    let mut s = TaskSetup::new(1, server);
+    let (first, _) = session(&mut s, ConnectOptions::tenant("acme").auth("alice"), V).await;
     let mut first = first;
     let id = created_id(&first.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), json!(60_000))).await);
     first.close().await;
     s.connections[0].closed().await;
-    let (mut later, _) = s.session(ConnectOptions::tenant("acme").auth("alice"), V).await;
+    let (mut later, _) = session(&mut s, ConnectOptions::tenant("acme").auth("alice"), V).await;
     let result = later.call(2, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["result"]["content"][0]["text"], "slept 5s", "{result}");
     s.finish(vec![first, later]).await;

@@ -11,17 +11,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_otp::Gauge;
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::tasks::{TaskCap, TaskChange, TaskConfig, TaskOwner, TaskPage};
 use arbor_server::{
-    ConnectOptions, Connection, MemoryTaskStore, Router, Server, ServerConfig, TaskRecord, TaskStore, TaskStoreError,
-    TaskSupport, ToolError, Transport,
+    ConnectOptions, MemoryTaskStore, Router, Server, TaskRecord, TaskStore, TaskStoreError, TaskSupport, ToolError,
 };
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::support::{modern_meta, ScriptedPeer};
+use crate::support::{created_id, modern_meta, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
 const RELATED: &str = "io.modelcontextprotocol/related-task";
@@ -48,58 +46,22 @@ fn router() -> Router {
         )
 }
 
-struct Setup {
-    servers: Vec<Server>,
-    gauge: Gauge,
-    connections: Vec<Connection>,
+/// `n` servers sharing one `MemoryTaskStore` (or each its own default store, if `None`).
+fn setup(n: usize, store: Option<Arc<dyn TaskStore>>) -> TaskSetup {
+    TaskSetup::new(n, |config| {
+        let server = Server::with_config(router(), config.tasks(TaskConfig::default()));
+        match &store {
+            Some(store) => server.with_task_store(store.clone()),
+            None => server,
+        }
+    })
 }
 
-impl Setup {
-    /// `n` servers sharing one `MemoryTaskStore` (or each its own default store, if `None`).
-    fn new(n: usize, store: Option<Arc<dyn TaskStore>>) -> Setup {
-        let gauge = Gauge::new();
-        let config = ServerConfig::default().tasks(TaskConfig::default()).gauge(gauge.clone());
-        let servers = (0..n)
-            .map(|_| {
-                let server = Server::with_config(router(), config.clone());
-                match &store {
-                    Some(store) => server.with_task_store(store.clone()),
-                    None => server,
-                }
-            })
-            .collect();
-        Setup { servers, gauge, connections: Vec::new() }
-    }
-
-    async fn session(&mut self, server: usize, options: ConnectOptions, version: &str) -> ScriptedPeer {
-        let (server_side, client_side) = Transport::memory_pair();
-        self.connections.push(self.servers[server].connect(server_side, options).await.unwrap());
-        let mut peer = ScriptedPeer::new(client_side);
-        peer.initialize(version, json!({})).await;
-        peer
-    }
-
-    async fn finish(self, peers: Vec<ScriptedPeer>) {
-        for p in &peers {
-            p.close().await;
-        }
-        for c in &self.connections {
-            c.closed().await;
-        }
-        for server in &self.servers {
-            server.shutdown().await;
-        }
-        assert_eq!(self.gauge.alive_tasks(), 0, "tasks leaked");
-        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
-    }
-}
-
-fn task_call(name: &str, args: Value, ttl: u64) -> Value {
-    json!({"name": name, "arguments": args, "task": {"ttl": ttl}})
-}
-
-fn created_id(response: &Value) -> String {
-    response["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {response}")).to_owned()
+/// A session at `version` on the server at `server`, initialized.
+async fn session(s: &mut TaskSetup, server: usize, options: ConnectOptions, version: &str) -> ScriptedPeer {
+    let mut peer = s.connect(server, options).await;
+    peer.initialize(version, json!({})).await;
+    peer
 }
 
 /// Reads messages until the response `id`, returning it and the task status
@@ -120,13 +82,13 @@ async fn response_and_statuses(peer: &mut ScriptedPeer, id: i64) -> (Value, Vec<
 #[tokio::test(start_paused = true)]
 async fn two_servers_sharing_a_store_serve_each_others_tasks_to_their_owner_only() {
     let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new(&TaskConfig::default()));
-    let mut s = Setup::new(2, Some(store));
+    let mut s = setup(2, Some(store));
     let alice = || ConnectOptions::tenant("acme").auth("alice");
-    let mut on_a = s.session(0, alice(), V).await;
-    let mut on_b = s.session(1, alice(), V).await;
-    let mut mallory = s.session(1, ConnectOptions::tenant("acme").auth("mallory"), V).await;
+    let mut on_a = session(&mut s, 0, alice(), V).await;
+    let mut on_b = session(&mut s, 1, alice(), V).await;
+    let mut mallory = session(&mut s, 1, ConnectOptions::tenant("acme").auth("mallory"), V).await;
 
-    let id = created_id(&on_a.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), 60_000)).await);
+    let id = created_id(&on_a.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), json!(60_000))).await);
     let got = on_b.call(2, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(got["result"]["status"], "working", "B reads the record A created: {got}");
     assert_eq!(got["result"]["ttl"], 60_000);
@@ -150,10 +112,11 @@ async fn two_servers_sharing_a_store_serve_each_others_tasks_to_their_owner_only
     assert_eq!(mallory.call(6, "tasks/list", json!({})).await["result"]["tasks"], json!([]));
 
     // Servers with their own default stores do not see each other's tasks.
-    let mut apart = Setup::new(2, None);
-    let mut first = apart.session(0, alice(), V).await;
-    let mut second = apart.session(1, alice(), V).await;
-    let other = created_id(&first.call(2, "tools/call", task_call("sleepy", json!({"seconds": 1}), 60_000)).await);
+    let mut apart = setup(2, None);
+    let mut first = session(&mut apart, 0, alice(), V).await;
+    let mut second = session(&mut apart, 1, alice(), V).await;
+    let other =
+        created_id(&first.call(2, "tools/call", task_call("sleepy", json!({"seconds": 1}), json!(60_000))).await);
     assert_eq!(second.call(2, "tasks/get", json!({"taskId": other})).await["error"]["code"], -32602);
     apart.finish(vec![first, second]).await;
     s.finish(vec![on_a, on_b, mallory]).await;
@@ -168,10 +131,10 @@ async fn statuses_until_ping(peer: &mut ScriptedPeer, id: i64) -> Vec<Value> {
 
 #[tokio::test(start_paused = true)]
 async fn the_creating_session_hears_each_status_change_and_exactly_one_terminal() {
-    let mut s = Setup::new(1, None);
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
-    let mut other = s.session(0, ConnectOptions::default(), V).await;
-    let created = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), 60_000)).await;
+    let mut s = setup(1, None);
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
+    let mut other = session(&mut s, 0, ConnectOptions::default(), V).await;
+    let created = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 5}), json!(60_000))).await;
     let id = created_id(&created);
     assert!(statuses_until_ping(&mut peer, 3).await.is_empty(), "no change yet");
 
@@ -189,7 +152,8 @@ async fn the_creating_session_hears_each_status_change_and_exactly_one_terminal(
     assert!(note["createdAt"].is_string() && note["lastUpdatedAt"].is_string());
 
     // working → cancelled: the cancel's status, and nothing when the stopped run ends.
-    let long = created_id(&peer.call(6, "tools/call", task_call("sleepy", json!({"seconds": 60}), 60_000)).await);
+    let long =
+        created_id(&peer.call(6, "tools/call", task_call("sleepy", json!({"seconds": 60}), json!(60_000))).await);
     let (cancelled, mut heard) = {
         peer.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/cancel", "params": {"taskId": long}}));
         response_and_statuses(&mut peer, 7).await
@@ -207,9 +171,9 @@ async fn the_creating_session_hears_each_status_change_and_exactly_one_terminal(
 
 #[tokio::test(start_paused = true)]
 async fn a_tool_error_fails_a_2025_11_25_task_and_tasks_result_still_returns_it() {
-    let mut s = Setup::new(1, None);
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
-    let id = created_id(&peer.call(2, "tools/call", task_call("refuses", json!({}), 60_000)).await);
+    let mut s = setup(1, None);
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
+    let id = created_id(&peer.call(2, "tools/call", task_call("refuses", json!({}), json!(60_000))).await);
     let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["result"]["isError"], true, "the tool's own result: {result}");
     assert_eq!(result["result"]["content"][0]["text"], "no such city");
@@ -220,7 +184,7 @@ async fn a_tool_error_fails_a_2025_11_25_task_and_tasks_result_still_returns_it(
 
     // The extension (2026-07-28): `failed` is only for JSON-RPC errors; such a task is
     // completed, its result carrying `isError`.
-    let mut modern = s.session(0, ConnectOptions::default(), "2026-07-28").await;
+    let mut modern = session(&mut s, 0, ConnectOptions::default(), "2026-07-28").await;
     let meta = modern_meta(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
     let created = modern.call(2, "tools/call", json!({"_meta": meta, "name": "refuses", "arguments": {}})).await;
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
@@ -233,10 +197,10 @@ async fn a_tool_error_fails_a_2025_11_25_task_and_tasks_result_still_returns_it(
 
 #[tokio::test(start_paused = true)]
 async fn a_handler_hanging_past_its_deadline_fails_its_task_with_a_clear_error() {
-    let mut s = Setup::new(1, None);
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
+    let mut s = setup(1, None);
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
     let started = tokio::time::Instant::now();
-    let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 3600}), 5_000)).await);
+    let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 3600}), json!(5_000))).await);
     let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
     assert!(started.elapsed() <= Duration::from_secs(5), "stopped within its TTL: {:?}", started.elapsed());
     assert_eq!(result["error"]["code"], -32603, "{result}");
@@ -253,11 +217,12 @@ async fn a_handler_hanging_past_its_deadline_fails_its_task_with_a_clear_error()
 
 #[tokio::test(start_paused = true)]
 async fn a_cancel_racing_the_runs_completion_leaves_exactly_one_terminal_status() {
-    let mut s = Setup::new(1, None);
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
+    let mut s = setup(1, None);
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
     for round in 0..4_i64 {
         let n = 10 * round;
-        let id = created_id(&peer.call(n, "tools/call", task_call("sleepy", json!({"seconds": 2}), 60_000)).await);
+        let id =
+            created_id(&peer.call(n, "tools/call", task_call("sleepy", json!({"seconds": 2}), json!(60_000))).await);
         // The cancel lands at the instant the run completes, give or take a tick.
         tokio::time::sleep(Duration::from_secs(2) - Duration::from_millis(1) * round as u32).await;
         peer.send(json!({"jsonrpc": "2.0", "id": n + 1, "method": "tasks/cancel", "params": {"taskId": id}}));
@@ -280,11 +245,10 @@ async fn a_cancel_racing_the_runs_completion_leaves_exactly_one_terminal_status(
 
 #[tokio::test(start_paused = true)]
 async fn a_blocking_tasks_result_outwaits_the_request_deadline() {
-    let gauge = Gauge::new();
-    let config = ServerConfig::default().default_deadline(Duration::from_secs(10)).gauge(gauge.clone());
-    let mut s = Setup { servers: vec![Server::with_config(router(), config)], gauge, connections: Vec::new() };
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
-    let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 25}), 60_000)).await);
+    let mut s =
+        TaskSetup::new(1, |config| Server::with_config(router(), config.default_deadline(Duration::from_secs(10))));
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
+    let id = created_id(&peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 25}), json!(60_000))).await);
     let started = tokio::time::Instant::now();
     let result = peer.call(3, "tasks/result", json!({"taskId": id})).await;
     assert_eq!(result["result"]["content"][0]["text"], "slept 25s", "{result}");
@@ -324,9 +288,9 @@ impl TaskStore for Refusing {
 
 #[tokio::test(start_paused = true)]
 async fn a_stores_own_refusals_reach_the_client_as_the_overload_error_and_internal_errors() {
-    let mut s = Setup::new(1, Some(Arc::new(Refusing)));
-    let mut peer = s.session(0, ConnectOptions::default(), V).await;
-    let full = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 1}), 60_000)).await;
+    let mut s = setup(1, Some(Arc::new(Refusing)));
+    let mut peer = session(&mut s, 0, ConnectOptions::default(), V).await;
+    let full = peer.call(2, "tools/call", task_call("sleepy", json!({"seconds": 1}), json!(60_000))).await;
     assert_eq!(full["error"]["code"], -32000, "{full}");
     let data = &full["error"]["data"];
     assert_eq!(
@@ -349,10 +313,11 @@ async fn a_stores_own_refusals_reach_the_client_as_the_overload_error_and_intern
 #[tokio::test(start_paused = true)]
 async fn expired_records_are_swept_on_an_idle_server() {
     let memory = Arc::new(MemoryTaskStore::new(&TaskConfig::default()));
-    let mut s = Setup::new(1, Some(memory.clone()));
-    let mut peer = s.session(0, ConnectOptions::tenant("acme").auth("alice"), V).await;
+    let mut s = setup(1, Some(memory.clone()));
+    let mut peer = session(&mut s, 0, ConnectOptions::tenant("acme").auth("alice"), V).await;
     for n in 0..3 {
-        let id = created_id(&peer.call(2 + n, "tools/call", task_call("sleepy", json!({"seconds": 0}), 1_000)).await);
+        let id =
+            created_id(&peer.call(2 + n, "tools/call", task_call("sleepy", json!({"seconds": 0}), json!(1_000))).await);
         let result = peer.call(10 + n, "tasks/result", json!({"taskId": id})).await;
         assert_eq!(result["result"]["content"][0]["text"], "slept 0s", "{result}");
     }

@@ -1,6 +1,7 @@
 //! The harness: a minimal raw `ServerHandler`, a `ScriptedPeer` that speaks raw JSON lines
-//! over the in-memory transport (the shared `tests::peer::Exchange` over its frames), and
-//! the leak check every test ends with.
+//! over the in-memory transport (the shared `tests::peer::Exchange` over its frames), the
+//! leak check every test ends with, and the task tests' fixture (`TaskSetup`, `task_call`,
+//! `created_id`).
 
 use std::time::Duration;
 
@@ -304,4 +305,56 @@ impl Harness {
         assert_eq!(self.gauge.alive_tasks(), 0, "request tasks leaked");
         assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
     }
+}
+
+/// Servers sharing one gauge, the connections made to them, and the leak check a task
+/// test ends with.
+pub struct TaskSetup {
+    pub servers: Vec<Server>,
+    pub gauge: Gauge,
+    pub connections: Vec<Connection>,
+}
+
+impl TaskSetup {
+    /// `n` servers, each built by `build` from a default `ServerConfig` that already carries
+    /// the gauge.
+    pub fn new(n: usize, build: impl Fn(ServerConfig) -> Server) -> TaskSetup {
+        let gauge = Gauge::new();
+        let config = ServerConfig::default().gauge(gauge.clone());
+        let servers = (0..n).map(|_| build(config.clone())).collect();
+        TaskSetup { servers, gauge, connections: Vec::new() }
+    }
+
+    /// A new connection to the server at `server`, not yet initialized.
+    pub async fn connect(&mut self, server: usize, options: ConnectOptions) -> ScriptedPeer {
+        let (server_side, client_side) = Transport::memory_pair();
+        self.connections.push(self.servers[server].connect(server_side, options).await.unwrap());
+        ScriptedPeer::new(client_side)
+    }
+
+    /// Closes `peers`, waits for every connection to stop, shuts the servers down and checks
+    /// that no task or actor outlived them.
+    pub async fn finish(self, peers: Vec<ScriptedPeer>) {
+        for p in &peers {
+            p.close().await;
+        }
+        for c in &self.connections {
+            c.closed().await;
+        }
+        for server in &self.servers {
+            server.shutdown().await;
+        }
+        assert_eq!(self.gauge.alive_tasks(), 0, "tasks leaked");
+        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
+    }
+}
+
+/// `tools/call` params that run `name` as a 2025-11-25 task kept for `ttl`.
+pub fn task_call(name: &str, args: Value, ttl: Value) -> Value {
+    json!({"name": name, "arguments": args, "task": {"ttl": ttl}})
+}
+
+/// The task id of a 2025-11-25 `CreateTaskResult` response.
+pub fn created_id(response: &Value) -> String {
+    response["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {response}")).to_owned()
 }

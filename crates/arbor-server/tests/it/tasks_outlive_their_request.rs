@@ -8,17 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arbor_otp::Gauge;
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_server::router::{NoArgs, ToolRoute};
 use arbor_server::tasks::TaskConfig;
 use arbor_server::{
-    ConnectOptions, Connection, InputRequired, Reply, RequestContext, Router, Server, ServerConfig, TaskStart,
-    TaskSupport, Transport,
+    ConnectOptions, InputRequired, Reply, RequestContext, Router, Server, TaskStart, TaskSupport, Transport,
 };
 use serde_json::{json, Value};
 
-use crate::support::{modern_meta, ScriptedPeer};
+use crate::support::{modern_meta, ScriptedPeer, TaskSetup};
 
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
@@ -108,40 +106,11 @@ fn router(dropped: Dropped) -> Router {
         )
 }
 
-struct Setup {
-    server: Server,
-    gauge: Gauge,
-    dropped: Dropped,
-    connections: Vec<Connection>,
-}
-
-impl Setup {
-    async fn new(tasks: TaskConfig) -> Setup {
-        let gauge = Gauge::new();
-        let dropped = Dropped::default();
-        let config = ServerConfig::default().tasks(tasks).gauge(gauge.clone());
-        let server = Server::with_config(router(dropped.clone()), config);
-        Setup { server, gauge, dropped, connections: Vec::new() }
-    }
-
-    async fn peer(&mut self, options: ConnectOptions) -> ScriptedPeer {
-        let (server_side, client_side) = Transport::memory_pair();
-        self.connections.push(self.server.connect(server_side, options).await.unwrap());
-        ScriptedPeer::new(client_side)
-    }
-
-    /// Shuts the server down and checks that no run or actor outlived it.
-    async fn finish(self, peers: Vec<ScriptedPeer>) {
-        for p in &peers {
-            p.close().await;
-        }
-        for c in &self.connections {
-            c.closed().await;
-        }
-        self.server.shutdown().await;
-        assert_eq!(self.gauge.alive_tasks(), 0, "tasks leaked");
-        assert_eq!(self.gauge.alive_actors(), 0, "actors leaked");
-    }
+/// One server with `tasks`, and the flag its `sleepy` runs set when dropped unfinished.
+fn setup(tasks: TaskConfig) -> (TaskSetup, Dropped) {
+    let dropped = Dropped::default();
+    let s = TaskSetup::new(1, |config| Server::with_config(router(dropped.clone()), config.tasks(tasks.clone())));
+    (s, dropped)
 }
 
 fn call(name: &str, args: Value, meta: Value) -> Value {
@@ -158,8 +127,8 @@ async fn get(peer: &mut ScriptedPeer, id: i64, task: &str) -> Value {
 
 #[tokio::test(start_paused = true)]
 async fn a_task_is_created_at_once_then_polled_to_its_result() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
 
     let discovered = peer.call(1, "server/discover", json!({"_meta": with_ext()})).await;
     assert_eq!(discovered["result"]["capabilities"]["extensions"][EXT], json!({}), "{discovered}");
@@ -204,16 +173,16 @@ async fn a_task_is_created_at_once_then_polled_to_its_result() {
 
 #[tokio::test(start_paused = true)]
 async fn cancel_stops_the_run_and_is_an_idempotent_empty_ack() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, dropped) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
     let id = task_id(&peer.call(1, "tools/call", call("sleepy", json!({"seconds": 60}), with_ext())).await);
     tokio::time::sleep(Duration::from_millis(10)).await;
-    assert!(!s.dropped.0.load(Ordering::SeqCst));
+    assert!(!dropped.0.load(Ordering::SeqCst));
 
     let ack = peer.call(2, "tasks/cancel", json!({"_meta": with_ext(), "taskId": id})).await;
     assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
     tokio::time::sleep(Duration::from_millis(10)).await;
-    assert!(s.dropped.0.load(Ordering::SeqCst), "the run's future was dropped");
+    assert!(dropped.0.load(Ordering::SeqCst), "the run's future was dropped");
     let cancelled = get(&mut peer, 3, &id).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
 
@@ -227,8 +196,8 @@ async fn cancel_stops_the_run_and_is_an_idempotent_empty_ack() {
 #[tokio::test(start_paused = true)]
 async fn a_task_expires_with_its_ttl_and_its_run_is_stopped() {
     let tasks = TaskConfig { ttl: Duration::from_secs(30), ..TaskConfig::default() };
-    let mut s = Setup::new(tasks).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, dropped) = setup(tasks);
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
     let quick = task_id(&peer.call(1, "tools/call", call("sleepy", json!({"seconds": 1}), with_ext())).await);
     let slow = task_id(&peer.call(2, "tools/call", call("sleepy", json!({"seconds": 3600}), with_ext())).await);
     assert_eq!(
@@ -238,10 +207,10 @@ async fn a_task_expires_with_its_ttl_and_its_run_is_stopped() {
 
     tokio::time::sleep(Duration::from_secs(29)).await;
     assert_eq!(get(&mut peer, 4, &quick).await["result"]["status"], "completed", "kept for its whole TTL");
-    assert!(!s.dropped.0.load(Ordering::SeqCst));
+    assert!(!dropped.0.load(Ordering::SeqCst));
 
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert!(s.dropped.0.load(Ordering::SeqCst), "the slow run was stopped at the TTL");
+    assert!(dropped.0.load(Ordering::SeqCst), "the slow run was stopped at the TTL");
     for (n, id) in [(5, &quick), (6, &slow)] {
         let gone = get(&mut peer, n, id).await;
         assert_eq!(gone["error"]["code"], -32602, "{gone}");
@@ -254,9 +223,9 @@ async fn a_task_expires_with_its_ttl_and_its_run_is_stopped() {
 async fn the_store_is_bounded_per_owner_and_in_all_and_expired_records_make_room() {
     let tasks =
         TaskConfig { ttl: Duration::from_secs(10), max_tasks: 3, max_tasks_per_owner: 2, ..TaskConfig::default() };
-    let mut s = Setup::new(tasks).await;
-    let mut alice = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
-    let mut bob = s.peer(ConnectOptions::tenant("acme").auth("bob")).await;
+    let (mut s, _) = setup(tasks);
+    let mut alice = s.connect(0, ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut bob = s.connect(0, ConnectOptions::tenant("acme").auth("bob")).await;
     let create = || call("sleepy", json!({"seconds": 0}), with_ext());
     for n in 1..=2 {
         let created = alice.call(n, "tools/call", create()).await;
@@ -281,8 +250,8 @@ async fn the_store_is_bounded_per_owner_and_in_all_and_expired_records_make_room
 
 #[tokio::test(start_paused = true)]
 async fn the_wrong_requests_get_the_errors_the_extension_names() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
     let unknown = get(&mut peer, 1, "0123456789abcdef0123456789abcdef").await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
@@ -310,7 +279,7 @@ async fn the_wrong_requests_get_the_errors_the_extension_names() {
 
     // A legacy call without `params.task` runs inline; the 2025-11-25 core tasks serve
     // the same store, so the same owner sees the task there, on that revision's wire.
-    let mut legacy = s.peer(ConnectOptions::default()).await;
+    let mut legacy = s.connect(0, ConnectOptions::default()).await;
     legacy.initialize("2025-11-25", json!({"extensions": {EXT: {}}})).await;
     let inline = legacy.call(10, "tools/call", json!({"name": "sleepy", "arguments": {"seconds": 1}})).await;
     assert_eq!(inline["result"]["content"][0]["text"], "slept 1s", "{inline}");
@@ -324,11 +293,11 @@ async fn the_wrong_requests_get_the_errors_the_extension_names() {
 
 #[tokio::test(start_paused = true)]
 async fn a_task_is_seen_only_by_its_tenant_and_principal() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut alice = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
-    let mut alice_again = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
-    let mut bob = s.peer(ConnectOptions::tenant("acme").auth("bob")).await;
-    let mut other = s.peer(ConnectOptions::tenant("globex").auth("alice")).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut alice = s.connect(0, ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut alice_again = s.connect(0, ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut bob = s.connect(0, ConnectOptions::tenant("acme").auth("bob")).await;
+    let mut other = s.connect(0, ConnectOptions::tenant("globex").auth("alice")).await;
     let id = task_id(&alice.call(1, "tools/call", call("sleepy", json!({"seconds": 60}), with_ext())).await);
 
     // 2026-07-28 has no sessions: the same principal on another connection sees it.
@@ -346,8 +315,8 @@ async fn a_task_is_seen_only_by_its_tenant_and_principal() {
 
 #[tokio::test(start_paused = true)]
 async fn input_inside_a_task_parks_it_until_every_request_is_answered() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
     let id = task_id(&peer.call(1, "tools/call", call("ask_twice", json!({}), with_ext())).await);
     tokio::time::sleep(Duration::from_millis(10)).await;
     let parked = get(&mut peer, 2, &id).await;
@@ -378,8 +347,8 @@ async fn input_inside_a_task_parks_it_until_every_request_is_answered() {
 
 #[tokio::test(start_paused = true)]
 async fn input_gathered_inline_first_then_the_call_becomes_a_task() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::default()).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::default()).await;
     let first = peer.call(1, "tools/call", call("ask_first", json!({}), with_ext())).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     assert!(first["result"].get("taskId").is_none());
@@ -407,9 +376,9 @@ async fn input_gathered_inline_first_then_the_call_becomes_a_task() {
 
 #[tokio::test(start_paused = true)]
 async fn a_listen_naming_a_task_hears_its_status_changes() {
-    let mut s = Setup::new(TaskConfig::default()).await;
-    let mut peer = s.peer(ConnectOptions::tenant("acme").auth("alice")).await;
-    let mut eve = s.peer(ConnectOptions::tenant("acme").auth("eve")).await;
+    let (mut s, _) = setup(TaskConfig::default());
+    let mut peer = s.connect(0, ConnectOptions::tenant("acme").auth("alice")).await;
+    let mut eve = s.connect(0, ConnectOptions::tenant("acme").auth("eve")).await;
     let id = task_id(&peer.call(1, "tools/call", call("ask_twice", json!({}), with_ext())).await);
 
     // Another principal's listen does not get the task honoured.
