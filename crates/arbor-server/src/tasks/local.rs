@@ -158,7 +158,7 @@ impl Tasks {
             None => {
                 let changed = self.store.change(id, change).await?;
                 if let Some(record) = &changed {
-                    publish(&*self.bus, record);
+                    publish(&*self.bus, &record.id, &record.to_task());
                 }
                 changed
             }
@@ -198,11 +198,11 @@ impl Tasks {
 /// The most tasks a tree view lists (the newest).
 pub(crate) const MAX_OBSERVED: usize = 100;
 
-/// Publishes `record` for the listens that named it. Never waits; a topic nobody joined
-/// costs nothing.
-fn publish(bus: &dyn Bus, record: &TaskRecord) {
-    if let Ok(payload) = serde_json::to_value(record.to_task()) {
-        let _ = bus.publish(BusMessage::new(topic(&record.id), payload).with_key(record.id.as_str()));
+/// Publishes task `id`, as `task` shows it, for the listens that named it. Never waits;
+/// a topic nobody joined costs nothing.
+fn publish(bus: &dyn Bus, id: &str, task: &Task) {
+    if let Ok(payload) = serde_json::to_value(task) {
+        let _ = bus.publish(BusMessage::new(topic(id), payload).with_key(id));
     }
 }
 
@@ -210,10 +210,9 @@ fn publish(bus: &dyn Bus, record: &TaskRecord) {
 #[derive(Default)]
 struct Input {
     round: u32,
-    /// The handler's key of each outstanding request, by the key the client sees.
-    keys: HashMap<String, String>,
-    /// What each request asked, by the key the client sees, to check an answer's kind.
-    asked: HashMap<String, Kind>,
+    /// Each request of the round, by the key the client sees: the handler's key, and
+    /// what it asked (to check an answer's kind).
+    asked: HashMap<String, (String, Kind)>,
     /// Answers gathered this round, by the handler's key.
     answers: InputResponses,
 }
@@ -252,9 +251,11 @@ impl Entry {
         match self.store.change(&self.id, change).await {
             Ok(Some(record)) => {
                 *self.last.lock() = record.clone();
-                publish(&*self.bus, &record);
+                // One view of the record for the bus and the session.
+                let task = record.to_task();
+                publish(&*self.bus, &record.id, &task);
                 if let Some(watcher) = &self.watcher {
-                    watcher.send(legacy(record.to_task()));
+                    watcher.send(legacy(task));
                 }
                 Some(record)
             }
@@ -283,16 +284,13 @@ impl Entry {
         self.apply(TaskChange::Failed { error: Some(error.to_error_object()), result: None, message: None }).await;
     }
 
-    /// 2025-11-25 input: `input_required` while the run waits for a server→client
-    /// request tied to the task. False if the task already ended.
-    // Called by the 2025-11-25 input of a task (`input/legacy.rs`), built on another branch.
-    #[allow(dead_code)]
+    /// 2025-11-25 input (`legacy_input.rs`): `input_required` while the run waits for a
+    /// server→client request tied to the task. False if the task already ended.
     pub(crate) async fn set_input_required(&self, message: Option<String>) -> bool {
         self.apply(TaskChange::InputRequired { requests: None, message }).await.is_some()
     }
 
     /// 2025-11-25 input answered: `working` again. False if the task was not waiting.
-    #[allow(dead_code)]
     pub(crate) async fn resume(&self) -> bool {
         self.apply(TaskChange::Resume).await.is_some()
     }
@@ -338,14 +336,12 @@ impl Entry {
             let mut input = self.input.lock();
             input.round += 1;
             let round = input.round;
-            input.keys.clear();
             input.asked.clear();
             input.answers.clear();
             let mut wire = InputRequests::new();
             for (key, request) in requests {
                 let shown = if round == 1 { key.clone() } else { format!("{key}#{round}") };
-                input.asked.insert(shown.clone(), Kind::of_request(&request));
-                input.keys.insert(shown.clone(), key);
+                input.asked.insert(shown.clone(), (key, Kind::of_request(&request)));
                 wire.insert(shown, request);
             }
             wire
@@ -366,7 +362,7 @@ impl Entry {
         {
             let input = self.input.lock();
             for (key, raw) in responses {
-                let (Some(handler_key), Some(asked)) = (input.keys.get(&key), input.asked.get(&key)) else { continue };
+                let Some((handler_key, asked)) = input.asked.get(&key) else { continue };
                 if !outstanding.contains_key(&key) {
                     continue;
                 }
