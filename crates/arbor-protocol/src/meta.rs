@@ -202,6 +202,15 @@ impl From<Map<String, Value>> for Meta {
     }
 }
 
+/// Ties a result object to task `task_id` (2025-11-25 `tasks/result`): sets the
+/// `related-task` entry of its `_meta`, creating `_meta` when absent; a `_meta` that is
+/// not an object is left as it is.
+pub fn relate_result(result: &mut Map<String, Value>, task_id: &str) {
+    if let Value::Object(meta) = result.entry("_meta").or_insert_with(|| json!({})) {
+        meta.insert(RELATED_TASK.into(), json!({ "taskId": task_id }));
+    }
+}
+
 /// Whether `key` follows the `_meta` key syntax: an optional prefix of
 /// dot-separated labels ending in `/`, then a name that is empty or starts and
 /// ends with an alphanumeric, with `-`, `_` and `.` allowed inside.

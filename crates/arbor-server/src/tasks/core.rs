@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
-use arbor_protocol::meta::RELATED_TASK;
+use arbor_protocol::meta::relate_result;
 use arbor_protocol::method::encode_response;
 use arbor_protocol::methods::ClientRequest;
 use arbor_protocol::model::capabilities::TasksCapability;
@@ -202,10 +202,7 @@ fn payload(record: TaskRecord) -> Result<JsonObject, McpError> {
     match (status, result) {
         (TaskStatus::Completed, result) | (TaskStatus::Failed, result @ Some(_)) => {
             let mut result = result.unwrap_or_default();
-            let meta = result.entry("_meta").or_insert_with(|| json!({}));
-            if let Value::Object(meta) = meta {
-                meta.insert(RELATED_TASK.into(), json!({ "taskId": id }));
-            }
+            relate_result(&mut result, &id);
             Ok(result)
         }
         (TaskStatus::Failed, None) => {

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::{Message, Notification};
-use arbor_protocol::meta::RELATED_TASK;
+use arbor_protocol::meta::relate_result;
 use arbor_protocol::methods::MethodName;
 use arbor_protocol::model::tasks::{Task, TaskStatus, TaskStatusNotificationParams};
 use futures::future::BoxFuture;
@@ -349,10 +349,7 @@ impl Entry {
                     return match state.outcome.clone() {
                         Some(Ok(mut result)) => {
                             if let Value::Object(result) = &mut result {
-                                let meta = result.entry("_meta").or_insert_with(|| json!({}));
-                                if let Value::Object(meta) = meta {
-                                    meta.insert(RELATED_TASK.into(), json!({ "taskId": self.id }));
-                                }
+                                relate_result(result, &self.id);
                             }
                             Ok(result)
                         }
