@@ -11,7 +11,7 @@ use arbor_server::ServerConfig;
 use serde_json::{json, Value};
 
 use crate::schema::check_message;
-use crate::support::{Harness, ScriptedPeer};
+use crate::support::{next_request, Harness, ScriptedPeer};
 
 const TASKS: &str = "2025-11-25";
 
@@ -22,17 +22,6 @@ fn declares_tasks() -> Value {
 fn client_task(id: &str, status: &str) -> Value {
     json!({"taskId": id, "status": status, "createdAt": "2025-11-25T10:00:00Z",
         "lastUpdatedAt": "2025-11-25T10:00:00Z", "ttl": 60_000, "pollInterval": 1000})
-}
-
-/// The next server→client request, skipping notifications.
-async fn next_request(peer: &mut ScriptedPeer) -> Value {
-    loop {
-        let message = peer.recv().await;
-        if message.get("method").is_some() && message.get("id").is_some() {
-            return message;
-        }
-        assert!(message.get("id").is_none(), "an unexpected response: {message}");
-    }
 }
 
 fn reply(peer: &ScriptedPeer, to: &Value, result: Value) {

@@ -18,7 +18,7 @@ use arbor_server::{ConnectOptions, InputRequired, Reply, RequestContext, Router,
 use serde_json::{json, Value};
 
 use crate::schema::check_message;
-use crate::support::{created_id, task_call, ScriptedPeer, TaskSetup};
+use crate::support::{created_id, next_request, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
 const RELATED: &str = "io.modelcontextprotocol/related-task";
@@ -72,17 +72,6 @@ async fn session(s: &mut TaskSetup, capabilities: Value) -> ScriptedPeer {
 /// Starts `ask` as a task; its id.
 async fn start(peer: &mut ScriptedPeer, id: i64, delay: u64) -> String {
     created_id(&peer.call(id, "tools/call", task_call("ask", json!({"delay": delay}), json!(60_000))).await)
-}
-
-/// The next server→client request, skipping notifications.
-async fn next_request(peer: &mut ScriptedPeer) -> Value {
-    loop {
-        let message = peer.recv().await;
-        if message.get("method").is_some() && message.get("id").is_some() {
-            return message;
-        }
-        assert!(message.get("id").is_none(), "an unexpected response: {message}");
-    }
 }
 
 async fn status(peer: &mut ScriptedPeer, id: i64, task: &str) -> Value {

@@ -358,3 +358,14 @@ pub fn task_call(name: &str, args: Value, ttl: Value) -> Value {
 pub fn created_id(response: &Value) -> String {
     response["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {response}")).to_owned()
 }
+
+/// The next server→client request, skipping notifications.
+pub async fn next_request(peer: &mut ScriptedPeer) -> Value {
+    loop {
+        let message = peer.recv().await;
+        if message.get("method").is_some() && message.get("id").is_some() {
+            return message;
+        }
+        assert!(message.get("id").is_none(), "an unexpected response: {message}");
+    }
+}
