@@ -12,26 +12,14 @@ use arbor_server::tasks::TaskConfig;
 use arbor_server::{ConnectOptions, Router, Server, ServerConfig, TaskSupport};
 use serde_json::{json, Value};
 
-use crate::support::{created_id, task_call, ScriptedPeer, TaskSetup};
+use crate::support::{created_id, sleepy, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Work {
-    seconds: u64,
-}
 
 fn router() -> Router {
     Router::new("core-tasks-test", "1")
         .tool("plain", "never a task", |_: NoArgs| async { "plain" })
-        .tool_route(
-            ToolRoute::new("sleepy", |w: Work| async move {
-                tokio::time::sleep(Duration::from_secs(w.seconds)).await;
-                format!("slept {}s", w.seconds)
-            })
-            .description("sleeps")
-            .task_support(TaskSupport::Optional),
-        )
+        .tool_route(sleepy())
         .tool_route(
             ToolRoute::new("must_task", |_: NoArgs| async { "done" })
                 .description("task only")

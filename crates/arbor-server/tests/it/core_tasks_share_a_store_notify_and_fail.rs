@@ -19,31 +19,17 @@ use arbor_server::{
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::support::{created_id, modern_meta, task_call, ScriptedPeer, TaskSetup};
+use crate::support::{created_id, modern_meta, sleepy, task_call, ScriptedPeer, TaskSetup};
 
 const V: &str = "2025-11-25";
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Work {
-    seconds: u64,
-}
-
 fn router() -> Router {
-    Router::new("task-store-test", "1")
-        .tool_route(
-            ToolRoute::new("sleepy", |w: Work| async move {
-                tokio::time::sleep(Duration::from_secs(w.seconds)).await;
-                format!("slept {}s", w.seconds)
-            })
-            .description("sleeps")
+    Router::new("task-store-test", "1").tool_route(sleepy()).tool_route(
+        ToolRoute::new("refuses", |_: NoArgs| async { Err::<String, _>(ToolError::failed("no such city")) })
+            .description("a tool error")
             .task_support(TaskSupport::Optional),
-        )
-        .tool_route(
-            ToolRoute::new("refuses", |_: NoArgs| async { Err::<String, _>(ToolError::failed("no such city")) })
-                .description("a tool error")
-                .task_support(TaskSupport::Optional),
-        )
+    )
 }
 
 /// `n` servers sharing one `MemoryTaskStore` (or each its own default store, if `None`).

@@ -369,3 +369,18 @@ pub async fn next_request(peer: &mut ScriptedPeer) -> Value {
         assert!(message.get("id").is_none(), "an unexpected response: {message}");
     }
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Work {
+    seconds: u64,
+}
+
+/// `sleepy`: sleeps `seconds` and says so (`slept Ns`); may run as a task.
+pub fn sleepy() -> arbor_server::router::ToolRoute {
+    arbor_server::router::ToolRoute::new("sleepy", |w: Work| async move {
+        tokio::time::sleep(std::time::Duration::from_secs(w.seconds)).await;
+        format!("slept {}s", w.seconds)
+    })
+    .description("sleeps")
+    .task_support(arbor_server::TaskSupport::Optional)
+}
