@@ -224,15 +224,21 @@ impl Server {
         Server::from_arc(Arc::new(handler), config)
     }
 
-    /// A server for a shared handler.
-    pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
-        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
+    /// A server on `shared`, not started: its tree, forwarder and expiry sweep begin with
+    /// the first connection.
+    fn from_shared(shared: Shared) -> Server {
         Server {
             shared: Arc::new(shared),
             tree: Arc::new(OnceCell::new()),
             forwarder: Arc::default(),
             expiry: Arc::default(),
         }
+    }
+
+    /// A server for a shared handler.
+    pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
+        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
+        Server::from_shared(shared)
     }
 
     /// The same server publishing and subscribing through `bus` (default: an in-process
@@ -242,12 +248,7 @@ impl Server {
         let s = &self.shared;
         let store = Some(s.tasks.store.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store);
-        Server {
-            shared: Arc::new(shared),
-            tree: Arc::new(OnceCell::new()),
-            forwarder: Arc::default(),
-            expiry: Arc::default(),
-        }
+        Server::from_shared(shared)
     }
 
     /// The same server keeping its task records in `store` (default: a
@@ -259,12 +260,7 @@ impl Server {
         let s = &self.shared;
         let (bus, handlers) = (s.bus.clone(), s.user_handlers.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store));
-        Server {
-            shared: Arc::new(shared),
-            tree: Arc::new(OnceCell::new()),
-            forwarder: Arc::default(),
-            expiry: Arc::default(),
-        }
+        Server::from_shared(shared)
     }
 
     /// The same server with a subscription handler, run on every subscription stream
@@ -277,12 +273,7 @@ impl Server {
         handlers.push(Arc::new(Erased(handler)));
         let store = Some(s.tasks.store.clone());
         let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store);
-        Server {
-            shared: Arc::new(shared),
-            tree: Arc::new(OnceCell::new()),
-            forwarder: Arc::default(),
-            expiry: Arc::default(),
-        }
+        Server::from_shared(shared)
     }
 
     /// The bus this server publishes on and its streams subscribe to.
