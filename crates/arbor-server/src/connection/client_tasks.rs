@@ -39,6 +39,7 @@ use serde_json::value::RawValue;
 
 use super::handle::ConnectionHandle;
 use crate::context::ConnectionInfo;
+use crate::input::needs::Kind;
 
 /// What the server asks the client.
 #[derive(Debug)]
@@ -59,20 +60,11 @@ impl Ask {
     /// The method sent.
     pub(crate) fn method(&self) -> MethodName {
         match self {
-            Ask::Input(request) => input_method(request),
+            Ask::Input(request) => Kind::of_request(request).method_name(),
             Ask::GetTask(_) => MethodName::GetTask,
             Ask::TaskResult(..) => MethodName::GetTaskPayload,
             Ask::CancelTask(_) => MethodName::CancelTask,
         }
-    }
-}
-
-/// The method an input request is sent as.
-pub(crate) fn input_method(request: &InputRequest) -> MethodName {
-    match request {
-        InputRequest::Elicit(_) => MethodName::Elicit,
-        InputRequest::CreateMessage(_) => MethodName::CreateMessage,
-        InputRequest::ListRoots(_) => MethodName::ListRoots,
     }
 }
 

@@ -20,6 +20,7 @@ use tokio::sync::{oneshot, watch};
 use super::client_tasks::{self, Answer, Ask};
 use super::output::Output;
 use super::ConnMsg;
+use crate::input::needs::Kind;
 use crate::input::ClientRequester;
 
 /// The crate's handle on a connection actor. Cheap to clone.
@@ -155,7 +156,7 @@ impl ConnectionHandle {
 
 impl ClientRequester for ConnectionHandle {
     async fn request(&self, request: InputRequest) -> Result<InputResponse, McpError> {
-        let method = client_tasks::input_method(&request);
+        let method = Kind::of_request(&request).method_name();
         match self.ask(Ask::Input(request)).await? {
             Answer::Input(answer) => Ok(answer),
             // The client runs it as a task (`client_tasks`): follow it to its result.

@@ -52,10 +52,15 @@ impl Kind {
 
     /// The method of the request.
     pub(crate) fn method(self) -> &'static str {
+        self.method_name().as_str()
+    }
+
+    /// The method of the request, as the closed enum.
+    pub(crate) fn method_name(self) -> MethodName {
         match self {
-            Kind::Elicit => MethodName::Elicit.as_str(),
-            Kind::Sample => MethodName::CreateMessage.as_str(),
-            Kind::Roots => MethodName::ListRoots.as_str(),
+            Kind::Elicit => MethodName::Elicit,
+            Kind::Sample => MethodName::CreateMessage,
+            Kind::Roots => MethodName::ListRoots,
         }
     }
 
