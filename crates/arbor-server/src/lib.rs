@@ -44,6 +44,7 @@ mod serve;
 pub mod subscription;
 pub mod tasks;
 pub mod telemetry;
+pub mod tenant;
 mod tree;
 
 /// The pub/sub bus subscription streams are fed by (re-exported from `arbor-bus`).

@@ -1,0 +1,1 @@
+//! Per-tenant handlers, hot-swapped (to be written).
