@@ -20,6 +20,7 @@ use arbor_protocol::version::ProtocolVersion;
 
 use crate::input::StateKey;
 use crate::tasks::TaskConfig;
+use crate::tenant::TenantPolicy;
 
 /// Settings of a [`Server`](crate::Server).
 #[derive(Clone, Debug)]
@@ -98,6 +99,9 @@ pub struct ServerConfig {
     /// [`telemetry`](crate::telemetry)). They may hold anything a user typed or a tool
     /// read, so they are opt-in. Default false.
     pub trace_tool_payloads: bool,
+    /// Per-tenant quotas, rate limits and restart budgets (`crate::tenant`). Default: no
+    /// rate limits, no restart budget, and this configuration's bounds for every tenant.
+    pub tenants: TenantPolicy,
 }
 
 impl Default for ServerConfig {
@@ -123,6 +127,7 @@ impl Default for ServerConfig {
             tasks: TaskConfig::default(),
             drain_timeout: Duration::from_secs(5),
             trace_tool_payloads: false,
+            tenants: TenantPolicy::default(),
         }
     }
 }
@@ -223,6 +228,12 @@ impl ServerConfig {
     /// Sets [`ServerConfig::drain_timeout`].
     pub fn drain_timeout(mut self, timeout: Duration) -> Self {
         self.drain_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ServerConfig::tenants`].
+    pub fn tenant_policy(mut self, policy: TenantPolicy) -> Self {
+        self.tenants = policy;
         self
     }
 

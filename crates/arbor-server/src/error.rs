@@ -14,6 +14,8 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use serde_json::json;
 
+use crate::tenant::TenantRefusal;
+
 /// Starting the server's supervision tree failed. The supervisor's own error is the
 /// `source()`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -28,7 +30,7 @@ pub enum StartError {
 }
 
 /// Opening a connection failed. Where a supervisor refused, its error is the `source()`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
     /// The runtime is shutting down or gone.
@@ -55,10 +57,14 @@ pub enum ConnectError {
     /// The tenant's connection supervisor did not start the connection's actor.
     #[error("starting the connection failed: {0}")]
     Supervisor(#[source] StartDynamicChildError),
+    /// The tenant's policy refused the connection (its sessions are all taken, or the
+    /// server knows its most tenants).
+    #[error("opening the connection failed: {0}")]
+    Refused(#[source] TenantRefusal),
 }
 
 /// Serving a transport failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
     /// The runtime did not start.
@@ -119,6 +125,8 @@ pub(crate) enum TaskBound {
     Held,
     /// Runs going at once, server-wide: `data.scope` "tasks".
     Running,
+    /// Runs going at once for the tenant (`TenantQuota::max_tasks`): `data.scope` "tenant".
+    TenantRunning,
 }
 
 /// -32000 "Server busy" for a task the store has no room for (same `data` as
@@ -128,6 +136,7 @@ pub(crate) fn tasks_overloaded(bound: TaskBound, limit: usize, retry_after: Dura
         TaskBound::PerRequester => ("held for this requester", "owner"),
         TaskBound::Held => ("held on this server", "tasks"),
         TaskBound::Running => ("running on this server", "tasks"),
+        TaskBound::TenantRunning => ("running for this tenant", "tenant"),
     };
     busy(format!("{limit} tasks already {what}"), scope, limit, retry_after)
 }
@@ -142,6 +151,31 @@ fn busy(what: String, scope: &str, limit: usize, retry_after: Duration) -> McpEr
             "limit": limit,
             "retryAfterMs": retry_after.as_millis() as u64,
         })),
+    }
+}
+
+/// -32000 for a request its tenant's policy refused (`crate::tenant::TenantRefusal`):
+/// `data.reason` (`rate_limited`, `quarantined`, `overloaded`), `data.limit` (which one),
+/// `data.retryAfterMs`.
+impl From<&TenantRefusal> for McpError {
+    fn from(refusal: &TenantRefusal) -> McpError {
+        McpError::Other {
+            code: -32000,
+            message: refusal.to_string(),
+            data: Some(json!({
+                "reason": refusal.reason(),
+                "limit": refusal.limit(),
+                "retryAfterMs": refusal.retry_after_ms(),
+            })),
+        }
+    }
+}
+
+/// -32603 for a request stopped because its tenant was escalated past its restart budget.
+pub(crate) fn tenant_escalated(method: MethodName) -> McpError {
+    McpError::Internal {
+        message: format!("Internal error: {method} was stopped: its tenant exceeded its restart budget"),
+        data: Some(json!({ "reason": "tenant_escalated" })),
     }
 }
 

@@ -63,6 +63,11 @@ pub const SUBSCRIPTIONS: &str = "arbor.server.subscriptions";
 pub const HTTP_STREAMS: &str = "arbor.http.streams";
 /// Tasks of the tasks extension running (gauge).
 pub const TASKS: &str = "arbor.server.tasks";
+/// Tenants escalated past their restart budget (counter; `arbor.tenant`).
+pub const TENANT_ESCALATIONS: &str = "arbor.server.tenant.escalations";
+/// Whether a tenant is quarantined now: 1 from its escalation to the end of its
+/// cool-down, then 0 (gauge; `arbor.tenant`; set when the quarantine starts and ends).
+pub const TENANT_QUARANTINED: &str = "arbor.server.tenant.quarantined";
 
 /// `mcp.method.name`.
 pub const METHOD: &str = "mcp.method.name";
@@ -109,6 +114,8 @@ pub fn describe() {
     describe_gauge!(LEGACY_SESSIONS, "Live legacy (handshake-era) sessions");
     describe_gauge!(SUBSCRIPTIONS, "Live subscription streams");
     describe_gauge!(TASKS, "Running tasks of the tasks extension");
+    describe_counter!(TENANT_ESCALATIONS, "Tenants escalated past their restart budget");
+    describe_gauge!(TENANT_QUARANTINED, "1 while a tenant is quarantined, else 0");
     describe_gauge!(HTTP_STREAMS, "Open SSE response bodies (HTTP)");
     describe_counter!(otp::RESTARTS, "Children restarted by their supervisor");
     describe_counter!(otp::ESCALATIONS, "Supervisors that exceeded their restart intensity");
@@ -131,10 +138,11 @@ pub const CLIENT_SESSION_DURATION: &str = "mcp.client.session.duration";
 pub enum Refusal {
     /// A shared bound (the tenant's, a connection's, a session's, an endpoint's) was full.
     Overloaded,
-    /// A request rate limit was exceeded. Arbor has no rate limit yet, so nothing is
-    /// refused for this reason today; a requester's full share of its tenant is
-    /// `Overloaded`, as its JSON-RPC error says (-32000, scope "requester").
+    /// A tenant's or a principal's request rate was exceeded (`TenantQuota::rate`,
+    /// `principal_rate`). A requester's full in-flight share is `Overloaded`.
     RateLimited,
+    /// The tenant is quarantined after exceeding its restart budget.
+    Quarantined,
     /// No valid credentials (the HTTP authenticator refused the request).
     Unauthorized,
 }
@@ -145,6 +153,7 @@ impl Refusal {
         match self {
             Refusal::Overloaded => "overloaded",
             Refusal::RateLimited => "rate_limited",
+            Refusal::Quarantined => "quarantined",
             Refusal::Unauthorized => "unauthorized",
         }
     }
@@ -176,6 +185,19 @@ pub(crate) fn tenant_label(name: &str) -> SharedString {
 /// One request of `tenant` got its task.
 pub(crate) fn admitted(tenant: &SharedString) {
     counter!(REQUESTS_ADMITTED, TENANT => tenant.clone()).increment(1);
+}
+
+/// `tenant` was escalated past its restart budget and is quarantined for `quarantine`:
+/// counted, and its quarantine gauge held at 1 until the cool-down ends.
+pub(crate) fn escalated(tenant: &SharedString, quarantine: std::time::Duration) {
+    counter!(TENANT_ESCALATIONS, TENANT => tenant.clone()).increment(1);
+    gauge!(TENANT_QUARANTINED, TENANT => tenant.clone()).set(1.0);
+    let tenant = tenant.clone();
+    // The gauge's end: a sleep per escalation, at most one per tenant per cool-down.
+    tokio::spawn(async move {
+        tokio::time::sleep(quarantine).await;
+        gauge!(TENANT_QUARANTINED, TENANT => tenant).set(0.0);
+    });
 }
 
 /// The tenant's in-flight gauge moved by `delta` (a slot taken or given back).

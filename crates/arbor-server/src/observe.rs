@@ -150,8 +150,10 @@ fn status_name(status: NodeStatus) -> &'static str {
 pub struct Refusals {
     /// A bound was full: the tenant's, a requester's share, a connection's (-32000).
     pub overloaded: u64,
-    /// Refused by a rate limit (none counts this yet: always 0 for now).
+    /// Refused by the tenant's or a principal's rate limit (`TenantQuota::rate`).
     pub rate_limited: u64,
+    /// Refused because the tenant was quarantined after exceeding its restart budget.
+    pub quarantined: u64,
     /// Refused for want of credentials (the HTTP layer refuses those before the tenant is
     /// known: always 0 here for now).
     pub unauthorized: u64,
@@ -165,7 +167,8 @@ pub struct TenantLoad {
     pub tenant: String,
     /// Requests holding a tenant slot now.
     pub in_flight: usize,
-    /// The tenant's bound (`ServerConfig::max_in_flight_per_tenant`).
+    /// The tenant's bound (`TenantQuota::max_in_flight`, else
+    /// `ServerConfig::max_in_flight_per_tenant`).
     pub max_in_flight: usize,
     /// Requests admitted since the tenant started (a counter: requests per second are
     /// its difference between two loads over their interval).
@@ -174,6 +177,16 @@ pub struct TenantLoad {
     pub refused: Refusals,
     /// Connections (stdio peers, legacy sessions, modern endpoints) open now.
     pub connections: usize,
+    /// Legacy sessions counted against `TenantQuota::max_sessions` (0 when it is off).
+    pub sessions: usize,
+    /// Tasks running now for the tenant.
+    pub tasks_running: usize,
+    /// Times the tenant was escalated past its restart budget.
+    pub escalations: u64,
+    /// What is left of the tenant's quarantine, in ms; `None` when it is not quarantined.
+    pub quarantined_ms: Option<u64>,
+    /// Why it is quarantined.
+    pub quarantine_reason: Option<String>,
 }
 
 impl TenantLoad {

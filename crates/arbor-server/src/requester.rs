@@ -149,6 +149,18 @@ pub(crate) struct RequesterSlot {
     count: Arc<AtomicUsize>,
 }
 
+impl RequesterSlot {
+    /// A slot of a plain counter bounded by `max` (a tenant-wide count), or `None` when
+    /// `max` are taken.
+    pub(crate) fn try_take(count: &Arc<AtomicUsize>, max: usize) -> Option<RequesterSlot> {
+        if count.fetch_add(1, Ordering::AcqRel) >= max {
+            count.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(RequesterSlot { count: count.clone() })
+    }
+}
+
 impl Drop for RequesterSlot {
     fn drop(&mut self) {
         self.count.fetch_sub(1, Ordering::AcqRel);

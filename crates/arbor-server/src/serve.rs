@@ -46,9 +46,11 @@ use crate::error::{ConnectError, ServeError, StartError};
 use crate::handler::{ListKind, ServerHandler, ServerInfo};
 use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
+use crate::requester::Requester;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{core_tasks_capability, MemoryTaskStore, ResultWaiters, TaskStore, TaskStreams, Tasks};
-use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
+use crate::tenant::{TenantBounds, TenantRefusal, TenantRegistry};
+use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -128,6 +130,8 @@ pub(crate) struct Shared {
     pub(crate) result_waiters: Arc<ResultWaiters>,
     /// The drain's signal to request tasks and streams (`crate::drain`).
     pub(crate) drain: crate::drain::DrainSignal,
+    /// Every tenant's limits, by `ServerConfig::tenants` (`crate::tenant`).
+    pub(crate) tenants: Arc<TenantRegistry>,
 }
 
 impl Shared {
@@ -153,7 +157,14 @@ impl Shared {
             capabilities.tasks = Some(core_tasks_capability());
         }
         let store = store.unwrap_or_else(|| Arc::new(MemoryTaskStore::new(&config.tasks)));
-        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered));
+        let bounds = TenantBounds {
+            in_flight: config.max_in_flight_per_tenant,
+            in_flight_per_requester: config.max_in_flight_per_requester,
+            streams_per_requester: config.max_subscriptions_per_requester,
+            running_tasks: config.tasks.max_running,
+        };
+        let tenants = Arc::new(TenantRegistry::new(config.tenants.clone(), bounds));
+        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered, tenants.clone()));
         let task_streams = TaskStreams { tasks: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
@@ -174,6 +185,7 @@ impl Shared {
             result_waiters: Arc::default(),
             config,
             drain: crate::drain::DrainSignal::new(),
+            tenants,
         }
     }
 
@@ -201,6 +213,8 @@ pub struct Server {
     forwarder: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
     /// The periodic sweep of expired task records (`start_task_expiry`).
     expiry: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    /// Escalates tenants past their restart budget (`start_escalator`).
+    escalator: Arc<parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -232,6 +246,7 @@ impl Server {
             tree: Arc::new(OnceCell::new()),
             forwarder: Arc::default(),
             expiry: Arc::default(),
+            escalator: Arc::default(),
         }
     }
 
@@ -312,15 +327,11 @@ impl Server {
             .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
                 let config = &self.shared.config;
-                let bounds = TenantBounds {
-                    in_flight: config.max_in_flight_per_tenant,
-                    in_flight_per_requester: config.max_in_flight_per_requester,
-                    streams_per_requester: config.max_subscriptions_per_requester,
-                };
-                let tree = Tree::start(gauge, bounds, config.tasks.max_running).await?;
+                let tree = Tree::start(gauge, self.shared.tenants.clone(), config.tasks.max_running).await?;
                 self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
                 self.start_task_expiry();
+                self.start_escalator();
                 Ok(tree)
             })
             .await
@@ -343,10 +354,18 @@ impl Server {
         let tree = self.tree().await.map_err(ConnectError::Start)?;
         let shared = self.shared.clone();
         let tenant = options.tenant.as_deref().unwrap_or(DEFAULT_TENANT);
+        // A byte stream and a legacy HTTP session are sessions of their tenant
+        // (`TenantQuota::max_sessions`); a 2026-07-28 pool endpoint is not.
+        let is_session = matches!(io, Io::Stream { .. }) || options.session_id.is_some();
+        let session_slot = match is_session {
+            true => self.shared.tenants.get(tenant).and_then(|t| t.session_slot()).map_err(ConnectError::Refused)?,
+            false => None,
+        };
         tree.start_connection(tenant, |tenant, gauge| ConnectionArgs {
             shared,
             io,
             tenant,
+            session_slot,
             auth: options.auth,
             principal: options.principal,
             peer: options.peer,
@@ -413,6 +432,39 @@ impl Server {
         *self.expiry.lock() = Some(task);
     }
 
+    /// Escalates each tenant that went past its restart budget (`Tree::escalate`), one
+    /// after the other. Holds the tree weakly: it ends with the server, or at `shutdown`.
+    fn start_escalator(&self) {
+        let Some(mut escalations) = self.shared.tenants.take_escalations() else { return };
+        let tree = Arc::downgrade(&self.tree);
+        let task = tokio::spawn(async move {
+            while let Some(escalation) = escalations.recv().await {
+                let Some(tree) = tree.upgrade() else { return };
+                if let Some(tree) = tree.get() {
+                    tree.escalate(&escalation.tenant, &escalation.reason).await;
+                }
+            }
+        });
+        *self.escalator.lock() = Some(task);
+    }
+
+    /// Checks a request of `tenant` (`None`: the default tenant) from `requester` against
+    /// the tenant's policy before anything is spent on it: its quarantine, the
+    /// requester's rate, the tenant's rate. A transport calls it before reading a request
+    /// (`arbor-http` does, per POST, and answers a refusal with
+    /// [`TenantRefusal::status`] and `Retry-After`); a byte stream's requests are checked
+    /// by the runtime itself. Each call that passes takes one token of each rate.
+    pub fn admit(&self, tenant: Option<&str>, requester: &Requester) -> Result<(), TenantRefusal> {
+        let limits = self.shared.tenants.get(tenant.unwrap_or(DEFAULT_TENANT))?;
+        limits.gate(Some(requester), true)
+    }
+
+    /// The largest request body `tenant`'s policy lets a transport read
+    /// (`TenantQuota::max_body_bytes`), if it sets one.
+    pub fn max_body_bytes(&self, tenant: Option<&str>) -> Option<usize> {
+        self.shared.tenants.policy().quota(tenant.unwrap_or(DEFAULT_TENANT)).max_body_bytes
+    }
+
     /// Stops every connection and request and waits for them. The server can be
     /// connected again afterwards only through a new `Server`.
     pub async fn shutdown(&self) {
@@ -420,6 +472,9 @@ impl Server {
             task.abort();
         }
         if let Some(task) = self.expiry.lock().take() {
+            task.abort();
+        }
+        if let Some(task) = self.escalator.lock().take() {
             task.abort();
         }
         if let Some(tree) = self.tree.get() {

@@ -23,8 +23,8 @@
 //! of the server has stopped (each supervisor stops its children before it exits).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use arbor_otp::{
     ChildSpec, ChildStartError, DynamicSupervisorHandle, DynamicSupervisorSpec, Gauge, NodeSnapshot, Restart, Shutdown,
@@ -37,114 +37,13 @@ use tokio::time::Instant;
 
 use crate::connection::{inspect, ConnMsg, ConnectionActor, ConnectionArgs, ConnectionHandle};
 use crate::error::{ConnectError, StartError};
-use crate::observe::{Refusals, ServerView, TenantLoad, ViewNode};
-use crate::requester::RequesterSlots;
+use crate::observe::{ServerView, TenantLoad, ViewNode};
 use crate::tasks::Tasks;
+pub(crate) use crate::tenant::TenantLimits;
+use crate::tenant::TenantRegistry;
 
 /// The tenant every connection belongs to when nothing identifies tenants.
 pub const DEFAULT_TENANT: &str = "default";
-
-/// The bounds every tenant is started with (from `ServerConfig`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TenantBounds {
-    pub(crate) in_flight: usize,
-    pub(crate) in_flight_per_requester: usize,
-    pub(crate) streams_per_requester: usize,
-}
-
-/// A tenant's shared bounds: its in-flight count, and each requester's share of it and of
-/// its subscription streams, across all the tenant's connections (so one client cannot
-/// starve the others however many connections or sessions it opens).
-#[derive(Debug)]
-pub(crate) struct TenantLimits {
-    name: String,
-    /// The name as a metrics label, made once.
-    label: metrics::SharedString,
-    in_flight: AtomicUsize,
-    max: usize,
-    /// In-flight requests per requester.
-    pub(crate) requests: Arc<RequesterSlots>,
-    /// Open subscription streams (listens, legacy resource subscriptions) per requester.
-    pub(crate) streams: Arc<RequesterSlots>,
-    /// Requests admitted and refused for a full bound, since the tenant started: relaxed
-    /// counters for `Server::tenant_loads`, one add per request next to `in_flight`'s.
-    admitted: AtomicU64,
-    overloaded: AtomicU64,
-}
-
-impl TenantLimits {
-    pub(crate) fn new(name: &str, bounds: TenantBounds) -> TenantLimits {
-        TenantLimits {
-            name: name.to_owned(),
-            label: crate::metrics::tenant_label(name),
-            in_flight: AtomicUsize::new(0),
-            max: bounds.in_flight,
-            requests: RequesterSlots::new(bounds.in_flight_per_requester),
-            streams: RequesterSlots::new(bounds.streams_per_requester),
-            admitted: AtomicU64::new(0),
-            overloaded: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub(crate) fn max(&self) -> usize {
-        self.max
-    }
-
-    /// The tenant's metrics label.
-    pub(crate) fn label(&self) -> &metrics::SharedString {
-        &self.label
-    }
-
-    /// Takes one slot; refused at once when all are taken.
-    pub(crate) fn try_acquire(&self) -> bool {
-        if self.in_flight.fetch_add(1, Ordering::AcqRel) >= self.max {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            self.refused_overloaded();
-            return false;
-        }
-        crate::metrics::in_flight(&self.label, 1.0);
-        true
-    }
-
-    /// Counts a request admitted (its task spawned).
-    pub(crate) fn admitted(&self) {
-        self.admitted.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a request refused for a full bound other than the tenant's own (a
-    /// requester's share, a connection's).
-    pub(crate) fn refused_overloaded(&self) {
-        self.overloaded.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The tenant's load now (its connection count is the caller's to fill in).
-    pub(crate) fn load(&self) -> TenantLoad {
-        let mut load = TenantLoad {
-            tenant: self.name.clone(),
-            in_flight: self.in_flight.load(Ordering::Relaxed).min(self.max),
-            max_in_flight: self.max,
-            admitted: self.admitted.load(Ordering::Relaxed),
-            refused: Refusals::default(),
-            connections: 0,
-        };
-        load.refused.overloaded = self.overloaded.load(Ordering::Relaxed);
-        load
-    }
-
-    pub(crate) fn release(&self) {
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        crate::metrics::in_flight(&self.label, -1.0);
-    }
-
-    /// Slots taken now.
-    pub(crate) fn in_flight(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
-    }
-}
 
 #[derive(Clone)]
 struct Tenant {
@@ -168,7 +67,7 @@ pub(crate) struct Tree {
     started: Instant,
     tasks: TaskSupervisor,
     tenants: tokio::sync::Mutex<HashMap<String, Tenant>>,
-    bounds: TenantBounds,
+    registry: Arc<TenantRegistry>,
     gauge: Gauge,
 }
 
@@ -180,7 +79,11 @@ impl std::fmt::Debug for Tree {
 
 impl Tree {
     /// Starts the root supervisor.
-    pub(crate) async fn start(gauge: Gauge, bounds: TenantBounds, max_tasks: usize) -> Result<Tree, StartError> {
+    pub(crate) async fn start(
+        gauge: Gauge,
+        registry: Arc<TenantRegistry>,
+        max_tasks: usize,
+    ) -> Result<Tree, StartError> {
         let tasks_spec = TaskSupervisorSpec::new("tasks").max_concurrency(max_tasks).gauge(gauge.clone());
         let spec = SupervisorSpec::new("arbor-server")
             .strategy(Strategy::OneForOne)
@@ -189,7 +92,7 @@ impl Tree {
             .child(ChildSpec::task_supervisor("tasks", tasks_spec));
         let root = SupervisorHandle::start(spec).await.map_err(StartError::Supervisor)?;
         let tasks = root.child_handle::<TaskSupervisor>("tasks").await.ok_or(StartError::Missing("tasks"))?;
-        Ok(Tree { root, started: Instant::now(), tasks, tenants: Default::default(), bounds, gauge })
+        Ok(Tree { root, started: Instant::now(), tasks, tenants: Default::default(), registry, gauge })
     }
 
     /// The task supervisor the tasks extension's runs go under.
@@ -204,6 +107,7 @@ impl Tree {
     /// The tenant's supervisor, started if this is its first connection.
     async fn tenant(&self, name: &str) -> Result<Tenant, ConnectError> {
         let mut tenants = self.tenants.lock().await;
+        let id = format!("tenant:{name}");
         if let Some(tenant) = tenants.get_mut(name) {
             if tenant.connections.is_alive() {
                 return Ok(tenant.clone());
@@ -214,11 +118,27 @@ impl Tree {
                 tenant.connections = fresh;
                 return Ok(tenant.clone());
             }
+            // The tenant supervisor itself was restarted by the root (an escalation):
+            // its new incarnation, with the same limits (and quarantine).
+            if let Some(sup) = self.root.child_handle::<SupervisorHandle>(&id).await.filter(|s| s.is_alive()) {
+                if let Some(fresh) = live_connections(&sup).await {
+                    tenant.supervisor = sup;
+                    tenant.connections = fresh;
+                    return Ok(tenant.clone());
+                }
+            }
         }
-        let id = format!("tenant:{name}");
-        let spec = SupervisorSpec::new(id.clone())
-            .strategy(Strategy::OneForOne)
-            .child(ChildSpec::dynamic_supervisor("connections", DynamicSupervisorSpec::new("connections")));
+        let limits = self.registry.get(name).map_err(ConnectError::Refused)?;
+        // The tenant's own restart intensity, when its policy sets one: a tenant whose
+        // connections supervisor keeps failing gives up as OTP's would, and the root
+        // restarts it (quarantined: `escalate`).
+        let mut spec = SupervisorSpec::new(id.clone()).strategy(Strategy::OneForOne);
+        // One above the budget: the budget's own escalation (`escalate`), which first lets
+        // the running requests answer, comes first; this is the backstop.
+        if let Some(budget) = self.registry.policy().quota(name).restart_budget {
+            spec = spec.intensity(budget.max_restarts.saturating_add(1), budget.window());
+        }
+        let spec = spec.child(ChildSpec::dynamic_supervisor("connections", DynamicSupervisorSpec::new("connections")));
         // A tenant that stopped (its supervisor gave up) is replaced by a fresh one.
         let _ = self.root.terminate_child(&id).await;
         let _ = self.root.delete_child(&id).await;
@@ -229,10 +149,35 @@ impl Tree {
         let missing = || ConnectError::TenantIncomplete { tenant: name.to_owned() };
         let tenant_sup: SupervisorHandle = self.root.child_handle(&id).await.ok_or_else(missing)?;
         let connections: DynamicSupervisorHandle = tenant_sup.child_handle("connections").await.ok_or_else(missing)?;
-        let limits = Arc::new(TenantLimits::new(name, self.bounds));
         let tenant = Tenant { supervisor: tenant_sup, connections, limits, started: Instant::now() };
         tenants.insert(name.to_owned(), tenant.clone());
         Ok(tenant)
+    }
+
+    /// Escalates `tenant` past its restart budget, as an OTP supervisor past its
+    /// intensity does: its running requests are stopped first (each answered -32603 by
+    /// its own task, so none is lost), then, once they have answered (within a second),
+    /// its supervisor is stopped with `reason`, taking its connections with it, and the
+    /// root restarts it. The quarantine is already in force (`TenantLimits::crashed`).
+    pub(crate) async fn escalate(&self, tenant: &str, reason: &str) {
+        let Some(entry) = self.tenants.lock().await.get(tenant).cloned() else { return };
+        entry.limits.stop_requests();
+        let waited = tokio::time::timeout(Duration::from_secs(1), async {
+            while entry.limits.in_flight() > 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        if waited.await.is_err() {
+            tracing::warn!(tenant, "an escalated tenant's requests did not all answer within 1 s");
+        }
+        tracing::error!(tenant, reason, "tenant escalated past its restart budget: restarted and quarantined");
+        let quarantine = entry.limits.quarantine().map(|q| q.retry_after()).unwrap_or_default();
+        crate::metrics::escalated(entry.limits.label(), quarantine);
+        let id = format!("tenant:{tenant}");
+        match self.root.child_handle::<SupervisorHandle>(&id).await {
+            Some(sup) => arbor_otp::ExitReason::Failure(format!("restart budget exceeded: {reason}")).stop(&sup.cell()),
+            None => tracing::warn!(tenant, "an escalated tenant had no running supervisor"),
+        }
     }
 
     /// Starts a connection actor under its tenant's connections supervisor.
@@ -293,6 +238,10 @@ impl Tree {
             let id = format!("tenant:{}", tenant.limits.name());
             let Some(node) = root.children.iter_mut().find(|c| c.id == id) else { continue };
             node.age_ms = Some(tenant.started.elapsed().as_millis() as u64);
+            if let (Some(left), Some(reason)) = (load.quarantined_ms, &load.quarantine_reason) {
+                node.state = "quarantined".to_owned();
+                node.detail = Some(format!("quarantined: {reason}; {left} ms left"));
+            }
             let connections = match live_connections(&tenant.supervisor).await {
                 Some(connections) => connections,
                 None => tenant.connections.clone(),
@@ -333,9 +282,15 @@ impl Tree {
     /// (its connections stop with it), so the tenant supervisor restarts it. `false` when
     /// the tenant is unknown or has no live connections supervisor.
     pub(crate) async fn crash_connections(&self, tenant: &str, reason: &str) -> bool {
-        let Some(tenant) = self.tenants.lock().await.get(tenant).cloned() else { return false };
-        let Some(connections) = live_connections(&tenant.supervisor).await else { return false };
+        let Some(entry) = self.tenants.lock().await.get(tenant).cloned() else { return false };
+        let supervisor = match self.root.child_handle::<SupervisorHandle>(&format!("tenant:{tenant}")).await {
+            Some(sup) if sup.is_alive() => sup,
+            _ => entry.supervisor.clone(),
+        };
+        let Some(connections) = live_connections(&supervisor).await else { return false };
         arbor_otp::ExitReason::Failure(reason.to_owned()).stop(&connections.cell());
+        // A crash of the tenant's subtree is charged to its restart budget too.
+        entry.limits.crashed();
         true
     }
 

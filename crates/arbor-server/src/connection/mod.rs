@@ -114,6 +114,9 @@ pub(crate) struct ConnectionArgs {
     pub(crate) shared: Arc<Shared>,
     pub(crate) io: Io,
     pub(crate) tenant: Arc<TenantLimits>,
+    /// The connection's place in its tenant's sessions (`TenantQuota::max_sessions`),
+    /// given back when the actor's state is dropped.
+    pub(crate) session_slot: Option<crate::requester::RequesterSlot>,
     pub(crate) auth: Option<String>,
     pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) peer: Option<std::net::SocketAddr>,
@@ -186,6 +189,8 @@ pub(crate) struct ConnState {
     sweep_at: usize,
     scoped_sweep_at: usize,
     tenant: Arc<TenantLimits>,
+    /// Held for the connection's life (`ConnectionArgs::session_slot`).
+    _session_slot: Option<crate::requester::RequesterSlot>,
     auth: Option<String>,
     /// The principal the connection was opened for (a legacy session's `initialize`).
     principal: Option<Arc<Principal>>,
@@ -232,7 +237,7 @@ impl Actor for ConnectionActor {
         myself: ActorRef<ConnMsg>,
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
-        let ConnectionArgs { shared, io, tenant, auth, principal, peer, session_id, gauge } = args;
+        let ConnectionArgs { shared, io, tenant, session_slot, auth, principal, peer, session_id, gauge } = args;
         let trace = ConnectionTrace {
             transport: if matches!(io, Io::Stream { .. }) { "pipe" } else { "tcp" },
             session_id,
@@ -281,6 +286,7 @@ impl Actor for ConnectionActor {
             sweep_at: 64,
             scoped_sweep_at: 64,
             tenant,
+            _session_slot: session_slot,
             auth,
             principal,
             legacy: None,

@@ -37,7 +37,7 @@ use super::inspect::InFlight;
 use super::output::Kind;
 use super::ConnState;
 use crate::context::RequestSink;
-use crate::error::{duplicate_id, overloaded, panicked, timed_out, OverloadScope};
+use crate::error::{duplicate_id, overloaded, panicked, tenant_escalated, timed_out, OverloadScope};
 use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
@@ -72,6 +72,11 @@ impl ConnState {
                 || self.listens.get(&id).is_some_and(|unit| !unit.is_finished()))
         {
             return refuse(self, duplicate_id(self.own_scope()));
+        }
+        // The tenant's policy first (`crate::tenant`): its quarantine, and on a byte stream
+        // the rates (an endpoint's transport charged those before reading the request).
+        if let Err(refusal) = self.tenant.gate(self.counted_requester(), self.endpoint.is_none()) {
+            return refuse(self, McpError::from(&refusal));
         }
         // The requester's share of the tenant, before the connection's own bound: a
         // requester past its share is told so, whoever else is waiting.
@@ -147,6 +152,8 @@ impl ConnState {
                     TaskOutcome::Failed(never) => match never {},
                     TaskOutcome::Panicked(message) => {
                         tracing::error!(%id, %method, %message, "request handler panicked");
+                        // Charged to the tenant's restart budget (`crate::tenant`).
+                        tenant.crashed();
                         let err = panicked(method);
                         telemetry::record_error(&span, &err);
                         op.panicked();
@@ -186,8 +193,18 @@ impl ConnState {
         // first poll, which most requests do.
         let drained = {
             let (id, shared, span) = (id.clone(), self.shared.clone(), span.clone());
+            // The tenant's stop signal, fired when it is escalated past its restart budget
+            // (`Tree::escalate`): the request answers -32603 at once. Only a tenant with a
+            // budget has one; the others' requests race nothing more.
+            let escalated = self.tenant.has_budget().then(|| self.tenant.stop_signal());
             async move {
-                let err = shared.drain.requests_stopped().await;
+                let err = match escalated {
+                    None => shared.drain.requests_stopped().await,
+                    Some(stop) => tokio::select! {
+                        err = shared.drain.requests_stopped() => err,
+                        () = stop.cancelled() => tenant_escalated(method),
+                    },
+                };
                 telemetry::record_error(&span, &err);
                 (error_frame(&id, &err), Status::of(&err))
             }

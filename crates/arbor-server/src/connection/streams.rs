@@ -31,7 +31,7 @@ use super::output::Output;
 use super::ConnState;
 use crate::context::ConnectionInfo;
 use crate::error::{duplicate_id, listens_overloaded, OverloadScope};
-use crate::requester::RequesterSlot;
+use crate::subscription::unit::StreamSlots;
 use crate::subscription::unit::Unit;
 use crate::subscription::StreamShared;
 use crate::telemetry;
@@ -66,19 +66,26 @@ impl ConnState {
             handlers: shared.stream_handlers.clone(),
             requested: filter,
             ready,
-            slot: None,
+            slot: Default::default(),
             span,
         }
     }
 
-    /// A slot of the requester's share of the tenant's streams for a new listen or
-    /// subscription (`None` when the requester is not counted), or the refusal naming it.
-    fn stream_slot(&self) -> Result<Option<RequesterSlot>, McpError> {
-        let Some(requester) = self.counted_requester() else { return Ok(None) };
+    /// The slots a new listen or subscription holds: of the tenant's streams, when its
+    /// policy bounds them (`TenantQuota::max_subscriptions`), and of the requester's share
+    /// (when the requester is counted); or the refusal naming the bound that is full.
+    fn stream_slot(&self) -> Result<StreamSlots, McpError> {
+        let retry = self.shared.config.overload_retry_after;
+        let tenant = self.tenant.stream_slot().map_err(|max| {
+            self.tenant.refused_overloaded();
+            listens_overloaded(OverloadScope::Tenant, max, retry)
+        })?;
+        let Some(requester) = self.counted_requester() else { return Ok([tenant, None]) };
         let slots = &self.tenant.streams;
-        slots.try_acquire(requester).map(Some).ok_or_else(|| {
-            listens_overloaded(OverloadScope::Requester, slots.max(), self.shared.config.overload_retry_after)
-        })
+        let own = slots
+            .try_acquire(requester)
+            .ok_or_else(|| listens_overloaded(OverloadScope::Requester, slots.max(), retry))?;
+        Ok([tenant, Some(own)])
     }
 
     fn refused(&self, refused: SpawnError) -> McpError {

@@ -52,6 +52,9 @@ use crate::connection::inbound::MAX_UNREAD_OUTPUT;
 use crate::connection::output::Kind;
 use crate::requester::RequesterSlot;
 
+/// A stream's slots: the tenant's, the requester's.
+pub(crate) type StreamSlots = [Option<RequesterSlot>; 2];
+
 /// Everything a stream starts with.
 pub(crate) struct Unit {
     pub(crate) shared: Arc<StreamShared>,
@@ -61,9 +64,11 @@ pub(crate) struct Unit {
     /// Told when the stream is open (or refused), for a legacy `resources/subscribe`
     /// that answers only once its updates can be delivered.
     pub(crate) ready: Option<oneshot::Sender<Result<(), McpError>>>,
-    /// The requester's stream slot (`TenantLimits::streams`), if it is counted: owned by
-    /// the task, so it is given back exactly when the stream ends, however it ends.
-    pub(crate) slot: Option<RequesterSlot>,
+    /// The stream's slots: of its tenant's streams (when its policy bounds them) and of
+    /// its requester's share (`TenantLimits::streams`, when the requester is counted).
+    /// Owned by the task, so they are given back exactly when the stream ends, however it
+    /// ends.
+    pub(crate) slot: StreamSlots,
     /// The stream's span (`crate::telemetry::stream_span`), which its task runs in.
     pub(crate) span: tracing::Span,
     /// Resolves when the server's drain ends listens (`Server::end_listens`); set for
@@ -389,7 +394,7 @@ mod tests {
             handlers: Arc::from(Vec::new()),
             requested: Default::default(),
             ready: None,
-            slot: None,
+            slot: Default::default(),
             span: tracing::Span::none(),
             drained: None,
         };

@@ -37,6 +37,7 @@ use crate::error::{tasks_overloaded, TaskBound};
 use crate::input::needs::Kind;
 use crate::observe::{ViewKind, ViewNode};
 use crate::request::sink::TaskStatusSink;
+use crate::tenant::TenantRegistry;
 
 /// The runs of this node, and the store their records live in.
 pub(crate) struct Tasks {
@@ -49,6 +50,8 @@ pub(crate) struct Tasks {
     bus: Arc<dyn Bus>,
     supervisor: Mutex<Option<TaskSupervisor>>,
     local: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
+    /// The tenants' limits: each tenant's share of the runs, and its restart budget.
+    tenants: Arc<TenantRegistry>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -58,8 +61,14 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    pub(crate) fn new(config: TaskConfig, store: Arc<dyn TaskStore>, bus: Arc<dyn Bus>, offered: bool) -> Tasks {
-        Tasks { config, offered, store, bus, supervisor: Mutex::new(None), local: Arc::default() }
+    pub(crate) fn new(
+        config: TaskConfig,
+        store: Arc<dyn TaskStore>,
+        bus: Arc<dyn Bus>,
+        offered: bool,
+        tenants: Arc<TenantRegistry>,
+    ) -> Tasks {
+        Tasks { config, offered, store, bus, supervisor: Mutex::new(None), local: Arc::default(), tenants }
     }
 
     /// Gives the runs their supervisor (done when the tree starts).
@@ -96,13 +105,23 @@ impl Tasks {
     /// record removed) when the supervisor is full or stopping.
     pub(crate) async fn spawn(&self, entry: &Arc<Entry>, work: BoxFuture<'static, ()>) -> Result<(), McpError> {
         let supervisor = self.supervisor.lock().clone();
-        let refused = match supervisor {
-            None => McpError::internal("Internal error: the task supervisor is not running"),
-            Some(supervisor) => {
+        // The tenant's share of the runs (`TenantQuota::max_tasks`), held by the report.
+        let tenant = self.tenants.get(&entry.last.lock().owner.tenant);
+        let tenant_slot = tenant.as_ref().map(|t| (t.clone(), t.task_slot()));
+        let refused = match (supervisor, tenant_slot) {
+            (_, Err(refusal)) => McpError::from(refusal),
+            (_, Ok((_, Err(max)))) => tasks_overloaded(TaskBound::TenantRunning, max, self.config.poll_interval),
+            (None, _) => McpError::internal("Internal error: the task supervisor is not running"),
+            (Some(supervisor), Ok((tenant, Ok(slot)))) => {
                 let deadline = entry.deadline.saturating_duration_since(Instant::now());
                 let report = {
                     let (entry, local) = (entry.clone(), self.local.clone());
                     move |outcome: TaskOutcome<(), std::convert::Infallible>| {
+                        drop(slot);
+                        if matches!(outcome, TaskOutcome::Panicked(_)) {
+                            // A task's handler crashing is charged like a request's.
+                            tenant.crashed();
+                        }
                         local.lock().remove(&entry.id);
                         entry.settle(outcome);
                     }
@@ -426,7 +445,8 @@ mod tests {
     async fn a_legacy_task_waits_for_input_and_resumes_through_the_store() {
         let config = TaskConfig::default();
         let store: Arc<dyn TaskStore> = Arc::new(MemoryTaskStore::new(&config));
-        let tasks = Tasks::new(config, store.clone(), Arc::new(LocalBus::new()), true);
+        let registry = crate::tenant::TenantRegistry::new(Default::default(), crate::tenant::TenantBounds::for_tests());
+        let tasks = Tasks::new(config, store.clone(), Arc::new(LocalBus::new()), true, Arc::new(registry));
         let owner = TaskOwner { tenant: "t".into(), requester: Requester::Unknown };
         let entry = tasks.create(owner.clone(), std::time::Duration::from_secs(60), None).await.unwrap();
         let status = || async { store.get(&owner, &entry.id).await.unwrap().status };

@@ -8,4 +8,13 @@
 //! Invariant: a tenant not named in the policy gets the policy's defaults; every limit is
 //! finite or explicitly off.
 
+mod budget;
+mod limits;
+mod policy;
+mod rate;
+mod refusal;
 pub(crate) mod routers;
+
+pub(crate) use limits::{TenantBounds, TenantLimits, TenantRegistry};
+pub use policy::{PolicyError, RateLimit, RestartBudget, TenantPolicy, TenantQuota};
+pub use refusal::{RateScope, TenantRefusal};
