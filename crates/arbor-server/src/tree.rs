@@ -118,14 +118,21 @@ impl Tree {
                 tenant.connections = fresh;
                 return Ok(tenant.clone());
             }
-            // The tenant supervisor itself was restarted by the root (an escalation):
-            // its new incarnation, with the same limits (and quarantine).
-            if let Some(sup) = self.root.child_handle::<SupervisorHandle>(&id).await.filter(|s| s.is_alive()) {
-                if let Some(fresh) = live_connections(&sup).await {
-                    tenant.supervisor = sup;
-                    tenant.connections = fresh;
-                    return Ok(tenant.clone());
+            // The tenant supervisor itself was stopped (an escalation) and the root is
+            // restarting it: wait (bounded) for its new incarnation, which keeps the same
+            // limits (and quarantine). Starting another one meanwhile would race the root's.
+            for _ in 0..200 {
+                if let Some(sup) = self.root.child_handle::<SupervisorHandle>(&id).await.filter(|s| s.is_alive()) {
+                    if let Some(fresh) = live_connections(&sup).await {
+                        tenant.supervisor = sup;
+                        tenant.connections = fresh;
+                        return Ok(tenant.clone());
+                    }
                 }
+                if !self.root.is_alive() {
+                    return Err(ConnectError::ShuttingDown);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
         let limits = self.registry.get(name).map_err(ConnectError::Refused)?;

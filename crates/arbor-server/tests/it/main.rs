@@ -31,4 +31,5 @@ mod router_is_served_in_both_eras;
 mod stdio_exits_cleanly_on_eof;
 mod subscriptions_stream_bus_events_in_both_eras;
 mod tasks_outlive_their_request;
+mod tenants_stay_isolated_under_faults;
 mod the_tree_is_root_tenant_connections_connection;
