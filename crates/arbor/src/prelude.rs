@@ -45,6 +45,8 @@ pub use arbor_server::tasks::{
     MemoryTaskStore, TaskChange, TaskConfig, TaskOwner, TaskPage, TaskRecord, TaskStore, TaskStoreError,
 };
 #[cfg(feature = "server")]
+pub use arbor_server::tenant::{RateLimit, RestartBudget, TenantPolicy, TenantQuota, TenantRefusal};
+#[cfg(feature = "server")]
 pub use arbor_server::{
     Channel, ConnectOptions, Flow, InputRequired, ListChangeSender, ListChanges, ListKind, Principal, Reply,
     RequestContext, Router, RouterHandle, Server, ServerConfig, ServerHandler, Subscribe, SubscriptionCapabilities,

@@ -12,6 +12,7 @@
 //! crashes during a quarantine (requests admitted before it) are not charged again.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -24,6 +25,9 @@ use super::policy::RestartBudget;
 pub(crate) struct Budget {
     budget: Option<RestartBudget>,
     state: Mutex<State>,
+    /// Set while a quarantine may be in force: every request asks, and the answer is
+    /// almost always no, which this answers without the lock.
+    quarantined: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -53,7 +57,7 @@ pub(crate) struct Quarantine {
 
 impl Budget {
     pub(crate) fn new(budget: Option<RestartBudget>) -> Budget {
-        Budget { budget, state: Mutex::default() }
+        Budget { budget, state: Mutex::default(), quarantined: AtomicBool::new(false) }
     }
 
     pub(crate) fn budget(&self) -> Option<RestartBudget> {
@@ -84,6 +88,7 @@ impl Budget {
         );
         state.crashes.clear();
         state.quarantined_until = Some(now + budget.quarantine());
+        self.quarantined.store(true, Ordering::Release);
         state.reason = Some(reason.clone());
         state.escalations += 1;
         Charged::Escalate(reason)
@@ -91,10 +96,17 @@ impl Budget {
 
     /// The quarantine in force now, if any.
     pub(crate) fn quarantine(&self) -> Option<Quarantine> {
+        if !self.quarantined.load(Ordering::Acquire) {
+            return None;
+        }
         let state = self.state.lock();
         let until = state.quarantined_until?;
         let left = until.saturating_duration_since(Instant::now());
-        (!left.is_zero()).then(|| Quarantine { reason: state.reason.clone().unwrap_or_default(), left })
+        if left.is_zero() {
+            self.quarantined.store(false, Ordering::Release);
+            return None;
+        }
+        Some(Quarantine { reason: state.reason.clone().unwrap_or_default(), left })
     }
 
     /// Escalations since the tenant started.
