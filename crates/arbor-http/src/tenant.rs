@@ -101,9 +101,9 @@ fn resolve(inner: &Inner, parts: &Parts) -> Result<Option<ConnectOptions>, Respo
         return Ok(v.tenant.clone().map(ConnectOptions::tenant));
     }
     let Some(name) = &inner.config.tenant_header else { return Ok(None) };
-    header_tenant(&parts.headers, name).map(|t| t.map(ConnectOptions::tenant)).map_err(|message| {
-        reject(StatusCode::BAD_REQUEST, &McpError::InvalidRequest { message, data: None }, None)
-    })
+    header_tenant(&parts.headers, name)
+        .map(|t| t.map(ConnectOptions::tenant))
+        .map_err(|message| reject(StatusCode::BAD_REQUEST, &McpError::InvalidRequest { message, data: None }, None))
 }
 
 /// The tenant named by the header `name`: `None` when it is absent (the default tenant),

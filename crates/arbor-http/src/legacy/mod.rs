@@ -166,8 +166,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     let reader = endpoint.standalone_reader();
     reader.set(false);
     standalone.on_reader(move |read| reader.set(read));
-    let session =
-        Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner, tenancy));
+    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner, tenancy));
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 
     let request_id = parsed.request_id().cloned();
