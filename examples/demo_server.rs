@@ -38,6 +38,12 @@
 //! With `--redis URL` the bus is Redis, so a feed item published on one server process
 //! reaches the subscribers of every process sharing that Redis.
 //!
+//! With `--tenants FILE` (`examples/tenants.toml`) the server runs a tenant policy: each
+//! tenant's rates, quotas and restart budget, and its own tool set (`[tools]`), re-read on
+//! SIGHUP (`demo_tenants.rs`). A request's tenant is the `x-arbor-tenant` header when
+//! OAuth is off (development only: any client can claim any tenant), the token's
+//! `tenant` claim when it is on.
+//!
 //! The end-to-end tests (`tests/e2e/`) drive this server with the official Python and
 //! TypeScript SDKs and assert exact values, so the names, argument shapes and texts of
 //! every tool, resource and prompt here are fixed by `tests/e2e/README.md` ("What the demo
@@ -75,6 +81,8 @@ use std::sync::Arc;
 
 #[path = "common/http.rs"]
 mod http;
+#[path = "demo_tenants.rs"]
+mod tenants;
 
 const USAGE: &str =
     "usage: demo_server [--port N | --bind ADDR | --stdio] [--redis URL] [--feed-interval-ms N] [--page-size N]\n\
@@ -98,7 +106,10 @@ const USAGE: &str =
     --auth-resource URL  OAuth: this server's resource identifier, the tokens' audience (default http://ADDR/mcp)\n\
     --auth-scopes \"A B\"  OAuth: the scopes every request needs (default \"mcp:tools\")\n\
     --auth-jwks URL      OAuth: the issuer's JWKS, when its metadata does not name it\n\
-    --no-metrics         HTTP: no Prometheus text at /metrics (served by default)";
+    --no-metrics         HTTP: no Prometheus text at /metrics (served by default)\n\
+    --tenants FILE       a tenant policy (TOML: [defaults], [tenants.NAME]) and each tenant's tools ([tools]);\n\
+    \x20                    the tenant is the x-arbor-tenant header (development only), or with OAuth the token's\n\
+    \x20                    `tenant` claim; SIGHUP re-reads [tools] (changed limits need a restart)";
 
 // ===== tools =====
 
@@ -530,6 +541,8 @@ struct Options {
     auth_jwks: Option<String>,
     /// `--no-metrics`: no Prometheus recorder, no `/metrics`.
     no_metrics: bool,
+    /// `--tenants FILE`: the tenant policy and tool sets (`demo_tenants.rs`).
+    tenants: Option<std::path::PathBuf>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -551,6 +564,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         auth_scopes: vec!["mcp:tools".to_owned()],
         auth_jwks: None,
         no_metrics: false,
+        tenants: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -622,6 +636,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
             "--auth-issuer" => options.auth_issuer = Some(args.next().ok_or("--auth-issuer needs a URL")?),
             "--auth-resource" => options.auth_resource = Some(args.next().ok_or("--auth-resource needs a URL")?),
             "--auth-jwks" => options.auth_jwks = Some(args.next().ok_or("--auth-jwks needs a URL")?),
+            "--tenants" => options.tenants = Some(args.next().ok_or("--tenants needs a file")?.into()),
             "--auth-scopes" => {
                 let scopes = args.next().ok_or("--auth-scopes needs a space-separated list")?;
                 options.auth_scopes = scopes.split_whitespace().map(str::to_owned).collect();
@@ -642,7 +657,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
 
 /// OAuth for the endpoint at `addr` (`--auth-*`): a JWT verifier for the issuer (its JWKS
 /// found in its metadata unless `--auth-jwks` names it), the resource identifier as
-/// given or `http://ADDR/mcp`, the required scopes.
+/// given or `http://ADDR/mcp`, the required scopes; with `--tenants`, each request's
+/// tenant from the token's `tenant` claim (a token without it is refused).
 async fn auth(options: &Options, addr: SocketAddr) -> Result<Option<arbor_http::auth::AuthConfig>, String> {
     use arbor_http::auth::{AuthConfig, JwtConfig, JwtVerifier};
     let Some(issuer) = &options.auth_issuer else { return Ok(None) };
@@ -654,7 +670,11 @@ async fn auth(options: &Options, addr: SocketAddr) -> Result<Option<arbor_http::
     let verifier = JwtVerifier::start(jwt).await.map_err(|e| format!("--auth-issuer: {e}"))?;
     tracing::info!(issuer, resource, scopes = ?options.auth_scopes, "demo_server: OAuth on");
     let scopes = options.auth_scopes.clone();
-    Ok(Some(AuthConfig::new(resource, issuer.clone(), verifier).required_scopes(scopes)))
+    let mut auth = AuthConfig::new(resource, issuer.clone(), verifier).required_scopes(scopes);
+    if options.tenants.is_some() {
+        auth = auth.tenant(arbor_http::auth::TenantSource::Claim(tenants::TENANT_CLAIM.to_owned()));
+    }
+    Ok(Some(auth))
 }
 
 #[tokio::main]
@@ -711,9 +731,38 @@ async fn main() -> ExitCode {
     if let Some(timeout) = options.drain_timeout {
         config = config.drain_timeout(timeout);
     }
+    // A tenant's router is the demo's, forked. MERGE: with `Router::fork()` merged, fork
+    // the served router instead of building another one.
+    let fork = {
+        let (bus, latest, page_size) = (bus.clone(), latest.clone(), options.page_size);
+        move || router(bus.clone(), latest.clone()).page_size(page_size)
+    };
+    let tenant_file = match &options.tenants {
+        None => None,
+        Some(path) => match tenants::read(path, &tenants::tool_names(&fork)) {
+            Ok((policy, sets)) => {
+                config = config.tenant_policy(policy.clone());
+                Some((path.clone(), policy, sets))
+            }
+            Err(why) => {
+                eprintln!("demo_server: --tenants: {why}");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let server = Server::with_config(router(bus.clone(), latest).page_size(options.page_size), config)
         .with_bus(bus)
         .subscription_handler(FeedHandler);
+    if let Some((path, policy, sets)) = tenant_file {
+        tenants::apply_tool_sets(&server, &tenants::ToolSets::new(), &sets, &fork);
+        #[cfg(unix)]
+        if let Err(e) = tenants::reload_on_sighup(server.clone(), path, policy, sets, Box::new(fork)) {
+            tracing::error!(error = %e, "demo_server: cannot watch for SIGHUP");
+            return ExitCode::FAILURE;
+        }
+        #[cfg(not(unix))]
+        let _ = (path, policy);
+    }
     if let Mode::Http(mut addr) = mode {
         if options.auth_issuer.is_some() && options.auth_resource.is_none() && addr.port() == 0 {
             // The default resource identifier names the port, so it is chosen here.
@@ -744,6 +793,15 @@ async fn main() -> ExitCode {
                 eprintln!("demo_server: {why}");
                 return ExitCode::from(2);
             }
+        }
+        if options.tenants.is_some() && config.auth.is_none() {
+            // Without OAuth a request names its own tenant: fine on a developer's machine,
+            // never where clients are not trusted (the token's claim is the real source).
+            tracing::warn!(
+                header = tenants::TENANT_HEADER,
+                "demo_server: tenants from a request header: development only, any client can claim any tenant"
+            );
+            config = config.tenant_header(tenants::TENANT_HEADER);
         }
         // Prometheus text at /metrics, beside /mcp (the library records; the demo installs).
         if !options.no_metrics {

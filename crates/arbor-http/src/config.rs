@@ -15,14 +15,17 @@ use std::time::Duration;
 
 use arbor_server::ConnectOptions;
 use axum::http::request::Parts;
+use axum::http::HeaderName;
 
 use crate::auth::AuthConfig;
 use crate::health::HealthConfig;
 use crate::observer::Observer;
 
 /// Picks the tenant and identity of a request from its head (for example from an
-/// `Authorization` header already checked by a layer in front). Called once per modern
-/// POST and once per legacy `initialize`; a legacy session keeps what its `initialize` got.
+/// `Authorization` header already checked by a layer in front). Called once per POST (and
+/// 2024-11-05 `GET /sse`) that names no live session, before its body is read, so the
+/// tenant's rates and body cap apply to it; a legacy session keeps what its `initialize`
+/// got.
 pub type TenantHook = Arc<dyn Fn(&Parts) -> ConnectOptions + Send + Sync>;
 
 /// Cross-origin access for browser clients; off unless set.
@@ -149,6 +152,15 @@ pub struct HttpConfig {
     /// hook is set too: it then decides, and finds the request's
     /// [`Verified`](crate::auth::Verified) principal in `Parts::extensions`.
     pub tenant: Option<TenantHook>,
+    /// **Development only**: the tenant of a request is the value of this header
+    /// (`x-arbor-tenant`, say; see [`HttpConfig::tenant_header`](HttpConfig::tenant_header())).
+    /// Any client can claim any tenant with it, so it must never face clients you do not
+    /// trust: in production the tenant comes from the verified token
+    /// ([`AuthConfig::tenant`](crate::auth::AuthConfig::tenant()) with
+    /// [`TenantSource::Claim`](crate::auth::TenantSource::Claim)). With `auth` on, the token
+    /// wins: the header is not read at all. With a `tenant` hook set, the hook decides and
+    /// the header is not read either. `None` (default): no such header.
+    pub tenant_header: Option<HeaderName>,
     /// OAuth 2.1 resource server (`crate::auth`): every request of every era must carry a
     /// valid bearer token for this resource, verified before routing; the protected
     /// resource metadata is served. `None` (default): no authentication.
@@ -199,6 +211,7 @@ impl Default for HttpConfig {
             legacy_sse: false,
             cors: None,
             tenant: None,
+            tenant_header: None,
             auth: None,
             health: None,
             drain_on_signal: None,
@@ -238,6 +251,7 @@ impl fmt::Debug for HttpConfig {
             .field("legacy_sse", &self.legacy_sse)
             .field("cors", &self.cors)
             .field("tenant", &self.tenant.as_ref().map(|_| "<hook>"))
+            .field("tenant_header", &self.tenant_header)
             .field("auth", &self.auth)
             .field("health", &self.health)
             .field("drain_on_signal", &self.drain_on_signal)
@@ -314,6 +328,29 @@ impl HttpConfig {
     /// The same configuration with a tenant hook.
     pub fn tenant(mut self, hook: impl Fn(&Parts) -> ConnectOptions + Send + Sync + 'static) -> Self {
         self.tenant = Some(Arc::new(hook));
+        self
+    }
+
+    /// **Development only**: the same configuration taking each request's tenant from the
+    /// header `name` (for example `x-arbor-tenant`), so a tenant policy
+    /// (`ServerConfig::tenant_policy`) can be tried without an authorization server.
+    ///
+    /// A request without the header is the default tenant's; a value that is repeated,
+    /// empty, longer than 64 bytes or not made of `A-Z a-z 0-9 . _ -` is refused with 400
+    /// and a -32600 naming the header, before the body is read. Any client can claim any
+    /// tenant this way, and with it another tenant's quotas and tools: never use it where
+    /// clients are not trusted. With OAuth on ([`HttpConfig::auth`](HttpConfig::auth())) the
+    /// tenant comes from the token (`AuthConfig::tenant(TenantSource::Claim("tenant"))`)
+    /// and this header is ignored: the token wins. A [`tenant`](HttpConfig::tenant()) hook,
+    /// when set, wins too.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is not a valid header name.
+    pub fn tenant_header(mut self, name: &str) -> Self {
+        let name = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
+            .unwrap_or_else(|_| panic!("tenant_header: `{name}` is not a valid header name"));
+        self.tenant_header = Some(name);
         self
     }
 

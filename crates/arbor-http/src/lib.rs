@@ -56,6 +56,7 @@ mod serve;
 mod server;
 mod signal;
 mod sse;
+mod tenant;
 
 pub use config::{CorsConfig, HttpConfig, TenantHook};
 pub use drain::STOP_SLACK;

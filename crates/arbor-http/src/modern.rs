@@ -22,7 +22,7 @@ use arbor_protocol::era::http::{check_request_headers, check_request_headers_of}
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
-use arbor_server::{ConnectOptions, Requester};
+use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Response, StatusCode};
@@ -66,7 +66,7 @@ impl ModernPool {
     }
 
     /// An open endpoint for `options`, opened on first use or after it stopped.
-    async fn endpoint(&self, inner: &Inner, options: Option<ConnectOptions>) -> Result<Endpoint, McpError> {
+    async fn endpoint(&self, inner: &Inner, options: Option<ConnectOptions>) -> Result<Endpoint, ConnectError> {
         match options {
             None => {
                 let i = self.next.fetch_add(1, Ordering::Relaxed) % self.shards.len();
@@ -125,12 +125,8 @@ impl ModernPool {
     }
 }
 
-async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, McpError> {
-    inner
-        .server
-        .open_endpoint(options, Route::discard())
-        .await
-        .map_err(|e| McpError::internal(format!("Internal error: cannot serve the request: {e}")))
+async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, ConnectError> {
+    inner.server.open_endpoint(options, Route::discard()).await
 }
 
 /// Looks a header up for `check_request_headers`: its text, or `Err` for bytes that are
@@ -197,16 +193,17 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         }
     }
     let verified = verified(parts);
-    let options = match (&inner.config.tenant, verified) {
-        (Some(hook), _) => Some(hook(parts)),
-        // A verified principal's tenant: one shared endpoint per tenant; the principal
-        // rides each submission, not the endpoint.
-        (None, Some(v)) => v.tenant.clone().map(ConnectOptions::tenant),
-        (None, None) => None,
-    };
+    // The tenant hook's options, else the verified principal's tenant (one shared endpoint
+    // per tenant; the principal rides each submission, not the endpoint), else the tenant
+    // header's: as the gate worked them out.
+    let options = crate::tenant::base_options(inner, parts);
     let endpoint = match inner.modern.endpoint(inner, options).await {
         Ok(ep) => ep,
-        Err(err) => return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned()),
+        Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
+        Err(e) => {
+            let err = McpError::internal(format!("Internal error: cannot serve the request: {e}"));
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned());
+        }
     };
     // Who sent it, for the endpoint's per-requester bounds, the owner of its tasks and the
     // binding of its `requestState`: the verified principal, else the peer's address. A

@@ -460,6 +460,14 @@ async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response
     if let Err(refused) = authenticate(&inner, &mut parts).await {
         return refused;
     }
+    // The tenant's quarantine and rates, before anything reads the body: a POST, and a GET
+    // (it opens a stream). A DELETE only gives resources back, so it is never refused.
+    let gated = parts.method == Method::POST || (parts.method == Method::GET && parts.headers.contains_key(SESSION_ID));
+    if gated {
+        if let Err(refused) = crate::tenant::admit(&inner, &mut parts) {
+            return refused;
+        }
+    }
     let session = parts.headers.get(SESSION_ID);
     match parts.method {
         Method::POST => post_endpoint(&inner, &parts, body).await,
@@ -514,14 +522,12 @@ pub(crate) fn verified(parts: &Parts) -> Option<&Arc<Verified>> {
 }
 
 /// The options a legacy session of this request opens with: the tenant hook's, else the
-/// verified principal's tenant; the principal (whose key becomes the session's owner and
+/// verified principal's tenant, else the tenant header's; the principal (whose key becomes the session's owner and
 /// requester); the peer's address.
 pub(crate) fn session_options(inner: &Inner, parts: &Parts) -> ConnectOptions {
     let verified = verified(parts);
-    let mut options = match &inner.config.tenant {
-        Some(hook) => hook(parts),
-        None => ConnectOptions { tenant: verified.and_then(|v| v.tenant.clone()), ..Default::default() },
-    };
+    // The tenant as the gate worked it out (`tenant::base_options`).
+    let mut options = crate::tenant::base_options(inner, parts).unwrap_or_default();
     if let Some(v) = verified {
         options.principal = Some(v.principal.clone());
         if let Requester::Principal(key) = &v.requester {
@@ -541,12 +547,15 @@ pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
 
 /// Reads a POST body within its bounds: 413 beyond the cap, 408 (and the connection
 /// closed) when it arrives too slowly or not by the deadline, 400 when it breaks off.
+/// The cap is the transport's (`HttpConfig::max_body_bytes`), or the request's tenant's
+/// when that is lower (`TenantQuota::max_body_bytes`); the 413 says which.
 pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Result<Bytes, Response<Body>> {
-    let max = inner.guard.max_body;
+    let (max, tenant_cap) = crate::tenant::max_body(inner, parts);
     let config = &inner.config;
     let too_large = || {
+        let whose = if tenant_cap { "this tenant's max_body_bytes" } else { "max_body_bytes" };
         let err = McpError::InvalidRequest {
-            message: format!("Payload Too Large: the body exceeds {max} bytes"),
+            message: format!("Payload Too Large: the body exceeds {max} bytes ({whose})"),
             data: None,
         };
         reject(StatusCode::PAYLOAD_TOO_LARGE, &err, None)

@@ -10,9 +10,11 @@
 
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
+use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tests::peer::http::EventBuffer;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -28,15 +30,22 @@ pub struct ServerProcess {
     child: Child,
     /// The MCP endpoint, `http://127.0.0.1:PORT/mcp`.
     pub url: String,
+    /// The lines the server wrote on stderr but its URL's (also copied to the test's).
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
     /// Starts `example --port 0 ARGS...` and waits for the URL it prints.
     pub async fn spawn(example_name: &str, args: &[&str]) -> ServerProcess {
+        ServerProcess::spawn_logging(example_name, args, "warn").await
+    }
+
+    /// [`ServerProcess::spawn`] with `RUST_LOG` set to `filter`.
+    pub async fn spawn_logging(example_name: &str, args: &[&str], filter: &str) -> ServerProcess {
         let mut child = Command::new(example(example_name))
             .args(["--port", "0"])
             .args(args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", filter)
             .stdin(Stdio::null())
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
@@ -45,24 +54,33 @@ impl ServerProcess {
             .expect("starting the example server");
         let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
         let marker = format!("{example_name}: listening on ");
+        let log = Arc::new(Mutex::new(Vec::new()));
         let url = tokio::time::timeout(WAIT, async {
             while let Some(line) = lines.next_line().await.expect("reading the server's stderr") {
                 if let Some(url) = line.strip_prefix(&marker) {
                     return url.trim().to_owned();
                 }
                 eprintln!("{line}");
+                log.lock().push(line);
             }
             panic!("{example_name} exited without saying where it listens");
         })
         .await
         .expect("the server did not print its URL in time");
         // Keep draining stderr so the server never blocks on a full pipe.
+        let kept = log.clone();
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 eprintln!("{line}");
+                kept.lock().push(line);
             }
         });
-        ServerProcess { child, url }
+        ServerProcess { child, url, log }
+    }
+
+    /// How many lines the server has logged so far that contain `text`.
+    pub fn logged(&self, text: &str) -> usize {
+        self.log.lock().iter().filter(|line| line.contains(text)).count()
     }
 
     /// The server's process id (for `/proc` readings: fds, RSS, CPU time).
@@ -78,9 +96,14 @@ impl ServerProcess {
 
     /// Sends SIGTERM, without waiting.
     pub fn terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends the signal `name` (`TERM`, `HUP`), without waiting.
+    pub fn signal(&self, name: &str) {
         let pid = self.child.id().expect("the server is running");
-        let sent = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        let sent = std::process::Command::new("kill").args([&format!("-{name}"), &pid.to_string()]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -{name} {pid}");
     }
 
     /// Waits (bounded) for the process to exit on its own.

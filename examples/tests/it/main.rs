@@ -18,6 +18,8 @@ mod demo_server_metrics_count_every_call_under_load;
 #[cfg(unix)]
 mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
+mod demo_server_serves_each_tenant_its_limits_and_tools;
+#[cfg(unix)]
 mod demo_server_serves_the_observer_beside_mcp;
 #[cfg(unix)]
 mod demo_servers_share_a_live_feed_through_redis;

@@ -31,6 +31,7 @@ use arbor_protocol::error::McpError;
 use arbor_protocol::reflect::clamp_bytes;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use arbor_server::exchange::{BodyKind, OnClose, Outgoing, Parsed, Route};
+use arbor_server::ConnectError;
 use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Response, StatusCode};
@@ -44,6 +45,7 @@ use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
 use crate::server::{peer_addr, session_options, stream_end, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
+use crate::tenant::Tenancy;
 
 fn bad_request(message: &str) -> Response<Body> {
     let err = McpError::InvalidRequest { message: format!("Bad Request: {message}"), data: None };
@@ -128,10 +130,14 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     // tenant (with the other sessions and POSTs from the same address or principal).
     let options = session_options(inner, parts).session_id(id.clone());
     let owner = verified(parts).map(|v| v.requester.clone());
+    let tenancy = Tenancy::of(&options);
     let standalone = Arc::new(EventStream::new(0));
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route).await {
         Ok(ep) => ep,
+        // The tenant's sessions are all taken (or the server knows its most tenants): the
+        // policy's refusal, not a fault; returning gives the admission slot back.
+        Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
         Err(e) => return unavailable(&McpError::internal(format!("Internal error: cannot open a session: {e}"))),
     };
     let tasks = match inner.stream_tasks().await {
@@ -160,7 +166,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     let reader = endpoint.standalone_reader();
     reader.set(false);
     standalone.on_reader(move |read| reader.set(read));
-    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner));
+    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner, tenancy));
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 
     let request_id = parsed.request_id().cloned();

@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use super::admission::{Admission, Slot};
 use super::stream::EventStream;
 use crate::server::Inner;
+use crate::tenant::Tenancy;
 
 /// Finished POST streams a session keeps for resumption beyond those still running.
 const KEPT_FINISHED_STREAMS: usize = 8;
@@ -55,6 +56,8 @@ pub(crate) struct Session {
     slot: Mutex<Option<Slot>>,
     /// The principal that initialized the session (OAuth on): the only one it serves.
     pub(crate) owner: Option<Requester>,
+    /// The tenant and requester it was opened with, which its requests are charged to.
+    pub(crate) tenancy: Tenancy,
 }
 
 #[derive(Debug, Default)]
@@ -83,6 +86,7 @@ impl Session {
         slot: Slot,
         epoch: Instant,
         owner: Option<Requester>,
+        tenancy: Tenancy,
     ) -> Session {
         let session = Session {
             id,
@@ -94,6 +98,7 @@ impl Session {
             epoch,
             slot: Mutex::new(Some(slot)),
             owner,
+            tenancy,
         };
         session.touch();
         session

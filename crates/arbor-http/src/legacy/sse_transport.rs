@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
 use arbor_server::exchange::{Endpoint, OnClose, Outgoing, Route, RouteReceiver};
-use arbor_server::Requester;
+use arbor_server::{ConnectError, Requester};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, Response, StatusCode};
@@ -30,6 +30,7 @@ use super::session::new_session_id;
 use crate::guard::{empty, reject};
 use crate::server::{authenticate, peer_addr, read_parsed, session_options, stream_end, verified, Inner, StreamCount};
 use crate::sse;
+use crate::tenant::Tenancy;
 
 /// The open 2024-11-05 sessions: endpoint and the route their POSTs answer on.
 #[derive(Default)]
@@ -43,6 +44,8 @@ struct SseSession {
     route: Route,
     /// The principal that opened the stream (OAuth on): the only one it serves.
     owner: Option<Requester>,
+    /// The tenant and requester it was opened with, which its POSTs are charged to.
+    tenancy: Tenancy,
     /// Its place in the session caps, given back when it leaves the map.
     _slot: Slot,
 }
@@ -71,6 +74,10 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
     if inner.drain.is_draining() {
         return crate::drain::refused(None);
     }
+    // The stream is a session's only way in: its tenant's quarantine and rates first.
+    if let Err(refused) = crate::tenant::admit(&inner, &mut parts) {
+        return refused;
+    }
     let unavailable = |message: String| {
         reject(StatusCode::SERVICE_UNAVAILABLE, &McpError::Other { code: -32000, message, data: None }, None)
     };
@@ -85,12 +92,15 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
     };
     let options = session_options(&inner, &parts).session_id(id.clone());
     let owner = verified(&parts).map(|v| v.requester.clone());
+    let tenancy = Tenancy::of(&options);
     let (route, rx) = Route::channel();
     let endpoint = match inner.server.open_endpoint(options, route.clone()).await {
         Ok(ep) => ep,
+        // The policy's refusal (the tenant's sessions); returning gives the slot back.
+        Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
         Err(e) => return unavailable(format!("Service Unavailable: cannot open a session: {e}")),
     };
-    inner.sse_sessions.map.write().insert(id.clone(), SseSession { endpoint, route, owner, _slot: slot });
+    inner.sse_sessions.map.write().insert(id.clone(), SseSession { endpoint, route, owner, tenancy, _slot: slot });
     let uri = format!("{}/messages?sessionId={id}", inner.config.legacy_sse_base());
     let period = inner.config.keep_alive;
     let mut keep_alive = interval_at(Instant::now() + period, period);
@@ -144,11 +154,15 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
         .read()
         .get(id.as_str())
         .filter(|s| s.owner.as_ref() == requester)
-        .map(|s| (s.endpoint.clone(), s.route.clone()));
-    let Some((endpoint, route)) = found else {
+        .map(|s| (s.endpoint.clone(), s.route.clone(), s.tenancy.clone()));
+    let Some((endpoint, route, tenancy)) = found else {
         let err = McpError::Other { code: -32001, message: "Session not found".into(), data: None };
         return reject(StatusCode::NOT_FOUND, &err, None);
     };
+    // Charged to the session's tenant, before the body is read (`crate::tenant`).
+    if let Err(refused) = crate::tenant::admit_as(&inner, &mut parts, &tenancy) {
+        return refused;
+    }
     let parsed = match read_parsed(&inner, &parts, body).await {
         Ok(parsed) => parsed,
         Err(answer) => return answer,

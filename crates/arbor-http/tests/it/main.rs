@@ -6,6 +6,7 @@
 mod support;
 
 mod a_drain_answers_every_admitted_request_by_its_deadline;
+mod a_tenant_policy_is_enforced_before_the_body;
 mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;

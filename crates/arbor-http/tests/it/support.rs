@@ -74,6 +74,11 @@ impl SubscriptionHandler for Closes {
 /// notifications, then a result), `ask` (asks the user's name), `region` (an
 /// `x-mcp-header` argument), `nap` (answers after 300 ms).
 pub fn fixture() -> (Server, RouterHandle, Probe) {
+    fixture_with(arbor_server::ServerConfig::default())
+}
+
+/// [`fixture`] with a server configuration of its own (a tenant policy, say).
+pub fn fixture_with(server_config: arbor_server::ServerConfig) -> (Server, RouterHandle, Probe) {
     let (started_tx, started) = mpsc::unbounded_channel();
     let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
     let (closed_tx, closed) = mpsc::unbounded_channel();
@@ -125,7 +130,7 @@ pub fn fixture() -> (Server, RouterHandle, Probe) {
             }
         });
     let handle = router.handle();
-    let server = Server::new(router).subscription_handler(Closes(closed_tx));
+    let server = Server::with_config(router, server_config).subscription_handler(Closes(closed_tx));
     (server, handle, Probe { started, cancelled, closed })
 }
 
@@ -143,7 +148,12 @@ pub struct Served {
 }
 
 pub async fn serve(config: HttpConfig) -> Served {
-    let (server, handle, probe) = fixture();
+    serve_with(arbor_server::ServerConfig::default(), config).await
+}
+
+/// [`serve`] with a server configuration of its own.
+pub async fn serve_with(server_config: arbor_server::ServerConfig, config: HttpConfig) -> Served {
+    let (server, handle, probe) = fixture_with(server_config);
     let config = config.bind("127.0.0.1:0".parse().unwrap());
     let http = HttpServer::with_config(server, config);
     let bound = http.clone().bind().await.expect("bind");
