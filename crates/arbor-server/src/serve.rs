@@ -21,11 +21,14 @@
 //! A `Server` is cheap to clone; the supervision tree starts with the first connection
 //! and stops with [`Server::shutdown`] (or when a `serve_*` call returns). The handler's
 //! `info()` and `capabilities()` are read once, here: a server advertises the same
-//! capabilities to every client, as the spec's list-stability rules expect.
+//! capabilities to every client, as the spec's list-stability rules expect. A tenant may
+//! run a handler of its own, swapped at run time ([`Server::set_tenant_handler`]); it
+//! serves within the server's capabilities.
 //!
 //! Invariant: everything a connection shares with the others (handler, config, eras,
 //! precomputed capabilities) lives in one read-only [`Shared`], so connections never
-//! contend on anything but the tenant's in-flight counter.
+//! contend on anything but the tenant's in-flight counter; the one thing in it that
+//! changes, each tenant's handler, is an `ArcSwap` a request loads once.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -48,6 +51,7 @@ use crate::observe::{ServerView, TenantLoad};
 use crate::principal::Principal;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{core_tasks_capability, MemoryTaskStore, ResultWaiters, TaskStore, TaskStreams, Tasks};
+use crate::tenant::routers::TenantHandlers;
 use crate::tree::{TenantBounds, Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -106,7 +110,11 @@ impl ConnectOptions {
 
 /// Read-only state shared by every connection of a server.
 pub(crate) struct Shared {
+    /// The server's own handler: its `info()` and `capabilities()` are what every client is
+    /// told; tenants without a handler of their own run it.
     pub(crate) handler: Arc<dyn DynServerHandler>,
+    /// Each tenant's handler (`crate::tenant::routers`): what a request runs on.
+    pub(crate) tenants: Arc<TenantHandlers>,
     /// Where list changes, resource updates and the user's topics are published.
     pub(crate) bus: Arc<dyn Bus>,
     /// The user's subscription handlers, as registered (kept to rebuild `stream_handlers`).
@@ -131,12 +139,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// `tenants`: the tenant handlers of the server being reconfigured, kept (`None`: a
+    /// new server's, none yet).
     fn build(
         handler: Arc<dyn DynServerHandler>,
         config: ServerConfig,
         bus: Arc<dyn Bus>,
         user_handlers: Vec<Arc<dyn ErasedHandler>>,
         store: Option<Arc<dyn TaskStore>>,
+        tenants: Option<Arc<TenantHandlers>>,
     ) -> Shared {
         let info = handler.info();
         let mut capabilities = handler.capabilities();
@@ -145,7 +156,8 @@ impl Shared {
         }
         let mut modern_capabilities = capabilities.clone();
         modern_capabilities.tasks = None;
-        let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
+        let tenants = tenants.unwrap_or_else(|| Arc::new(TenantHandlers::new(handler.clone())));
+        let builtin = BuiltIn { capabilities: capabilities.clone(), handlers: tenants.clone() };
         let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
         if offered && capabilities.tasks.is_none() {
             // The same tasks, on the 2025-11-25 wire: advertised to sessions of that
@@ -164,6 +176,7 @@ impl Shared {
             handshake: Handshake::new(config.supported_versions.clone()),
             per_request: PerRequest::new(config.supported_versions.clone()),
             handler,
+            tenants,
             bus,
             user_handlers,
             stream_handlers: stream_handlers.into(),
@@ -237,7 +250,7 @@ impl Server {
 
     /// A server for a shared handler.
     pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
-        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
+        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None, None);
         Server::from_shared(shared)
     }
 
@@ -247,7 +260,8 @@ impl Server {
     pub fn with_bus(self, bus: Arc<dyn Bus>) -> Server {
         let s = &self.shared;
         let store = Some(s.tasks.store.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store);
+        let tenants = Some(s.tenants.clone());
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store, tenants);
         Server::from_shared(shared)
     }
 
@@ -258,8 +272,8 @@ impl Server {
     /// it. Configure before connecting: a server already serving keeps its store.
     pub fn with_task_store(self, store: Arc<dyn TaskStore>) -> Server {
         let s = &self.shared;
-        let (bus, handlers) = (s.bus.clone(), s.user_handlers.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store));
+        let (bus, handlers, tenants) = (s.bus.clone(), s.user_handlers.clone(), Some(s.tenants.clone()));
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store), tenants);
         Server::from_shared(shared)
     }
 
@@ -271,8 +285,8 @@ impl Server {
         let s = &self.shared;
         let mut handlers = s.user_handlers.clone();
         handlers.push(Arc::new(Erased(handler)));
-        let store = Some(s.tasks.store.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store);
+        let (store, tenants) = (Some(s.tasks.store.clone()), Some(s.tenants.clone()));
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store, tenants);
         Server::from_shared(shared)
     }
 
@@ -302,6 +316,64 @@ impl Server {
         self.publish(topics::list_changed_message(kind))
     }
 
+    /// Makes `tenant` (a [`ConnectOptions::tenant`] name; [`DEFAULT_TENANT`] for
+    /// connections that name none) run `handler` instead of the server's handler, and
+    /// returns the tenant's new handler version (see [`Server::tenant_handler_version`]).
+    ///
+    /// The swap is atomic per request: a request already running (and a task it started)
+    /// finishes on the handler it was admitted with; every request of the tenant admitted
+    /// after this call, on connections open now or later, runs on `handler`, as do the
+    /// tenant's tool deadlines, client notifications, listen URIs and the tool scopes and
+    /// parameter headers an HTTP transport checks. The tenant's clients that follow list
+    /// changes (legacy sessions and 2026-07-28 listens) are sent `list_changed` for tools,
+    /// prompts and resources, where the server advertises `listChanged`, after the swap;
+    /// `handler`'s own [`list_changes`](ServerHandler::list_changes) reach them too (a
+    /// [`RouterHandle`](crate::RouterHandle) of its router), until it is swapped out. No
+    /// other tenant hears of any of it. Works before the server serves and while it does.
+    ///
+    /// `handler`'s `info()` and `capabilities()` are never read: every client is told the
+    /// server's (see [`Server::new`]), so `handler` should serve within them. A request for
+    /// a capability the server does not advertise is -32601 whatever `handler` serves; one
+    /// the server advertises and `handler` leaves empty is an empty list, which is still
+    /// serving it. A tenant's tool set built on the server's is a
+    /// [`Router::fork`](crate::Router::fork) edited:
+    ///
+    /// ```
+    /// use arbor_server::router::{NoArgs, Router};
+    /// use arbor_server::Server;
+    ///
+    /// async fn audit(_: NoArgs) -> &'static str { "audited" }
+    /// async fn purge(_: NoArgs) -> &'static str { "purged" }
+    ///
+    /// let shared = Router::new("demo", "1.0.0").tool("purge", "Deletes everything", purge);
+    /// let server = Server::new(shared.clone());
+    /// // Tenant `acme`: the shared tools, minus `purge`, plus `audit`.
+    /// let acme = shared.fork().without_tool("purge").tool("audit", "Audits", audit);
+    /// assert_eq!(server.set_tenant_handler("acme", acme), 1);
+    /// assert_eq!(server.tenant_handler_version("acme"), 1);
+    /// ```
+    ///
+    /// The handler is this server's: on several nodes sharing a bus, set it on each (the
+    /// `list_changed` travels on the bus, so the tenant's clients on every node hear it).
+    pub fn set_tenant_handler(&self, tenant: &str, handler: impl ServerHandler) -> u64 {
+        self.shared.tenants.swap(tenant, Some(Arc::new(handler)))
+    }
+
+    /// Makes `tenant` run the server's handler again, as [`Server::set_tenant_handler`]
+    /// would (atomic per request, `list_changed` to the tenant's clients only), and returns
+    /// the tenant's new handler version: a clear is a version too.
+    pub fn clear_tenant_handler(&self, tenant: &str) -> u64 {
+        self.shared.tenants.swap(tenant, None)
+    }
+
+    /// The version of `tenant`'s handler now: 0 while the tenant has only ever run the
+    /// server's handler, then one more at each [`set_tenant_handler`](Server::set_tenant_handler)
+    /// or [`clear_tenant_handler`](Server::clear_tenant_handler). [`Server::observe`] shows
+    /// the version each in-flight request runs.
+    pub fn tenant_handler_version(&self, tenant: &str) -> u64 {
+        self.shared.tenants.version(tenant)
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &ServerConfig {
         &self.shared.config
@@ -320,6 +392,7 @@ impl Server {
                 let tree = Tree::start(gauge, bounds, config.tasks.max_running).await?;
                 self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
+                self.shared.tenants.start(self.shared.bus.clone());
                 self.start_task_expiry();
                 Ok(tree)
             })
@@ -422,6 +495,7 @@ impl Server {
         if let Some(task) = self.expiry.lock().take() {
             task.abort();
         }
+        self.shared.tenants.shutdown();
         if let Some(tree) = self.tree.get() {
             tree.shutdown().await;
         }
@@ -439,15 +513,26 @@ impl Server {
     /// with every connection's in-flight requests and subscription streams, the tasks
     /// extension's tasks, and each tenant's load. `None` before the first connection.
     pub async fn observe(&self) -> Option<ServerView> {
-        Some(self.tree.get()?.observe(&self.shared.tasks).await)
+        let mut view = self.tree.get()?.observe(&self.shared.tasks).await;
+        self.stamp_versions(&mut view.tenants);
+        Some(view)
     }
 
-    /// Every tenant's load now: in flight, admitted and refused requests, connections
-    /// (empty before the first connection).
+    /// Every tenant's load now: in flight, admitted and refused requests, connections,
+    /// handler version (empty before the first connection).
     pub async fn tenant_loads(&self) -> Vec<TenantLoad> {
-        match self.tree.get() {
+        let mut loads = match self.tree.get() {
             Some(tree) => tree.tenant_loads().await,
             None => Vec::new(),
+        };
+        self.stamp_versions(&mut loads);
+        loads
+    }
+
+    /// Fills in each load's handler version (the tree knows bounds, not handlers).
+    fn stamp_versions(&self, loads: &mut [TenantLoad]) {
+        for load in loads {
+            load.handler_version = self.shared.tenants.version(&load.tenant);
         }
     }
 

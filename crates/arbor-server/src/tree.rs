@@ -130,6 +130,7 @@ impl TenantLimits {
             admitted: self.admitted.load(Ordering::Relaxed),
             refused: Refusals::default(),
             connections: 0,
+            handler_version: 0,
         };
         load.refused.overloaded = self.overloaded.load(Ordering::Relaxed);
         load
