@@ -731,11 +731,12 @@ async fn main() -> ExitCode {
     if let Some(timeout) = options.drain_timeout {
         config = config.drain_timeout(timeout);
     }
-    // A tenant's router is the demo's, forked. MERGE: with `Router::fork()` merged, fork
-    // the served router instead of building another one.
+    // A tenant's router is the demo's, forked: its own lists, from which the tools the
+    // tenant does not see are removed.
+    let served = router(bus.clone(), latest).page_size(options.page_size);
     let fork = {
-        let (bus, latest, page_size) = (bus.clone(), latest.clone(), options.page_size);
-        move || router(bus.clone(), latest.clone()).page_size(page_size)
+        let served = served.clone();
+        move || served.fork()
     };
     let tenant_file = match &options.tenants {
         None => None,
@@ -750,9 +751,7 @@ async fn main() -> ExitCode {
             }
         },
     };
-    let server = Server::with_config(router(bus.clone(), latest).page_size(options.page_size), config)
-        .with_bus(bus)
-        .subscription_handler(FeedHandler);
+    let server = Server::with_config(served, config).with_bus(bus).subscription_handler(FeedHandler);
     if let Some((path, policy, sets)) = tenant_file {
         tenants::apply_tool_sets(&server, &tenants::ToolSets::new(), &sets, &fork);
         #[cfg(unix)]

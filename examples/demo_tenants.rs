@@ -65,46 +65,22 @@ pub fn tool_names(fork: &dyn Fn() -> Router) -> Vec<String> {
 }
 
 /// Gives each tenant of `sets` its router: a fork of the demo's with only its tools; a
-/// tenant of `previous` that `sets` no longer names gets every tool back. One log line per
-/// tool set applied, with the version the server gave it.
+/// tenant of `previous` that `sets` no longer names gets the demo's own handler back. One
+/// log line per tool set applied, with the version the server gave it.
 pub fn apply_tool_sets(server: &Server, previous: &ToolSets, sets: &ToolSets, fork: &dyn Fn() -> Router) {
     for (tenant, tools) in sets {
-        let router = fork();
-        let handle = router.handle();
-        for name in handle.tool_names() {
-            if !tools.contains(&name) {
-                handle.remove_tool(&name);
-            }
+        let mut router = fork();
+        let all = fork().handle().tool_names();
+        for name in all.iter().filter(|name| !tools.contains(name)) {
+            router = router.without_tool(name);
         }
-        applied(tenant, &handle.tool_names(), set_tenant_handler(server, tenant, router));
+        let version = server.set_tenant_handler(tenant, router);
+        tracing::info!(tenant, ?tools, version, "demo_server: tool set applied");
     }
     for tenant in previous.keys().filter(|t| !sets.contains_key(*t)) {
-        let router = fork();
-        let tools = router.handle().tool_names();
-        applied(tenant, &tools, set_tenant_handler(server, tenant, router));
+        let version = server.clear_tenant_handler(tenant);
+        tracing::info!(tenant, version, "demo_server: tool set applied: every tool (the server's own handler)");
     }
-}
-
-fn applied(tenant: &str, tools: &[String], version: Option<u64>) {
-    match version {
-        Some(version) => tracing::info!(tenant, ?tools, version, "demo_server: tool set applied"),
-        None => tracing::warn!(
-            tenant,
-            ?tools,
-            "demo_server: tool set NOT applied: this build has no Server::set_tenant_handler yet (MERGE)"
-        ),
-    }
-}
-
-/// Serves `router` to `tenant`'s requests from now on; the handler's version.
-///
-/// MERGE: `Server::set_tenant_handler(tenant, handler) -> u64` comes with the per-tenant
-/// handlers (issue 17, another branch); until it is merged this does nothing and says so.
-/// Once merged, the body is `Some(server.set_tenant_handler(tenant, router))`, and the
-/// `fork` closures (`demo_server.rs`, `main`) become `Router::fork()` of the demo's router.
-fn set_tenant_handler(server: &Server, tenant: &str, router: Router) -> Option<u64> {
-    let _ = (server, tenant, router);
-    None
 }
 
 /// On SIGHUP, reads `path` again and applies its `[tools]` (see the module); `loaded` is

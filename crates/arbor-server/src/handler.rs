@@ -120,6 +120,8 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// The capabilities to advertise. Must match what the overridden callbacks serve.
     /// Read once, when the `Server` is built: every client is told the same, and a
     /// request for a capability not advertised here is answered -32601 by the runtime.
+    /// A tenant's own handler ([`Server::set_tenant_handler`](crate::Server::set_tenant_handler))
+    /// is never asked: it serves within the server's.
     fn capabilities(&self) -> ServerCapabilities;
 
     /// A deadline for one `tools/call` of `tool` that overrides the runtime's default.
@@ -161,7 +163,10 @@ pub trait ServerHandler: Send + Sync + 'static {
     /// `None` when the lists never change at run time. Called once, when the server starts
     /// serving: each change is published on the server's bus, whose subscription streams
     /// announce it to listens that asked and to initialized legacy sessions, if the
-    /// capability advertised `listChanged` for that list.
+    /// capability advertised `listChanged` for that list. A tenant's own handler
+    /// ([`Server::set_tenant_handler`](crate::Server::set_tenant_handler)) is asked when it
+    /// is swapped in (or when the server starts), and its changes reach that tenant's
+    /// clients only, until it is swapped out.
     ///
     /// Return a fresh [`ListChanges`] of a [`ListChangeSender`] the handler keeps
     /// ([`ListChangeSender::subscribe`]).

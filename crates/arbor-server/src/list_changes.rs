@@ -35,6 +35,12 @@ impl ListChangeSender {
     pub fn subscribe(&self) -> ListChanges {
         ListChanges { rx: self.tx.subscribe(), missed: VecDeque::new() }
     }
+
+    /// Receivers alive now: the forwarders' leak check in tests.
+    #[cfg(test)]
+    pub(crate) fn receiver_count(&self) -> usize {
+        self.tx.receiver_count()
+    }
 }
 
 impl Default for ListChangeSender {

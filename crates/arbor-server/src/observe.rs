@@ -4,8 +4,8 @@
 //!
 //! A [`ViewNode`] tree is the arbor-otp snapshot of the tree
 //! ([`ViewNode::from_snapshot`], which works for any arbor-otp tree) with what the
-//! snapshot cannot see filled in: each connection's in-flight requests (method, id, age)
-//! and subscription streams (kind, age, bus queue depth), asked of the connection actor
+//! snapshot cannot see filled in: each connection's in-flight requests (method, id, age,
+//! the version of the tenant's handler it runs) and subscription streams (kind, age, bus queue depth), asked of the connection actor
 //! itself, and the tasks extension's tasks (status, age) under the root's `tasks`
 //! supervisor, where they run. It is a diagnostic view, not a consistent cut: nodes are
 //! read at slightly different instants, and a connection that does not answer within
@@ -71,6 +71,11 @@ pub struct ViewNode {
     pub detail: Option<String>,
     /// Messages waiting: a stream's bus queues, a supervisor's mailbox where known.
     pub queue_depth: Option<usize>,
+    /// The version of its tenant's handler an in-flight request runs on
+    /// ([`Server::tenant_handler_version`](crate::Server::tenant_handler_version): 0 is
+    /// the server's handler). `None`, and left out of the JSON, on every other node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handler_version: Option<u64>,
     /// The children, in start order where the tree keeps one.
     pub children: Vec<ViewNode>,
 }
@@ -87,6 +92,7 @@ impl ViewNode {
             last_crash: None,
             detail: None,
             queue_depth: None,
+            handler_version: None,
             children: Vec::new(),
         }
     }
@@ -187,6 +193,9 @@ pub struct TenantLoad {
     pub quarantined_ms: Option<u64>,
     /// Why it is quarantined.
     pub quarantine_reason: Option<String>,
+    /// The version of the handler the tenant's requests admitted now run on
+    /// ([`Server::tenant_handler_version`](crate::Server::tenant_handler_version)).
+    pub handler_version: u64,
 }
 
 impl TenantLoad {

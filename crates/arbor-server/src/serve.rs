@@ -21,11 +21,14 @@
 //! A `Server` is cheap to clone; the supervision tree starts with the first connection
 //! and stops with [`Server::shutdown`] (or when a `serve_*` call returns). The handler's
 //! `info()` and `capabilities()` are read once, here: a server advertises the same
-//! capabilities to every client, as the spec's list-stability rules expect.
+//! capabilities to every client, as the spec's list-stability rules expect. A tenant may
+//! run a handler of its own, swapped at run time ([`Server::set_tenant_handler`]); it
+//! serves within the server's capabilities.
 //!
 //! Invariant: everything a connection shares with the others (handler, config, eras,
 //! precomputed capabilities) lives in one read-only [`Shared`], so connections never
-//! contend on anything but the tenant's in-flight counter.
+//! contend on anything but the tenant's in-flight counter; the one thing in it that
+//! changes, each tenant's handler, is an `ArcSwap` a request loads once.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,6 +52,7 @@ use crate::principal::Principal;
 use crate::requester::Requester;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{core_tasks_capability, MemoryTaskStore, ResultWaiters, TaskStore, TaskStreams, Tasks};
+use crate::tenant::routers::TenantHandlers;
 use crate::tenant::{TenantBounds, TenantRefusal, TenantRegistry};
 use crate::tree::{Tree, DEFAULT_TENANT};
 
@@ -108,7 +112,11 @@ impl ConnectOptions {
 
 /// Read-only state shared by every connection of a server.
 pub(crate) struct Shared {
+    /// The server's own handler: its `info()` and `capabilities()` are what every client is
+    /// told; tenants without a handler of their own run it.
     pub(crate) handler: Arc<dyn DynServerHandler>,
+    /// Each tenant's handler (`crate::tenant::routers`): what a request runs on.
+    pub(crate) tenants: Arc<TenantHandlers>,
     /// Where list changes, resource updates and the user's topics are published.
     pub(crate) bus: Arc<dyn Bus>,
     /// The user's subscription handlers, as registered (kept to rebuild `stream_handlers`).
@@ -131,16 +139,19 @@ pub(crate) struct Shared {
     /// The drain's signal to request tasks and streams (`crate::drain`).
     pub(crate) drain: crate::drain::DrainSignal,
     /// Every tenant's limits, by `ServerConfig::tenants` (`crate::tenant`).
-    pub(crate) tenants: Arc<TenantRegistry>,
+    pub(crate) tenant_limits: Arc<TenantRegistry>,
 }
 
 impl Shared {
+    /// `tenants`: the tenant handlers of the server being reconfigured, kept (`None`: a
+    /// new server's, none yet).
     fn build(
         handler: Arc<dyn DynServerHandler>,
         config: ServerConfig,
         bus: Arc<dyn Bus>,
         user_handlers: Vec<Arc<dyn ErasedHandler>>,
         store: Option<Arc<dyn TaskStore>>,
+        tenants: Option<Arc<TenantHandlers>>,
     ) -> Shared {
         let info = handler.info();
         let mut capabilities = handler.capabilities();
@@ -149,7 +160,8 @@ impl Shared {
         }
         let mut modern_capabilities = capabilities.clone();
         modern_capabilities.tasks = None;
-        let builtin = BuiltIn { capabilities: capabilities.clone(), handler: handler.clone() };
+        let tenants = tenants.unwrap_or_else(|| Arc::new(TenantHandlers::new(handler.clone())));
+        let builtin = BuiltIn { capabilities: capabilities.clone(), handlers: tenants.clone() };
         let offered = capabilities.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION));
         if offered && capabilities.tasks.is_none() {
             // The same tasks, on the 2025-11-25 wire: advertised to sessions of that
@@ -163,8 +175,8 @@ impl Shared {
             streams_per_requester: config.max_subscriptions_per_requester,
             running_tasks: config.tasks.max_running,
         };
-        let tenants = Arc::new(TenantRegistry::new(config.tenants.clone(), bounds));
-        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered, tenants.clone()));
+        let tenant_limits = Arc::new(TenantRegistry::new(config.tenants.clone(), bounds));
+        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered, tenant_limits.clone()));
         let task_streams = TaskStreams { tasks: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
@@ -175,6 +187,7 @@ impl Shared {
             handshake: Handshake::new(config.supported_versions.clone()),
             per_request: PerRequest::new(config.supported_versions.clone()),
             handler,
+            tenants,
             bus,
             user_handlers,
             stream_handlers: stream_handlers.into(),
@@ -185,7 +198,7 @@ impl Shared {
             result_waiters: Arc::default(),
             config,
             drain: crate::drain::DrainSignal::new(),
-            tenants,
+            tenant_limits,
         }
     }
 
@@ -252,7 +265,7 @@ impl Server {
 
     /// A server for a shared handler.
     pub fn from_arc<H: ServerHandler>(handler: Arc<H>, config: ServerConfig) -> Server {
-        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None);
+        let shared = Shared::build(handler, config, Arc::new(LocalBus::new()), Vec::new(), None, None);
         Server::from_shared(shared)
     }
 
@@ -262,7 +275,8 @@ impl Server {
     pub fn with_bus(self, bus: Arc<dyn Bus>) -> Server {
         let s = &self.shared;
         let store = Some(s.tasks.store.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store);
+        let tenants = Some(s.tenants.clone());
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, s.user_handlers.clone(), store, tenants);
         Server::from_shared(shared)
     }
 
@@ -273,8 +287,8 @@ impl Server {
     /// it. Configure before connecting: a server already serving keeps its store.
     pub fn with_task_store(self, store: Arc<dyn TaskStore>) -> Server {
         let s = &self.shared;
-        let (bus, handlers) = (s.bus.clone(), s.user_handlers.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store));
+        let (bus, handlers, tenants) = (s.bus.clone(), s.user_handlers.clone(), Some(s.tenants.clone()));
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), bus, handlers, Some(store), tenants);
         Server::from_shared(shared)
     }
 
@@ -286,8 +300,8 @@ impl Server {
         let s = &self.shared;
         let mut handlers = s.user_handlers.clone();
         handlers.push(Arc::new(Erased(handler)));
-        let store = Some(s.tasks.store.clone());
-        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store);
+        let (store, tenants) = (Some(s.tasks.store.clone()), Some(s.tenants.clone()));
+        let shared = Shared::build(s.handler.clone(), s.config.clone(), s.bus.clone(), handlers, store, tenants);
         Server::from_shared(shared)
     }
 
@@ -317,6 +331,64 @@ impl Server {
         self.publish(topics::list_changed_message(kind))
     }
 
+    /// Makes `tenant` (a [`ConnectOptions::tenant`] name; [`DEFAULT_TENANT`] for
+    /// connections that name none) run `handler` instead of the server's handler, and
+    /// returns the tenant's new handler version (see [`Server::tenant_handler_version`]).
+    ///
+    /// The swap is atomic per request: a request already running (and a task it started)
+    /// finishes on the handler it was admitted with; every request of the tenant admitted
+    /// after this call, on connections open now or later, runs on `handler`, as do the
+    /// tenant's tool deadlines, client notifications, listen URIs and the tool scopes and
+    /// parameter headers an HTTP transport checks. The tenant's clients that follow list
+    /// changes (legacy sessions and 2026-07-28 listens) are sent `list_changed` for tools,
+    /// prompts and resources, where the server advertises `listChanged`, after the swap;
+    /// `handler`'s own [`list_changes`](ServerHandler::list_changes) reach them too (a
+    /// [`RouterHandle`](crate::RouterHandle) of its router), until it is swapped out. No
+    /// other tenant hears of any of it. Works before the server serves and while it does.
+    ///
+    /// `handler`'s `info()` and `capabilities()` are never read: every client is told the
+    /// server's (see [`Server::new`]), so `handler` should serve within them. A request for
+    /// a capability the server does not advertise is -32601 whatever `handler` serves; one
+    /// the server advertises and `handler` leaves empty is an empty list, which is still
+    /// serving it. A tenant's tool set built on the server's is a
+    /// [`Router::fork`](crate::Router::fork) edited:
+    ///
+    /// ```
+    /// use arbor_server::router::{NoArgs, Router};
+    /// use arbor_server::Server;
+    ///
+    /// async fn audit(_: NoArgs) -> &'static str { "audited" }
+    /// async fn purge(_: NoArgs) -> &'static str { "purged" }
+    ///
+    /// let shared = Router::new("demo", "1.0.0").tool("purge", "Deletes everything", purge);
+    /// let server = Server::new(shared.clone());
+    /// // Tenant `acme`: the shared tools, minus `purge`, plus `audit`.
+    /// let acme = shared.fork().without_tool("purge").tool("audit", "Audits", audit);
+    /// assert_eq!(server.set_tenant_handler("acme", acme), 1);
+    /// assert_eq!(server.tenant_handler_version("acme"), 1);
+    /// ```
+    ///
+    /// The handler is this server's: on several nodes sharing a bus, set it on each (the
+    /// `list_changed` travels on the bus, so the tenant's clients on every node hear it).
+    pub fn set_tenant_handler(&self, tenant: &str, handler: impl ServerHandler) -> u64 {
+        self.shared.tenants.swap(tenant, Some(Arc::new(handler)))
+    }
+
+    /// Makes `tenant` run the server's handler again, as [`Server::set_tenant_handler`]
+    /// would (atomic per request, `list_changed` to the tenant's clients only), and returns
+    /// the tenant's new handler version: a clear is a version too.
+    pub fn clear_tenant_handler(&self, tenant: &str) -> u64 {
+        self.shared.tenants.swap(tenant, None)
+    }
+
+    /// The version of `tenant`'s handler now: 0 while the tenant has only ever run the
+    /// server's handler, then one more at each [`set_tenant_handler`](Server::set_tenant_handler)
+    /// or [`clear_tenant_handler`](Server::clear_tenant_handler). [`Server::observe`] shows
+    /// the version each in-flight request runs.
+    pub fn tenant_handler_version(&self, tenant: &str) -> u64 {
+        self.shared.tenants.version(tenant)
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &ServerConfig {
         &self.shared.config
@@ -327,9 +399,10 @@ impl Server {
             .get_or_try_init(|| async {
                 let gauge = self.shared.config.gauge.clone().unwrap_or_else(Gauge::global);
                 let config = &self.shared.config;
-                let tree = Tree::start(gauge, self.shared.tenants.clone(), config.tasks.max_running).await?;
+                let tree = Tree::start(gauge, self.shared.tenant_limits.clone(), config.tasks.max_running).await?;
                 self.shared.tasks.attach(tree.tasks().clone());
                 self.start_forwarder();
+                self.shared.tenants.start(self.shared.bus.clone());
                 self.start_task_expiry();
                 self.start_escalator();
                 Ok(tree)
@@ -358,7 +431,10 @@ impl Server {
         // (`TenantQuota::max_sessions`); a 2026-07-28 pool endpoint is not.
         let is_session = matches!(io, Io::Stream { .. }) || options.session_id.is_some();
         let session_slot = match is_session {
-            true => self.shared.tenants.get(tenant).and_then(|t| t.session_slot()).map_err(ConnectError::Refused)?,
+            true => {
+                let limits = self.shared.tenant_limits.get(tenant).map_err(ConnectError::Refused)?;
+                limits.session_slot().map_err(ConnectError::Refused)?
+            }
             false => None,
         };
         tree.start_connection(tenant, |tenant, gauge| ConnectionArgs {
@@ -435,7 +511,7 @@ impl Server {
     /// Escalates each tenant that went past its restart budget (`Tree::escalate`), one
     /// after the other. Holds the tree weakly: it ends with the server, or at `shutdown`.
     fn start_escalator(&self) {
-        let Some(mut escalations) = self.shared.tenants.take_escalations() else { return };
+        let Some(mut escalations) = self.shared.tenant_limits.take_escalations() else { return };
         let tree = Arc::downgrade(&self.tree);
         let task = tokio::spawn(async move {
             while let Some(escalation) = escalations.recv().await {
@@ -455,14 +531,14 @@ impl Server {
     /// [`TenantRefusal::status`] and `Retry-After`); a byte stream's requests are checked
     /// by the runtime itself. Each call that passes takes one token of each rate.
     pub fn admit(&self, tenant: Option<&str>, requester: &Requester) -> Result<(), TenantRefusal> {
-        let limits = self.shared.tenants.get(tenant.unwrap_or(DEFAULT_TENANT))?;
+        let limits = self.shared.tenant_limits.get(tenant.unwrap_or(DEFAULT_TENANT))?;
         limits.gate(Some(requester), true)
     }
 
     /// The largest request body `tenant`'s policy lets a transport read
     /// (`TenantQuota::max_body_bytes`), if it sets one.
     pub fn max_body_bytes(&self, tenant: Option<&str>) -> Option<usize> {
-        self.shared.tenants.policy().quota(tenant.unwrap_or(DEFAULT_TENANT)).max_body_bytes
+        self.shared.tenant_limits.policy().quota(tenant.unwrap_or(DEFAULT_TENANT)).max_body_bytes
     }
 
     /// Stops every connection and request and waits for them. The server can be
@@ -477,6 +553,7 @@ impl Server {
         if let Some(task) = self.escalator.lock().take() {
             task.abort();
         }
+        self.shared.tenants.shutdown();
         if let Some(tree) = self.tree.get() {
             tree.shutdown().await;
         }
@@ -494,15 +571,26 @@ impl Server {
     /// with every connection's in-flight requests and subscription streams, the tasks
     /// extension's tasks, and each tenant's load. `None` before the first connection.
     pub async fn observe(&self) -> Option<ServerView> {
-        Some(self.tree.get()?.observe(&self.shared.tasks).await)
+        let mut view = self.tree.get()?.observe(&self.shared.tasks).await;
+        self.stamp_versions(&mut view.tenants);
+        Some(view)
     }
 
-    /// Every tenant's load now: in flight, admitted and refused requests, connections
-    /// (empty before the first connection).
+    /// Every tenant's load now: in flight, admitted and refused requests, connections,
+    /// handler version (empty before the first connection).
     pub async fn tenant_loads(&self) -> Vec<TenantLoad> {
-        match self.tree.get() {
+        let mut loads = match self.tree.get() {
             Some(tree) => tree.tenant_loads().await,
             None => Vec::new(),
+        };
+        self.stamp_versions(&mut loads);
+        loads
+    }
+
+    /// Fills in each load's handler version (the tree knows bounds, not handlers).
+    fn stamp_versions(&self, loads: &mut [TenantLoad]) {
+        for load in loads {
+            load.handler_version = self.shared.tenants.version(&load.tenant);
         }
     }
 

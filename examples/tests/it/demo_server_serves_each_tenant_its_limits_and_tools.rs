@@ -141,7 +141,6 @@ async fn a_tenant_past_its_rate_is_refused_and_sighup_rereads_the_tool_sets() {
 }
 
 #[tokio::test]
-#[ignore = "MERGE: needs Server::set_tenant_handler (the per-tenant handlers branch); then run it and drop this"]
 async fn each_tenant_lists_its_own_tools_and_sighup_swaps_them() {
     let policy = PolicyCopy::new();
     let server =

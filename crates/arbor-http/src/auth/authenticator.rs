@@ -220,7 +220,8 @@ impl Authenticator {
     ) -> Result<(), Response<Body>> {
         for (method, target) in parsed.requests() {
             let tool = match (method, target) {
-                (MethodName::CallTool, Some(name)) => server.tool_scopes(name),
+                // The tool as the principal's tenant runs it (its own handler, if swapped in).
+                (MethodName::CallTool, Some(name)) => server.tenant_tool_scopes(verified.tenant.as_deref(), name),
                 _ => None,
             };
             let method_scopes = self.config.method_scopes.get(method.as_str());

@@ -1,6 +1,6 @@
 //! A connection describing itself for a tree view (`crate::observe`): its in-flight
-//! requests and subscription streams, which live in the actor's state and in no
-//! supervisor snapshot.
+//! requests (with the version of the tenant's handler each runs) and subscription
+//! streams, which live in the actor's state and in no supervisor snapshot.
 //!
 //! The actor answers a `ConnMsg::Inspect` from its tables without awaiting anything, so a
 //! view costs each connection one message; the view waits at most
@@ -34,6 +34,8 @@ pub(crate) struct InFlight {
     pub(crate) task: TaskRef,
     pub(crate) method: MethodName,
     pub(crate) since: Instant,
+    /// The version of the tenant's handler it runs on.
+    pub(crate) version: u64,
 }
 
 impl Deref for InFlight {
@@ -81,6 +83,7 @@ fn stream_node(kind: &str, detail: String, unit: &UnitRef, now: Instant) -> View
 fn request_node(id: Option<&RequestId>, request: &InFlight, now: Instant) -> ViewNode {
     let mut node = ViewNode::new(request.method.as_str(), ViewKind::Request, "running");
     node.age_ms = Some(now.duration_since(request.since).as_millis() as u64);
+    node.handler_version = Some(request.version);
     node.detail = Some(match id {
         Some(id) => format!("id {}", id.to_value()),
         None => "scoped to its exchange".into(),

@@ -71,6 +71,7 @@ use crate::request::sink::ConnectionSink;
 use crate::requester::Requester;
 use crate::serve::Shared;
 use crate::telemetry::ConnectionTrace;
+use crate::tenant::routers::TenantSlot;
 use crate::tree::TenantLimits;
 use output::Output;
 
@@ -191,6 +192,9 @@ pub(crate) struct ConnState {
     tenant: Arc<TenantLimits>,
     /// Held for the connection's life (`ConnectionArgs::session_slot`).
     _session_slot: Option<crate::requester::RequesterSlot>,
+    /// The tenant's handler, looked up once: each request loads it when it is spawned
+    /// (`crate::tenant::routers`).
+    handlers: Arc<TenantSlot>,
     auth: Option<String>,
     /// The principal the connection was opened for (a legacy session's `initialize`).
     principal: Option<Arc<Principal>>,
@@ -270,7 +274,9 @@ impl Actor for ConnectionActor {
         }
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
+        let handlers = shared.tenants.slot(tenant.name());
         Ok(ConnState {
+            handlers,
             clock,
             sink: Arc::new(ConnectionSink::new(output.clone())),
             shared,

@@ -42,16 +42,18 @@ impl ConnState {
         }
     }
 
-    /// Hands a notification to the handler, in arrival order, on the notification worker.
+    /// Hands a notification to the handler, in arrival order, on the notification worker:
+    /// the handler the tenant runs when the worker takes it up.
     fn forward_notification(&mut self, notification: ClientNotification) {
         if self.notifications.is_none() {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            let handler = self.shared.handler.clone();
+            let handlers = self.handlers.clone();
             let info = self.notification_info();
             self.workers.push(tokio::spawn(async move {
                 use futures::FutureExt;
                 while let Some(n) = rx.recv().await {
-                    let call = AssertUnwindSafe(handler.on_notification(n, (*info).clone()));
+                    let handler = handlers.load();
+                    let call = AssertUnwindSafe(handler.handler.on_notification(n, (*info).clone()));
                     if call.catch_unwind().await.is_err() {
                         tracing::error!("notification handler panicked");
                     }

@@ -18,6 +18,9 @@
 //! Every request task also races the server's drain deadline (`crate::drain`): past it
 //! the task completes with the drain error instead of its handler's answer.
 //!
+//! The handler a request runs on is chosen here, once: the tenant's handler as it is at
+//! admission (`crate::tenant::routers`), which the job keeps to its end.
+//!
 //! Invariant: the tenant slot and the requester slot taken here are released exactly
 //! once: by the report, or at once when the spawn is refused.
 
@@ -103,9 +106,12 @@ impl ConnState {
         let method = request.method();
         let since = Instant::now();
         let op = Operation::start(&request, terms.version, metrics::transport(self.endpoint.is_some()));
+        // From here on the request belongs to this version of the tenant's handler.
+        let handler = self.handlers.load();
+        let version = handler.version;
         let deadline = match &*request {
             ClientRequest::CallTool(p) => {
-                let handler = &self.shared.handler;
+                let handler = &handler.handler;
                 // A panicking override falls back to the default rather than taking the
                 // connection down with it.
                 std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
@@ -129,6 +135,7 @@ impl ConnState {
         let job = RequestJob {
             span: span.clone(),
             shared: self.shared.clone(),
+            handler,
             id: id.clone(),
             request,
             meta,
@@ -258,14 +265,14 @@ impl ConnState {
                     self.scoped_in_flight.retain(|task| !task.is_finished());
                     self.scoped_sweep_at = (self.scoped_in_flight.len() * 2).max(64);
                 }
-                self.scoped_in_flight.push(InFlight { task, method, since });
+                self.scoped_in_flight.push(InFlight { task, method, since, version });
             }
             Ok(task) => {
                 if self.in_flight.len() >= self.sweep_at {
                     self.in_flight.retain(|_, task| !task.is_finished());
                     self.sweep_at = (self.in_flight.len() * 2).max(64);
                 }
-                self.in_flight.insert(id, InFlight { task, method, since });
+                self.in_flight.insert(id, InFlight { task, method, since, version });
             }
             Err(refused) => {
                 // The report was dropped unrun with the refused work (the requester's slot

@@ -80,12 +80,15 @@ impl ConnState {
             self.tenant.refused_overloaded();
             listens_overloaded(OverloadScope::Tenant, max, retry)
         })?;
-        let Some(requester) = self.counted_requester() else { return Ok([tenant, None]) };
-        let slots = &self.tenant.streams;
-        let own = slots
-            .try_acquire(requester)
-            .ok_or_else(|| listens_overloaded(OverloadScope::Requester, slots.max(), retry))?;
-        Ok([tenant, Some(own)])
+        let own = match self.counted_requester() {
+            None => None,
+            Some(requester) => {
+                let slots = &self.tenant.streams;
+                let own = slots.try_acquire(requester);
+                Some(own.ok_or_else(|| listens_overloaded(OverloadScope::Requester, slots.max(), retry))?)
+            }
+        };
+        Ok((tenant.is_some() || own.is_some()).then(|| Box::new([tenant, own])))
     }
 
     fn refused(&self, refused: SpawnError) -> McpError {

@@ -42,6 +42,7 @@ use crate::error::ConnectError;
 use crate::principal::Principal;
 use crate::requester::Requester;
 use crate::serve::{ConnectOptions, Server};
+use crate::tree::DEFAULT_TENANT;
 
 pub use parsed::{BodyKind, Parsed};
 pub use route::{Outgoing, Route, RouteReceiver};
@@ -208,16 +209,32 @@ impl Server {
     /// `tools/call`'s `Mcp-Param-*` headers (`arbor_protocol::era::http::check_request_headers`).
     /// A [`Router`](crate::Router) answers from what it cached at registration; a raw
     /// handler through [`ServerHandler::tool_param_headers`](crate::ServerHandler::tool_param_headers).
-    /// Empty for unknown tools and tools without annotations.
+    /// Empty for unknown tools and tools without annotations. The server's own handler's
+    /// answer: for a request of a known tenant, [`Server::tenant_tool_param_headers`].
     pub fn tool_param_headers(&self, name: &str) -> Arc<[ParamHeader]> {
         self.handler().tool_param_headers(name).unwrap_or_else(|| NO_PARAM_HEADERS.clone())
+    }
+
+    /// [`Server::tool_param_headers`] as the handler `tenant` runs now answers it
+    /// ([`Server::set_tenant_handler`]; `None`: the default tenant).
+    pub fn tenant_tool_param_headers(&self, tenant: Option<&str>, name: &str) -> Arc<[ParamHeader]> {
+        let handler = self.shared.tenants.current(tenant.unwrap_or(DEFAULT_TENANT));
+        handler.handler.tool_param_headers(name).unwrap_or_else(|| NO_PARAM_HEADERS.clone())
     }
 
     /// The OAuth scopes a `tools/call` of tool `name` needs besides the server's own
     /// ([`ServerHandler::tool_scopes`](crate::ServerHandler::tool_scopes); a
     /// [`Router`](crate::Router) answers what [`ToolRoute::scopes`](crate::router::ToolRoute::scopes)
-    /// declared). `None` for unknown tools and tools that need none.
+    /// declared). `None` for unknown tools and tools that need none. The server's own
+    /// handler's answer: for a request of a known tenant, [`Server::tenant_tool_scopes`].
     pub fn tool_scopes(&self, name: &str) -> Option<Arc<[String]>> {
         self.handler().tool_scopes(name)
+    }
+
+    /// [`Server::tool_scopes`] as the handler `tenant` runs now answers it
+    /// ([`Server::set_tenant_handler`]; `None`: the default tenant): what an authorizing
+    /// transport checks a tenant's `tools/call` against.
+    pub fn tenant_tool_scopes(&self, tenant: Option<&str>, name: &str) -> Option<Arc<[String]>> {
+        self.shared.tenants.current(tenant.unwrap_or(DEFAULT_TENANT)).handler.tool_scopes(name)
     }
 }

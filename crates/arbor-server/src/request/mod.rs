@@ -10,7 +10,10 @@
 //!
 //! It does not write the response itself: the task's report (see `connection`) writes it
 //! once the task is known to have finished, so a cancelled or timed-out task can never
-//! answer. Invariant: a job returns exactly one frame, the response to its own id.
+//! answer. Nor does it choose its handler: the connection hands it the tenant's handler as
+//! it was at admission (`crate::tenant::routers`). Invariants: a job returns exactly one
+//! frame, the response to its own id; it calls no handler but the one it was given (a
+//! task it starts runs on that one too).
 
 pub(crate) mod shape;
 pub(crate) mod sink;
@@ -42,6 +45,7 @@ use crate::reply::Reply;
 use crate::serve::Shared;
 use crate::tasks::{self, CallRoute};
 use crate::telemetry;
+use crate::tenant::routers::Versioned;
 use shape::{CacheDefaults, Shape};
 
 /// The terms a request runs under, whichever era supplied them.
@@ -56,6 +60,8 @@ pub(crate) struct JobTerms {
 /// One request, ready to run.
 pub(crate) struct RequestJob {
     pub(crate) shared: Arc<Shared>,
+    /// The tenant's handler at admission: the request runs on it, start to end.
+    pub(crate) handler: Arc<Versioned>,
     pub(crate) id: RequestId,
     pub(crate) request: Box<ClientRequest>,
     pub(crate) meta: Meta,
@@ -103,7 +109,19 @@ impl RequestJob {
     }
 
     async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
-        let RequestJob { shared, id, request, meta, terms, deadline, sink, requester, signal, span } = self;
+        let RequestJob {
+            shared,
+            handler: versioned,
+            id,
+            request,
+            meta,
+            terms,
+            deadline,
+            sink,
+            requester,
+            signal,
+            span,
+        } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
         let cx = RequestContext::from_parts(ContextParts {
@@ -119,14 +137,14 @@ impl RequestJob {
             sink: Some(sink),
         });
         let exec = Exec { shared: &shared, modern, version, requester: &requester };
-        let handler = &*shared.handler;
+        let handler = &*versioned.handler;
         let mut cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
         let finish = |result: &mut dyn Shape, cache: &CacheDefaults| result.shape(version, cache);
         match *request {
             ClientRequest::ListTools(p) => {
                 let mut r = handler.list_tools(p, cx).await?;
                 if !modern && version.supports(Feature::CoreTasks) && shared.tasks.offered {
-                    tasks::annotate_tools(&shared, &mut r.tools);
+                    tasks::annotate_tools(handler, &mut r.tools);
                 }
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
@@ -142,19 +160,21 @@ impl RequestJob {
                 let caps = cx.client_capabilities();
                 if !modern {
                     // 2025-11-25: the client asks for a task with `params.task`.
-                    if let Some(ttl) = tasks::route_legacy_call(&shared, &subject, p.task.as_ref(), version)? {
+                    if let Some(ttl) = tasks::route_legacy_call(&shared, handler, &subject, p.task.as_ref(), version)? {
                         p.task = None;
+                        let run = versioned.handler.clone();
                         let created =
-                            tasks::call_as_legacy_task(&shared, p, &cx, version, ttl, requester.clone()).await?;
+                            tasks::call_as_legacy_task(&shared, run, p, &cx, version, ttl, requester.clone()).await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
-                if tasks::route_call(&shared, &subject, modern, caps, state.is_some())? == CallRoute::Task {
+                if tasks::route_call(&shared, handler, &subject, modern, caps, state.is_some())? == CallRoute::Task {
                     let key = &shared.config.state_key;
                     let resumed =
                         input::modern::open(key, MethodName::CallTool, &subject, bound, state.as_deref(), responses)?;
                     let input = (resumed.responses, resumed.state);
-                    let created = tasks::call_as_task(&shared, p, &cx, version, input).await?;
+                    let run = versioned.handler.clone();
+                    let created = tasks::call_as_task(&shared, run, p, &cx, version, input).await?;
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec

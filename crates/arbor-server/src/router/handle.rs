@@ -61,6 +61,28 @@ impl Default for Shared {
 }
 
 impl Shared {
+    /// A copy with the same lists, served marks and dynamism, but its own writer lock and
+    /// change announcements: editing either leaves the other as it was. The lists are
+    /// immutable behind their `ArcSwap`s, so the copy shares them until one side edits.
+    pub(crate) fn fork(&self) -> Shared {
+        let _writer = self.write.lock();
+        Shared {
+            tools: ArcSwap::new(self.tools.load_full()),
+            prompts: ArcSwap::new(self.prompts.load_full()),
+            resources: ArcSwap::new(self.resources.load_full()),
+            templates: ArcSwap::new(self.templates.load_full()),
+            write: Mutex::new(()),
+            changes: ListChangeSender::default(),
+            dynamic: AtomicBool::new(self.dynamic.load(Ordering::Acquire)),
+            served: AtomicU8::new(self.served.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Removes the tool `name`; whether there was one (announced like any change).
+    pub(crate) fn remove_tool(&self, name: &str) -> bool {
+        self.update(&self.tools, ListKind::Tools, |r| r.remove(name))
+    }
+
     pub(crate) fn serves(&self, bit: u8) -> bool {
         self.served.load(Ordering::Acquire) & bit != 0
     }
@@ -205,7 +227,7 @@ impl RouterHandle {
 
     /// Removes the tool called `name`; returns whether there was one.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.shared.update(&self.shared.tools, ListKind::Tools, |r| r.remove(name))
+        self.shared.remove_tool(name)
     }
 
     /// Adds a prompt, or replaces the prompt of the same name in place.

@@ -112,6 +112,7 @@ pub const DEFAULT_MAX_URI_BYTES: usize = 16 * 1024;
 ///
 /// Cloning a router is cheap, and the clones share their lists: what is registered through
 /// one is served by all (the page size, the URI cap and the subscription flag are each clone's own).
+/// A [`fork`](Router::fork) has lists of its own.
 #[derive(Clone, Debug)]
 pub struct Router {
     info: ServerInfo,
@@ -198,6 +199,37 @@ impl Router {
             ListKind::Prompts => PROMPTS,
             ListKind::Resources => RESOURCES,
         });
+        self
+    }
+
+    /// A router with its own copy of this one's lists: the same tools, prompts, resources
+    /// and templates now, and settings, but whatever is registered or removed on either
+    /// afterwards (builders, [`RouterHandle`]s) leaves the other as it was. A dynamic
+    /// router's fork is dynamic too, and announces its own changes only. For a tenant's
+    /// tool set layered on a shared one (see
+    /// [`Server::set_tenant_handler`](crate::Server::set_tenant_handler)):
+    ///
+    /// ```
+    /// # use arbor_server::router::{Router, NoArgs};
+    /// async fn ping(_: NoArgs) -> &'static str { "pong" }
+    /// async fn audit(_: NoArgs) -> &'static str { "audited" }
+    ///
+    /// let shared = Router::new("demo", "1.0.0").tool("ping", "Answers pong", ping);
+    /// let extra = shared.fork().tool("audit", "Audits", audit);
+    /// let hidden = shared.fork().without_tool("ping");
+    /// assert_eq!(extra.handle().tool_names(), ["ping", "audit"]);
+    /// assert!(hidden.handle().tool_names().is_empty());
+    /// assert_eq!(shared.handle().tool_names(), ["ping"]);
+    /// ```
+    pub fn fork(&self) -> Router {
+        Router { shared: Arc::new(self.shared.fork()), ..self.clone() }
+    }
+
+    /// Leaves the tool `name` out (nothing happens if there is none): for a
+    /// [`fork`](Router::fork) that hides some of the tools it started with. Like every
+    /// builder, it edits the lists this router shares with its clones.
+    pub fn without_tool(self, name: &str) -> Self {
+        self.shared.remove_tool(name);
         self
     }
 

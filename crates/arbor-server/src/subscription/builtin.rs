@@ -3,10 +3,12 @@
 //!
 //! It runs last on every stream, after the user's handlers have narrowed the filter. It
 //! leaves out what the server does not advertise (a list without `listChanged`, resource
-//! URIs without `resources.subscribe`, task ids), asks the server handler's
-//! `ServerHandler::subscribe` about each URI of a 2026-07-28 listen (the same check a
-//! legacy `resources/subscribe` gets; a refused URI is left out, not an error), and joins
-//! one bus topic per honoured list and URI (`topics.rs`). Every message on those topics
+//! URIs without `resources.subscribe`, task ids), asks the `ServerHandler::subscribe` of
+//! the handler the stream's tenant runs now (`crate::tenant::routers`) about each URI of
+//! a 2026-07-28 listen (the same check a legacy `resources/subscribe` gets; a refused URI
+//! is left out, not an error), and joins one bus topic per honoured list and URI
+//! (`topics.rs`), plus, when it honours any list, its tenant's `list_changed` topic, so
+//! a tenant's handler swap or router change reaches that tenant's streams only. Every message on those topics
 //! becomes the matching notification; a gap becomes one too, since the client may have
 //! missed a change.
 //!
@@ -26,13 +28,24 @@ use arbor_protocol::model::subscriptions::{ResourceUpdatedNotificationParams, Su
 
 use super::{topics, Channel, Flow, Subscribe, SubscriptionHandler};
 use crate::context::{ContextParts, RequestContext};
-use crate::dyn_handler::DynServerHandler;
 use crate::handler::ListKind;
+use crate::tenant::routers::TenantHandlers;
 
 /// The built-in handler of a server.
 pub(crate) struct BuiltIn {
     pub(crate) capabilities: ServerCapabilities,
-    pub(crate) handler: Arc<dyn DynServerHandler>,
+    /// Each tenant's handler, asked about the URIs of a listen.
+    pub(crate) handlers: Arc<TenantHandlers>,
+}
+
+/// The lists a stream honours, for the messages of its tenant's topic (which carries
+/// every list): tools, prompts, resources.
+pub(crate) struct Lists([bool; 3]);
+
+impl Lists {
+    fn has(&self, kind: ListKind) -> bool {
+        self.0[kind as usize]
+    }
 }
 
 impl BuiltIn {
@@ -57,9 +70,11 @@ impl BuiltIn {
             return uris.to_vec();
         };
         let mut agreed = Vec::with_capacity(uris.len());
+        // Looked up once per listen: every URI is asked of the same handler.
+        let handler = self.handlers.current(&channel.connection().tenant).handler.clone();
         for uri in uris {
             let params = ResourceSubscriptionParams::new(uri.clone());
-            if self.handler.subscribe(params, context(id, channel)).await.is_ok() {
+            if handler.subscribe(params, context(id, channel)).await.is_ok() {
                 agreed.push(uri.clone());
             }
         }
@@ -84,9 +99,9 @@ fn context(id: &RequestId, channel: &Channel) -> RequestContext {
 }
 
 impl SubscriptionHandler for BuiltIn {
-    type State = ();
+    type State = Lists;
 
-    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> Subscribe<()> {
+    async fn subscribe(&self, filter: &SubscriptionFilter, channel: &Channel) -> Subscribe<Lists> {
         let flag = |asked: Option<bool>, kind| (asked == Some(true) && self.list_changed(kind)).then_some(true);
         let uris = match (&filter.resource_subscriptions, self.resource_updates()) {
             (Some(uris), true) => Some(self.agreed(uris, channel).await).filter(|u| !u.is_empty()),
@@ -105,44 +120,74 @@ impl SubscriptionHandler for BuiltIn {
             (honoured.prompts_list_changed, ListKind::Prompts),
             (honoured.resources_list_changed, ListKind::Resources),
         ];
+        let mut honours = Lists([false; 3]);
         for (on, kind) in lists {
             if on == Some(true) {
+                honours.0[kind as usize] = true;
                 let _ = channel.join(topics::list_changed(kind), options);
             }
+        }
+        if honours.0.contains(&true) {
+            let _ = channel.join(&topics::tenant_list_changed(&channel.connection().tenant), options);
         }
         for uri in honoured.resource_subscriptions.iter().flatten() {
             let _ = channel.join(&topics::resource_updated(uri), options);
         }
-        Subscribe::Narrow(honoured, ())
+        Subscribe::Narrow(honoured, honours)
     }
 
-    async fn handle_message(&self, message: Arc<BusMessage>, channel: &Channel, _: &mut ()) -> Flow {
+    async fn handle_message(&self, message: Arc<BusMessage>, channel: &Channel, lists: &mut Lists) -> Flow {
+        if topics::is_tenant_list_changed(&message.topic) {
+            // The tenant's topic carries every list; the stream may follow fewer.
+            match topics::tenant_list_kind(&message) {
+                Some(kind) if lists.has(kind) => send(list_changed(kind), channel, &message.topic),
+                _ => {}
+            }
+            return Flow::Stream;
+        }
         announce(&message.topic, channel);
         Flow::Stream
     }
 
-    async fn handle_gap(&self, topic: &str, channel: &Channel, _: &mut ()) -> Flow {
+    async fn handle_gap(&self, topic: &str, channel: &Channel, lists: &mut Lists) -> Flow {
+        if topics::is_tenant_list_changed(topic) {
+            // Any list the stream follows may be the one whose change was lost.
+            for kind in [ListKind::Tools, ListKind::Prompts, ListKind::Resources] {
+                if lists.has(kind) {
+                    send(list_changed(kind), channel, topic);
+                }
+            }
+            return Flow::Stream;
+        }
         // Whatever was lost on this topic was a change of this list or resource.
         announce(topic, channel);
         Flow::Stream
     }
 }
 
-/// Sends the notification a built-in topic stands for.
+fn list_changed(kind: ListKind) -> ServerNotification {
+    let params = NotificationParams::default();
+    match kind {
+        ListKind::Tools => ServerNotification::ToolListChanged(params),
+        ListKind::Prompts => ServerNotification::PromptListChanged(params),
+        ListKind::Resources => ServerNotification::ResourceListChanged(params),
+    }
+}
+
+fn send(notification: ServerNotification, channel: &Channel, topic: &str) {
+    if let Err(err) = channel.send(notification) {
+        tracing::debug!(%err, topic, "built-in subscription notification not sent");
+    }
+}
+
+/// Sends the notification a global built-in topic stands for.
 fn announce(topic: &str, channel: &Channel) {
     let notification = if let Some(kind) = topics::list_kind(topic) {
-        let params = NotificationParams::default();
-        match kind {
-            ListKind::Tools => ServerNotification::ToolListChanged(params),
-            ListKind::Prompts => ServerNotification::PromptListChanged(params),
-            ListKind::Resources => ServerNotification::ResourceListChanged(params),
-        }
+        list_changed(kind)
     } else if let Some(uri) = topics::updated_uri(topic) {
         ServerNotification::ResourceUpdated(ResourceUpdatedNotificationParams::new(uri))
     } else {
         return;
     };
-    if let Err(err) = channel.send(notification) {
-        tracing::debug!(%err, topic, "built-in subscription notification not sent");
-    }
+    send(notification, channel, topic);
 }

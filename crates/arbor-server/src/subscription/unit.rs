@@ -52,8 +52,9 @@ use crate::connection::inbound::MAX_UNREAD_OUTPUT;
 use crate::connection::output::Kind;
 use crate::requester::RequesterSlot;
 
-/// A stream's slots: the tenant's, the requester's.
-pub(crate) type StreamSlots = [Option<RequesterSlot>; 2];
+/// A stream's slots: the tenant's, the requester's. Boxed, so a stream with none costs one
+/// word of its future (whose size is budgeted: `an_idle_stream_future_stays_small`).
+pub(crate) type StreamSlots = Option<Box<[Option<RequesterSlot>; 2]>>;
 
 /// Everything a stream starts with.
 pub(crate) struct Unit {

@@ -49,6 +49,7 @@ use super::store::{TaskOwner, TaskRecord};
 use super::TaskSupport;
 use crate::connection::ConnectionHandle;
 use crate::context::RequestContext;
+use crate::dyn_handler::DynServerHandler;
 use crate::serve::Shared;
 
 /// The shortest TTL a task is given, whatever the client asked (a `ttl` of 0 would make
@@ -63,6 +64,7 @@ pub(crate) const PAGE: usize = 50;
 /// -32601 when the call violates the tool's `taskSupport`.
 pub(crate) fn route_legacy_call(
     shared: &Shared,
+    handler: &dyn DynServerHandler,
     tool: &str,
     task: Option<&TaskMetadata>,
     version: ProtocolVersion,
@@ -70,7 +72,7 @@ pub(crate) fn route_legacy_call(
     if !version.supports(Feature::CoreTasks) || !shared.tasks.offered {
         return Ok(None);
     }
-    let support = policy_of(shared, tool).support;
+    let support = policy_of(handler, tool).support;
     match (support, task) {
         (TaskSupport::Forbidden, None) | (TaskSupport::Optional, None) => Ok(None),
         (TaskSupport::Forbidden, Some(_)) => Err(not_supported(format!(
@@ -98,12 +100,12 @@ pub(crate) fn core_tasks_capability() -> TasksCapability {
 
 /// Shows each tool's policy as `execution.taskSupport` on a 2025-11-25 `tools/list`,
 /// where the handler did not set it itself.
-pub(crate) fn annotate_tools(shared: &Shared, tools: &mut [Tool]) {
+pub(crate) fn annotate_tools(handler: &dyn DynServerHandler, tools: &mut [Tool]) {
     for tool in tools {
         if tool.execution.as_ref().is_some_and(|e| e.task_support.is_some()) {
             continue;
         }
-        let support = policy_of(shared, &tool.name).support;
+        let support = policy_of(handler, &tool.name).support;
         if support != TaskSupport::Forbidden {
             let mut execution = tool.execution.take().unwrap_or_default();
             execution.task_support = Some(support);
@@ -124,18 +126,21 @@ pub(crate) fn clamp_ttl(requested: Option<i64>, max: Duration) -> Duration {
     asked.clamp(MIN_TTL.min(max), max)
 }
 
-/// Creates the task for a legacy call and starts its run: the `CreateTaskResult`.
+/// Creates the task for a legacy call and starts its run on `handler` (the request's):
+/// the `CreateTaskResult`.
 /// `session`: the requester of the `tools/call`, whose session the task's input requests
 /// go to once the call has been answered.
 pub(crate) async fn call_as_legacy_task(
     shared: &Arc<Shared>,
+    handler: Arc<dyn DynServerHandler>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     ttl: Duration,
     session: ConnectionHandle,
 ) -> Result<ExperimentalCreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, ttl, RunInput::Legacy(session.session())).await?;
+    let input = RunInput::Legacy(session.session());
+    let entry = drive_task(shared, handler, params, cx, version, ttl, input).await?;
     Ok(ExperimentalCreateTaskResult::new(legacy(entry.view())))
 }
 

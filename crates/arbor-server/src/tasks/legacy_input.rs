@@ -39,6 +39,7 @@ use tokio::sync::Notify;
 use super::local::Entry;
 use crate::connection::ConnectionHandle;
 use crate::context::RequestContext;
+use crate::dyn_handler::DynServerHandler;
 use crate::input::needs::Kind;
 use crate::input::{self, ClientRequester};
 use crate::serve::Shared;
@@ -187,11 +188,12 @@ impl ClientRequester for TaskRequester {
     }
 }
 
-/// The legacy run of a task: the handler called as a direct call would be, its input
+/// The legacy run of a task: `handler` (the creating request's) called as a direct call would be, its input
 /// gathered through `requester`; the handler's final result, or the error that fails the
 /// task.
 pub(crate) async fn run(
     shared: &Shared,
+    handler: &dyn DynServerHandler,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
@@ -202,7 +204,7 @@ pub(crate) async fn run(
             (None, None) => cx.clone(),
             _ => cx.with_input(responses, state),
         };
-        shared.handler.call_tool(params.clone(), call_cx)
+        handler.call_tool(params.clone(), call_cx)
     };
     let caps = cx.client_capabilities();
     input::legacy::drive(invoke, requester, caps, version, shared.config.max_input_rounds).await

@@ -1,9 +1,10 @@
 //! Serving the extension: deciding whether a `tools/call` becomes a task, running the
 //! handler as one, and answering `tasks/get`, `tasks/update` and `tasks/cancel`.
 //!
-//! Called from the request job (`request/mod.rs`) with the request's context; the run
-//! itself is a task on the `tasks` supervisor (started by `local.rs`) and calls the same
-//! `ServerHandler::call_tool` a direct call would. Input the handler asks for is gathered the era's way
+//! Called from the request job (`request/mod.rs`) with the request's context and handler;
+//! the run itself is a task on the `tasks` supervisor (started by `local.rs`) and calls
+//! the same `ServerHandler::call_tool` a direct call would: the handler of the request
+//! that created the task, even after its tenant's handler was swapped. Input the handler asks for is gathered the era's way
 //! ([`RunInput`]): listed on `tasks/get` and answered by `tasks/update` (2026-07-28,
 //! here), or asked of the client with server→client requests tied to the task
 //! (2025-11-25, `legacy_input.rs`). This module does not hold records (the
@@ -35,6 +36,7 @@ use super::store::TaskOwner;
 use super::{TaskPolicy, TaskStart, TaskSupport, TASKS_EXTENSION};
 use crate::connection::ConnectionHandle;
 use crate::context::{RequestContext, RequestSignal};
+use crate::dyn_handler::DynServerHandler;
 use crate::input::needs::{self, Refusal};
 use crate::reply::Reply;
 use crate::request::shape::{CacheDefaults, Shape};
@@ -68,6 +70,7 @@ fn owner(cx: &RequestContext) -> TaskOwner {
 /// declare them.
 pub(crate) fn route_call(
     shared: &Shared,
+    handler: &dyn DynServerHandler,
     tool: &str,
     modern: bool,
     caps: &ClientCapabilities,
@@ -76,7 +79,7 @@ pub(crate) fn route_call(
     if !modern || !shared.tasks.offered {
         return Ok(CallRoute::Inline);
     }
-    let policy = policy_of(shared, tool);
+    let policy = policy_of(handler, tool);
     if !policy.allows_tasks() {
         return Ok(CallRoute::Inline);
     }
@@ -95,8 +98,7 @@ pub(crate) fn route_call(
 
 /// The handler's task policy for `tool`. A panicking policy falls back to "never a task"
 /// rather than costing the request.
-pub(crate) fn policy_of(shared: &Shared, tool: &str) -> TaskPolicy {
-    let handler = &shared.handler;
+pub(crate) fn policy_of(handler: &dyn DynServerHandler, tool: &str) -> TaskPolicy {
     std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_task_policy(tool))).unwrap_or_default()
 }
 
@@ -105,12 +107,14 @@ pub(crate) fn policy_of(shared: &Shared, tool: &str) -> TaskPolicy {
 /// a verified MRTR retry, for the run's first call of the handler.
 pub(crate) async fn call_as_task(
     shared: &Arc<Shared>,
+    handler: Arc<dyn DynServerHandler>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
     input: (Option<InputResponses>, Option<Value>),
 ) -> Result<CreateTaskResult, McpError> {
-    let entry = drive_task(shared, params, cx, version, shared.tasks.config.ttl, RunInput::Modern(input)).await?;
+    let (ttl, input) = (shared.tasks.config.ttl, RunInput::Modern(input));
+    let entry = drive_task(shared, handler, params, cx, version, ttl, input).await?;
     Ok(created(entry.view()))
 }
 
@@ -124,11 +128,13 @@ pub(crate) enum RunInput {
     Legacy(ConnectionHandle),
 }
 
-/// Creates a task record kept for `ttl` and starts the handler's run under the `tasks`
-/// supervisor: the part both eras share. A 2025-11-25 task's session is told of its
-/// status changes (`notifications/tasks/status`), through the request's sink.
+/// Creates a task record kept for `ttl` and starts the run of `handler` (the creating
+/// request's) under the `tasks` supervisor: the part both eras share. A 2025-11-25 task's
+/// session is told of its status changes (`notifications/tasks/status`), through the
+/// request's sink.
 pub(crate) async fn drive_task(
     shared: &Arc<Shared>,
+    handler: Arc<dyn DynServerHandler>,
     params: CallToolRequestParams,
     cx: &RequestContext,
     version: ProtocolVersion,
@@ -142,7 +148,7 @@ pub(crate) async fn drive_task(
     let task_cx = cx.for_task(entry.deadline(), signal.clone());
     // The run's span, a child of the request's: it outlives the request, as the task does.
     let span = crate::telemetry::task_span(&params.name, &entry.id, cx.connection());
-    let run = drive(shared.clone(), entry.clone(), params, task_cx, version, input, signal);
+    let run = drive((shared.clone(), handler), entry.clone(), params, task_cx, version, input, signal);
     let run = tracing::Instrument::instrument(run, span);
     tasks.spawn(&entry, Box::pin(run)).await?;
     Ok(entry)
@@ -158,10 +164,11 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// The run: call the handler until it completes or fails, gathering the input it asks
-/// for the era's way; then record the outcome.
+/// The run: call the handler (the creating request's, paired with the server's state)
+/// until it completes or fails, gathering the input it asks for the era's way; then
+/// record the outcome.
 async fn drive(
-    shared: Arc<Shared>,
+    (shared, handler): (Arc<Shared>, Arc<dyn DynServerHandler>),
     entry: Arc<Entry>,
     params: CallToolRequestParams,
     cx: RequestContext,
@@ -173,9 +180,9 @@ async fn drive(
     let outcome = match input {
         RunInput::Legacy(session) => {
             let requester = TaskRequester::new(entry.clone(), session, shared.result_waiters.clone());
-            legacy_input::run(&shared, params, &cx, version, &requester).await.map(Some)
+            legacy_input::run(&shared, &*handler, params, &cx, version, &requester).await.map(Some)
         }
-        RunInput::Modern(input) => modern(&shared, &entry, params, &cx, input).await,
+        RunInput::Modern(input) => modern(&shared, &*handler, &entry, params, &cx, input).await,
     };
     match outcome {
         Ok(Some(mut result)) => {
@@ -207,6 +214,7 @@ async fn drive(
 /// when the task ended while parked.
 async fn modern(
     shared: &Shared,
+    handler: &dyn DynServerHandler,
     entry: &Entry,
     params: CallToolRequestParams,
     cx: &RequestContext,
@@ -219,7 +227,7 @@ async fn modern(
             Some((responses, state)) => cx.with_input(responses, state),
             None => cx.clone(),
         };
-        let asked = match shared.handler.call_tool(params.clone(), call_cx).await? {
+        let asked = match handler.call_tool(params.clone(), call_cx).await? {
             Reply::Complete(result) => return Ok(Some(result)),
             Reply::InputRequired(asked) => asked,
         };

@@ -257,6 +257,8 @@ impl TenantLimits {
             escalations: self.budget.escalations(),
             quarantined_ms: quarantine.as_ref().map(|q| q.left.as_millis() as u64),
             quarantine_reason: quarantine.map(|q| q.reason),
+            // Filled in by `Server::observe` and `tenant_loads` (`crate::tenant::routers`).
+            handler_version: 0,
         };
         load.refused.overloaded = self.overloaded.load(Ordering::Relaxed);
         load.refused.rate_limited = self.rate_limited.load(Ordering::Relaxed);

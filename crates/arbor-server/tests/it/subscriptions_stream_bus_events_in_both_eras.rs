@@ -322,7 +322,7 @@ async fn a_cancel_runs_handle_close_exactly_once_and_drops_the_bus_subscriptions
     let before = s.bus.subscriber_count();
     p.listen(json!(3), json!({"resourceSubscriptions": [FEED], "toolsListChanged": true}));
     p.recv(None).await;
-    assert_eq!(s.bus.subscriber_count(), before + 3, "feed, the feed URI and the tools list");
+    assert_eq!(s.bus.subscriber_count(), before + 4, "feed, the feed URI, the tools list and the tenant's lists");
     assert_eq!(s.gauge.alive_tasks(), 1);
     p.cancel(json!(3));
     // Nothing is sent for a cancelled listen, whatever is published afterwards.
