@@ -71,6 +71,16 @@ fn call(id: i64, tool: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {"message": "hi"}}})
 }
 
+/// A's `n` calls of `tool(id)`, all sent at once, and the ledger of their answers.
+async fn pipelined(a: &mut ScriptedPeer, n: i64, tool: impl Fn(i64) -> &'static str) -> Ledger {
+    let mut ledger = Ledger::default();
+    for id in 1..=n {
+        a.send(call(id, tool(id)));
+    }
+    ledger.collect(a, 1..=n).await;
+    ledger
+}
+
 /// Tenant B's connections, initialized.
 async fn tenant_b(h: &Harness) -> Vec<(Connection, ScriptedPeer)> {
     let mut b = Vec::new();
@@ -151,15 +161,7 @@ impl Scene {
 #[tokio::test(start_paused = true)]
 async fn a_panic_storm_in_one_tenant_costs_the_other_nothing() {
     let mut scene = Scene::new(TenantPolicy::default()).await;
-    let a = &mut scene.a.1;
-    let fault = async {
-        let mut ledger = Ledger::default();
-        for id in 1..=1000 {
-            a.send(call(id, if id % 5 == 0 { "panic" } else { "echo" }));
-        }
-        ledger.collect(a, 1..=1000).await;
-        ledger
-    };
+    let fault = pipelined(&mut scene.a.1, 1000, |id| if id % 5 == 0 { "panic" } else { "echo" });
     let (ledger, ()) = tokio::join!(fault, steady(&mut scene.b));
     assert_eq!(ledger.answers.len(), 1000);
     assert_eq!(ledger.count(Outcome::Failed), 200, "{ledger:?}");
@@ -170,16 +172,8 @@ async fn a_panic_storm_in_one_tenant_costs_the_other_nothing() {
 #[tokio::test(start_paused = true)]
 async fn hung_handlers_past_their_deadline_in_one_tenant_cost_the_other_nothing() {
     let mut scene = Scene::new(TenantPolicy::default()).await;
-    let a = &mut scene.a.1;
-    let fault = async {
-        let mut ledger = Ledger::default();
-        for id in 1..=200 {
-            // `hang_briefly` never answers; its deadline is 1 s.
-            a.send(call(id, if id % 2 == 0 { "hang_briefly" } else { "echo" }));
-        }
-        ledger.collect(a, 1..=200).await;
-        ledger
-    };
+    // `hang_briefly` never answers; its deadline is 1 s.
+    let fault = pipelined(&mut scene.a.1, 200, |id| if id % 2 == 0 { "hang_briefly" } else { "echo" });
     let (ledger, ()) = tokio::join!(fault, steady(&mut scene.b));
     assert_eq!(ledger.count(Outcome::TimedOut), 100, "{ledger:?}");
     assert_eq!(ledger.count(Outcome::Success), 100);
@@ -190,15 +184,7 @@ async fn hung_handlers_past_their_deadline_in_one_tenant_cost_the_other_nothing(
 async fn a_rate_flood_at_ten_times_the_limit_is_refused_for_that_tenant_only() {
     let policy = TenantPolicy::default().tenant("a", TenantQuota::new().rate(RateLimit::new(100.0, 100)));
     let mut scene = Scene::new(policy).await;
-    let a = &mut scene.a.1;
-    let fault = async {
-        let mut ledger = Ledger::default();
-        for id in 1..=1000 {
-            a.send(call(id, "echo"));
-        }
-        ledger.collect(a, 1..=1000).await;
-        ledger
-    };
+    let fault = pipelined(&mut scene.a.1, 1000, |_| "echo");
     let (ledger, ()) = tokio::join!(fault, steady(&mut scene.b));
     assert_eq!(ledger.answers.len(), 1000);
     let (ok, refused) = (ledger.count(Outcome::Success), ledger.count(Outcome::Refused));
