@@ -1,7 +1,7 @@
 //! Issue 17 at the HTTP door: a tenant's rate (and a requester's), checked after
 //! authentication and before the body is read, is answered 429 with `Retry-After` and the
 //! runtime's -32000 naming the limit, while other tenants go on; the tenant's body cap is
-//! 413; its legacy sessions are capped (503 + `Retry-After`, a slot back after DELETE);
+//! 413; a quarantined tenant is 503 at the door; its legacy sessions are capped (503 + `Retry-After`, a slot back after DELETE);
 //! the tenant comes from `HttpConfig::tenant_header` (validated, 400) or, with OAuth on,
 //! from the token, whatever the header says.
 //!
@@ -39,6 +39,9 @@ max_sessions = 2
 
 [tenants.sse]
 rate = { per_second = 0.01, burst = 2 }
+
+[tenants.q]
+restart_budget = { max_restarts = 0, max_seconds = 10, quarantine_seconds = 600 }
 "#;
 
 /// The fixture with [`POLICY`] and the tenant header; a body that does not come is
@@ -150,6 +153,35 @@ async fn a_tenants_rate_is_refused_with_429_before_the_body_while_another_tenant
     }
     let response = s.modern(20, "tools/call", echo("hi"), &[]).send().await.unwrap();
     assert_eq!(response.status(), 200);
+    s.finish().await;
+}
+
+#[tokio::test]
+async fn a_quarantined_tenant_is_refused_with_503_before_the_body_while_another_tenant_goes_on() {
+    let s = served().await;
+    let crash = arbor_server::router::ToolRoute::new("crash", |_: arbor_server::router::NoArgs| async {
+        if std::hint::black_box(true) {
+            panic!("a planned crash");
+        }
+        String::new()
+    });
+    assert!(!s.handle.add_tool(crash.description("panics")), "a new tool");
+    // Tenant q's budget is no crash at all: its first escalates it.
+    let response = s.modern(1, "tools/call", json!({"name": "crash"}), &[(TENANT, "q")]).send().await.unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32603, "{body}");
+    // From now on q is refused at the door, naming the quarantine and the time left.
+    let response = s.modern(2, "tools/call", echo("hi"), &[(TENANT, "q")]).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    let wait = retry_after(response.headers());
+    assert!((1..=600).contains(&wait), "{wait}");
+    let body: Value = response.json().await.unwrap();
+    assert_refusal(&body, "quarantine");
+    assert_eq!(body["error"]["data"]["reason"], "quarantined");
+    assert!(body["error"]["message"].as_str().unwrap().contains("crashed 1 times within 10 s"), "{body}");
+    // Its neighbour is served.
+    let (status, body) = call(&s, "other", 3).await;
+    assert_eq!((status, body["result"]["content"][0]["text"].as_str()), (200, Some("hi")), "{body}");
     s.finish().await;
 }
 
