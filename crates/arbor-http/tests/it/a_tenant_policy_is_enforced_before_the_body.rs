@@ -2,8 +2,9 @@
 //! authentication and before the body is read, is answered 429 with `Retry-After` and the
 //! runtime's -32000 naming the limit, while other tenants go on; the tenant's body cap is
 //! 413; a quarantined tenant is 503 at the door; its legacy sessions are capped (503 +
-//! `Retry-After`, a slot back after DELETE); the tenant comes from `HttpConfig::tenant_header` (validated, 400) or, with OAuth on,
-//! from the token, whatever the header says.
+//! `Retry-After`, a slot back after DELETE); the tenant comes from
+//! `HttpConfig::tenant_header` (validated, 400) or, with OAuth on, from the token, whatever
+//! the header says.
 //!
 //! Real loopback sockets and the real clock: every wait is bounded by `PATIENCE`, and no
 //! assertion is about time. The rates refill slowly (at most one token a second), far
