@@ -181,13 +181,14 @@ pub(crate) fn seal_at(
         // Unreachable without a version, but an internal error is the honest answer.
         Err(Refusal::Unsupported { detail }) => return Err(McpError::internal(detail)),
     }
+    let (max_age, key) = (key.max_age(), key.current());
     let payload = Payload {
         version: FORMAT_VERSION,
         method: binding.method.as_str().to_owned(),
         subject: binding.subject.to_owned(),
         principal: binding.principal.map(|p| key.principal_tag(p)),
         arguments: key.arguments_tag(&binding.arguments.canonical()),
-        expires: unix_secs(now).saturating_add(key.max_age().as_secs()),
+        expires: unix_secs(now).saturating_add(max_age.as_secs()),
         issued: reply.requests.iter().map(|(k, r)| (k.clone(), Kind::of_request(r))).collect(),
         state,
     };
@@ -210,7 +211,7 @@ pub(crate) fn open_at(
         }
         return Ok(Resumed::default());
     };
-    let payload = key.verify(token).ok_or_else(|| refuse("it is malformed or was not issued by this server"))?;
+    let (payload, key) = key.verify(token).ok_or_else(|| refuse("it is malformed or was not issued by this server"))?;
     // The tag verified, so these bytes are ours; failing to read them means another
     // format (an older or newer server sharing the key).
     let payload: Payload = serde_json::from_slice(&payload).map_err(|_| refuse("its format is not understood"))?;

@@ -406,3 +406,54 @@ fn outcome_seals_input_required_and_passes_complete_through() {
     assert!(open_at(&key(), tool(), result.request_state.as_deref(), None, SystemTime::now()).is_ok());
     assert_eq!(outcome(&key(), tool(), Reply::Complete(5u8), &all_caps()).unwrap(), Outcome::Complete(5));
 }
+
+// ---- key rotation ---------------------------------------------------------------
+
+/// Seals `asked()` with `key`, bound to `principal` and arguments, and opens it with `by`.
+fn across(key: &StateKey, by: &StateKey) -> Result<Resumed, McpError> {
+    let binding = || tool().principal(Some("alice"));
+    let sealed = seal_at(key, binding(), asked(), &all_caps(), t0()).unwrap();
+    open_at(by, binding(), Some(&token(&sealed)), None, t0())
+}
+
+#[test]
+fn a_staged_rotation_refuses_no_state_in_flight_whatever_order_the_nodes_take_it_in() {
+    let (old, new) = ([7u8; 32], [8u8; 32]);
+    let (a, b) = (StateKey::from_bytes(&old), StateKey::from_bytes(&old));
+    let before = seal_at(&a, tool(), asked(), &all_caps(), t0()).unwrap();
+    // Step 1 on both nodes, step 2 on node A only: A seals with the new key, B still with
+    // the old one, and each opens the other's states (principal and arguments digests
+    // included, which only the sealing key computes).
+    a.stage(&new);
+    b.stage(&new);
+    a.promote();
+    assert!(across(&a, &b).is_ok(), "B opens what A sealed with the new key it only staged");
+    assert!(across(&b, &a).is_ok(), "A opens what B sealed with the old key it still accepts");
+    b.promote();
+    assert!(across(&a, &b).is_ok() && across(&b, &a).is_ok());
+    assert!(open_at(&b, tool(), Some(&token(&before)), None, t0()).is_ok(), "a state from before the rotation");
+    // Step 3: the old key is retired; its states are refused, the new key's are not.
+    a.retire();
+    b.retire();
+    assert_eq!((a.keys(), b.keys()), (1, 1));
+    assert_invalid(open_at(&b, tool(), Some(&token(&before)), None, t0()), "not issued by this server");
+    assert!(across(&a, &b).is_ok());
+    // A clone shares the ring: a server built with it sees every step.
+    let clone = a.clone();
+    a.stage(&[9u8; 32]);
+    a.promote();
+    assert_eq!(clone.keys(), 2);
+}
+
+#[test]
+fn a_ring_keeps_a_bounded_number_of_old_keys() {
+    let key = key();
+    for n in 0..10u8 {
+        key.stage(&[n; 32]);
+        key.promote();
+    }
+    assert_eq!(key.keys(), 1 + 3);
+    // Promoting with nothing staged changes nothing.
+    key.promote();
+    assert_eq!(key.keys(), 4);
+}

@@ -128,3 +128,50 @@ async fn a_legacy_input_request_left_unanswered_is_cancelled_with_its_request() 
     assert_eq!(h.peer.call(2, "ping", json!({})).await["result"], json!({}));
     h.finish().await;
 }
+
+/// Two nodes sharing a key, rotated in stages while states are in flight: a state sealed
+/// on one node before, during or after the rotation opens on the other, until the old key
+/// is retired everywhere.
+#[tokio::test]
+async fn a_staged_key_rotation_refuses_no_request_state_in_flight_across_nodes() {
+    let (old, new) = ([3u8; 32], [4u8; 32]);
+    let config =
+        |bytes: &[u8]| arbor_server::ServerConfig::default().state_key(arbor_server::StateKey::from_bytes(bytes));
+    let (mut a, mut b) = (Harness::with_config(config(&old)).await, Harness::with_config(config(&old)).await);
+    let (key_a, key_b) = (a.server.config().state_key.clone(), b.server.config().state_key.clone());
+    let meta = modern_meta(json!({"elicitation": {}}));
+    let answer = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    let mut id = 0;
+    let mut ask = async |h: &mut Harness| {
+        id += 1;
+        let first = h.peer.call(id, "tools/call", json!({"_meta": meta, "name": "ask"})).await;
+        first["result"]["requestState"].as_str().expect("a sealed state").to_owned()
+    };
+    let before = ask(&mut a).await;
+    key_a.stage(&new);
+    key_b.stage(&new);
+    key_a.promote(); // A seals with the new key; B still with the old one
+    let during_a = ask(&mut a).await;
+    let during_b = ask(&mut b).await;
+    key_b.promote();
+    let after = ask(&mut b).await;
+    let retry = async |h: &mut Harness, state: &str, id: i64| {
+        let params = json!({"_meta": meta, "name": "ask", "inputResponses": answer, "requestState": state});
+        h.peer.call(id, "tools/call", params).await
+    };
+    // Each state opens on the other node.
+    for (n, (on_b, state)) in
+        [(true, &before), (true, &during_a), (false, &during_b), (false, &after)].into_iter().enumerate()
+    {
+        let h = if on_b { &mut b } else { &mut a };
+        let done = retry(h, state, 100 + n as i64).await;
+        assert_eq!(done["result"]["content"][0]["text"], "hello Ada ({\"round\":1})", "state {n}: {done}");
+    }
+    // Once the old key is retired, its states are refused; the new key's open.
+    key_a.retire();
+    let refused = retry(&mut a, &during_b, 200).await;
+    assert_eq!(refused["error"]["message"], "Invalid requestState: it is malformed or was not issued by this server");
+    assert_eq!(retry(&mut a, &after, 201).await["result"]["resultType"], "complete");
+    a.finish().await;
+    b.finish().await;
+}
