@@ -6,8 +6,8 @@
 //! a cycle. It locates the official schemas and example messages vendored under
 //! `tests/fixtures/spec/` and validates against them ([`schema`]), drives servers as raw
 //! JSON-RPC peers ([`peer`]), polls for conditions with a bound ([`poll`]), owns a
-//! throwaway `redis-server` ([`redis`]) and a real OAuth 2.1 / OpenID authorization server
-//! ([`auth_server`]). What only one crate's tests need stays in that
+//! throwaway `redis-server` ([`redis`]), a real OAuth 2.1 / OpenID authorization server
+//! ([`auth_server`]) and a real round-robin load balancer ([`haproxy`]). What only one crate's tests need stays in that
 //! crate's `tests/it/support.rs`.
 
 #![forbid(unsafe_code)]
@@ -15,6 +15,7 @@
 use std::path::PathBuf;
 
 pub mod auth_server;
+pub mod haproxy;
 pub mod peer;
 pub mod poll;
 pub mod redis;
