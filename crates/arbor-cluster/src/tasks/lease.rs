@@ -30,7 +30,12 @@ impl Leased {
         self.0.lock().remove(id);
     }
 
+    pub(super) fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
     pub(super) fn ids(&self) -> Vec<String> {
+        // A copy, so no lock is held across a Redis call.
         self.0.lock().iter().cloned().collect()
     }
 }

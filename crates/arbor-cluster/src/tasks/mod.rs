@@ -10,7 +10,8 @@
 //! status machine) committed by compare-and-set, retried a bounded number of times.
 //!
 //! What it is not: it does not wake `wait` by pub/sub (it polls), and its caps are checked
-//! then taken in two steps, so nodes creating at once may overshoot a cap by a few.
+//! then taken in two steps, so nodes creating at once may overshoot a cap by a few. It
+//! needs Redis 7 or later (`PEXPIREAT … NX`/`GT`, `ZRANGE … BYSCORE`).
 //! Invariant: every method answers within about [`RedisTaskStoreOptions::response_timeout`]
 //! (an unreachable Redis is [`TaskStoreError::Unavailable`], never a hang); a record moves
 //! only through `apply`, so it has exactly one terminal status whichever node sets it.
@@ -405,9 +406,15 @@ impl Inner {
         Ok(TaskPage { tasks, next_cursor })
     }
 
-    /// Drops expired ids from the global set, fails the lease-less records still live,
-    /// and forgets this node's leases of records that are gone or terminal.
+    /// Forgets this node's leases of records that are gone (expired, or lost with a
+    /// Redis restarted empty) or terminal, drops expired ids from the global set, and
+    /// fails the lease-less records still live.
     async fn sweep(&self) -> Result<(), TaskStoreError> {
+        let (gone, mine) = self.records(&self.leased.ids()).await?;
+        let settled = mine.iter().filter(|(_, stored, _)| stored.to_record().is_terminal()).map(|(id, _, _)| id);
+        for id in gone.iter().chain(settled) {
+            self.leased.untrack(id);
+        }
         let live = self.keys.live();
         let mut pipe = redis::pipe();
         pipe.cmd("ZREMRANGEBYSCORE").arg(&live).arg("-inf").arg(now_ms()).ignore();
@@ -415,14 +422,8 @@ impl Inner {
         let (ids,): (Vec<String>,) = self.run(pipe.query_async(&mut self.conn.clone())).await?;
         let (stale, found) = self.records(&ids).await?;
         self.forget(&live, &stale).await?;
-        for id in stale {
-            self.leased.untrack(&id);
-        }
         for (id, stored, leased) in found {
-            let record = stored.to_record();
-            if record.is_terminal() {
-                self.leased.untrack(&id);
-            } else if !leased {
+            if !leased && !stored.to_record().is_terminal() {
                 self.fail_orphan(&id).await?;
             }
         }
@@ -449,6 +450,12 @@ impl RedisTaskStore {
         let inner = Arc::new(Inner { conn, keys: Keys::new(&options.prefix), options, leased: Leased::default() });
         let renewer = lease::spawn(Arc::downgrade(&inner), lease);
         Ok(RedisTaskStore { inner, _renewer: renewer })
+    }
+
+    /// How many of this node's tasks it renews leases for: those it created whose
+    /// records are not known to be terminal, removed or gone.
+    pub fn leases_held(&self) -> usize {
+        self.inner.leased.len()
     }
 
     /// The options it was built with.

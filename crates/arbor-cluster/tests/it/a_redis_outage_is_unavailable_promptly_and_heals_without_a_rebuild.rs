@@ -25,6 +25,8 @@ async fn every_method_is_unavailable_while_redis_is_down_and_works_again_after()
     let alice = owner("acme", "alice");
     let before = record(&alice, Duration::from_secs(60));
     store.create(before.clone()).await.unwrap();
+    // A second task, which no call below touches: only the sweep can forget its lease.
+    store.create(record(&alice, Duration::from_secs(60))).await.unwrap();
 
     redis.kill();
     let guard = Duration::from_secs(10);
@@ -51,6 +53,10 @@ async fn every_method_is_unavailable_while_redis_is_down_and_works_again_after()
     }
     assert!(created, "the store never reconnected");
     assert_eq!(store.get(&alice, &after.id).await.unwrap().id, after.id);
-    // The restarted Redis is empty: the record from before is gone, not an error.
+    // The restarted Redis is empty: the record from before is gone, not an error, and the
+    // sweep stops renewing its lease.
     assert!(matches!(store.get(&alice, &before.id).await, Err(TaskStoreError::NotFound)));
+    assert_eq!(store.leases_held(), 2);
+    store.expire().await;
+    assert_eq!(store.leases_held(), 1, "only the task created after the restart");
 }

@@ -76,6 +76,7 @@ async fn the_sweep_fails_lease_less_tasks_and_racing_changes_settle_once() {
     // Eight changes from two nodes race to settle one task: exactly one applies.
     let contested = record(&alice, Duration::from_secs(60));
     b.create(contested.clone()).await.unwrap();
+    assert_eq!(b.leases_held(), 1);
     let changes = (0..8).map(|n| {
         let (store, id) = (if n % 2 == 0 { &b } else { &c }, contested.id.as_str());
         let change = if n % 3 == 0 { TaskChange::Cancelled(None) } else { TaskChange::Completed(Default::default()) };
@@ -83,4 +84,15 @@ async fn the_sweep_fails_lease_less_tasks_and_racing_changes_settle_once() {
     });
     let applied = futures::future::join_all(changes).await.into_iter().filter(|r| matches!(r, Ok(Some(_)))).count();
     assert_eq!(applied, 1);
+    b.expire().await;
+    assert_eq!(b.leases_held(), 0, "a settled task (here by another node) is no longer renewed");
+
+    // A task settled or removed on its own node leaves the renewals at once.
+    let (done, refused) = (record(&alice, Duration::from_secs(60)), record(&alice, Duration::from_secs(60)));
+    b.create(done.clone()).await.unwrap();
+    b.create(refused.clone()).await.unwrap();
+    assert_eq!(b.leases_held(), 2);
+    b.change(&done.id, TaskChange::Completed(Default::default())).await.unwrap().expect("completes");
+    b.remove(&refused.id).await.unwrap();
+    assert_eq!(b.leases_held(), 0);
 }
