@@ -17,6 +17,7 @@
 //! only through `apply`, so it has exactly one terminal status whichever node sets it.
 
 mod lease;
+mod options;
 mod stored;
 
 use std::future::Future;
@@ -24,12 +25,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_protocol::jsonrpc::ErrorObject;
-use arbor_server::tasks::{TaskCap, TaskChange, TaskConfig, TaskOwner, TaskPage};
+use arbor_server::tasks::{TaskCap, TaskChange, TaskOwner, TaskPage};
 use arbor_server::{TaskRecord, TaskStore, TaskStoreError};
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use lease::{Leased, Renewer};
+pub use options::{ConnectError, RedisTaskStoreOptions};
 use stored::{now_ms, Keys, Stored, StoredOwner};
 
 /// The status message (and error message) of a task failed because its node stopped.
@@ -50,88 +52,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0";
-
-/// How a [`RedisTaskStore`] is set up.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct RedisTaskStoreOptions {
-    /// Every key starts with it (default `arbor:`), so several deployments share a Redis.
-    pub prefix: String,
-    /// How long a task outlives its node's last renewal (default 5 s; renewed every
-    /// lease/3).
-    pub lease: Duration,
-    /// The most records in the store (default as [`TaskConfig`]'s).
-    pub max_tasks: usize,
-    /// The most records of one owner (default as [`TaskConfig`]'s).
-    pub max_tasks_per_owner: usize,
-    /// How often `wait` (`tasks/result`) reads the record again (default 100 ms).
-    pub poll_interval: Duration,
-    /// How long one Redis call may take, connecting included (default 2 s).
-    pub response_timeout: Duration,
-}
-
-impl Default for RedisTaskStoreOptions {
-    fn default() -> Self {
-        let config = TaskConfig::default();
-        RedisTaskStoreOptions {
-            prefix: "arbor:".into(),
-            lease: Duration::from_secs(5),
-            max_tasks: config.max_tasks,
-            max_tasks_per_owner: config.max_tasks_per_owner,
-            poll_interval: Duration::from_millis(100),
-            response_timeout: Duration::from_secs(2),
-        }
-    }
-}
-
-impl RedisTaskStoreOptions {
-    /// The key prefix.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// The lease duration.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-
-    /// The caps: in all, and per owner.
-    pub fn caps(mut self, max_tasks: usize, max_tasks_per_owner: usize) -> Self {
-        self.max_tasks = max_tasks;
-        self.max_tasks_per_owner = max_tasks_per_owner;
-        self
-    }
-
-    /// The caps of a server's [`TaskConfig`].
-    pub fn caps_of(self, config: &TaskConfig) -> Self {
-        self.caps(config.max_tasks, config.max_tasks_per_owner)
-    }
-
-    /// `wait`'s polling interval.
-    pub fn poll_interval(mut self, every: Duration) -> Self {
-        self.poll_interval = every;
-        self
-    }
-
-    /// The bound of one Redis call.
-    pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
-        self
-    }
-}
-
-/// [`RedisTaskStore::connect`] failed: a bad URL, or Redis not reachable now.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot connect the task store to Redis at {url}: {source}")]
-pub struct ConnectError {
-    /// The URL given.
-    pub url: String,
-    /// Why.
-    #[source]
-    pub source: redis::RedisError,
-}
 
 /// A [`TaskStore`] on Redis. Each node builds its own (`connect`) on the same URL and
 /// prefix, and hands it to its server ([`arbor_server::Server::with_task_store`]).
