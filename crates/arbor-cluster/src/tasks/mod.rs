@@ -54,7 +54,21 @@ end
 return 0";
 
 /// A [`TaskStore`] on Redis. Each node builds its own (`connect`) on the same URL and
-/// prefix, and hands it to its server ([`arbor_server::Server::with_task_store`]).
+/// prefix, and hands it to its server ([`arbor_server::Server::with_task_store`]):
+///
+/// ```no_run
+/// # async fn node() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+///
+/// use arbor_cluster::{RedisTaskStore, RedisTaskStoreOptions};
+/// use arbor_server::{Router, Server};
+///
+/// let store = RedisTaskStore::connect("redis://127.0.0.1:6379/", RedisTaskStoreOptions::default()).await?;
+/// let server = Server::new(Router::new("node", "1.0.0")).with_task_store(Arc::new(store));
+/// # drop(server);
+/// # Ok(())
+/// # }
+/// ```
 pub struct RedisTaskStore {
     inner: Arc<Inner>,
     _renewer: Renewer,
