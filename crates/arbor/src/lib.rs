@@ -1,13 +1,13 @@
 //! Arbor: an MCP (Model Context Protocol) runtime for Rust, built as an OTP-style
 //! supervision tree on `ractor` and `tokio`. This is the one crate to depend on: it
 //! re-exports the server (`server`, default), Streamable HTTP (`http`, default), the client
-//! (`client`) and the Redis bus (`redis`), and [`prelude`] brings what a server or client
-//! author needs.
+//! (`client`), the Redis bus (`redis`) and the shared state of several nodes on Redis
+//! (`cluster`), and [`prelude`] brings what a server or client author needs.
 //!
 //! It is not where anything is implemented: each part lives in its own crate
 //! (`arbor-protocol`, `arbor-otp`, `arbor-bus`, `arbor-server`, `arbor-http`,
-//! `arbor-client`), re-exported here under a short name. Invariant: nothing here changes
-//! what those crates do; a feature only adds re-exports.
+//! `arbor-client`, `arbor-cluster`), re-exported here under a short name. Invariant:
+//! nothing here changes what those crates do; a feature only adds re-exports.
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +18,8 @@ pub use arbor_transport as transport;
 
 #[cfg(feature = "client")]
 pub use arbor_client as client;
+#[cfg(feature = "cluster")]
+pub use arbor_cluster as cluster;
 #[cfg(feature = "http")]
 pub use arbor_http as http;
 #[cfg(feature = "server")]

@@ -1,0 +1,10 @@
+//! The Redis task store against a real throwaway `redis-server` (`tests::redis`): the
+//! store contract of the in-memory store, two servers sharing it, a node dying mid-task,
+//! and a Redis outage. Leases are short (300 ms) so each test takes well under a few
+//! seconds; assertions count outcomes, never durations.
+
+mod a_redis_outage_is_unavailable_promptly_and_heals_without_a_rebuild;
+mod a_task_of_a_stopped_node_fails_once_its_lease_expires;
+mod support;
+mod the_store_keeps_the_memory_stores_contract;
+mod two_servers_on_one_redis_serve_each_others_tasks_to_their_owner_only;
