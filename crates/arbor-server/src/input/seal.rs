@@ -151,6 +151,19 @@ impl StateKey {
         self.change(|ring| ring.accepted.clear());
     }
 
+    /// Replaces the whole keyring: `current` seals, `staged` and `accepted` only open. For a
+    /// keyring kept elsewhere and read by every node (`arbor_cluster::RedisKeyring`); at most
+    /// the newest three `accepted` are kept.
+    pub fn set_keys(&self, current: &[u8], staged: Option<&[u8]>, accepted: &[Vec<u8>]) {
+        let skip = accepted.len().saturating_sub(MAX_ACCEPTED);
+        let ring = Ring {
+            current: Secret::new(current),
+            accepted: accepted[skip..].iter().map(|k| Secret::new(k)).collect(),
+            staged: staged.map(Secret::new),
+        };
+        self.ring.store(Arc::new(ring));
+    }
+
     /// The keys that open states now: the current one, the accepted ones, a staged one.
     pub fn keys(&self) -> usize {
         let ring = self.ring.load();
