@@ -91,6 +91,8 @@ const USAGE: &str =
     --bind ADDR          listen on ADDR (IP:PORT); off loopback, Host names are not restricted\n\
     --stdio              serve one client on stdin/stdout instead of HTTP\n\
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
+    --cluster            with --redis: tasks and the requestState keys shared through it too, so any node\n\
+    \x20                    behind a load balancer serves any 2026-07-28 request (arbor-cluster)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
     --drain-timeout-ms N how long calls in flight may finish once stdin ends (--stdio) or on SIGTERM/Ctrl-C\n\
@@ -543,6 +545,23 @@ struct Options {
     no_metrics: bool,
     /// `--tenants FILE`: the tenant policy and tool sets (`demo_tenants.rs`).
     tenants: Option<std::path::PathBuf>,
+    /// `--cluster`: tasks and the requestState keyring on the `--redis` URL.
+    cluster: bool,
+}
+
+/// `--cluster`: the task store and the requestState keyring on Redis. The first node
+/// writes a fresh random key; the others adopt it (and any rotation after).
+async fn cluster(
+    url: &str,
+    state_key: arbor_server::StateKey,
+    tasks: &arbor_server::TaskConfig,
+) -> Result<(arbor_cluster::RedisTaskStore, arbor_cluster::RedisKeyring), Box<dyn std::error::Error>> {
+    let options = arbor_cluster::RedisTaskStoreOptions::default().caps_of(tasks);
+    let store = arbor_cluster::RedisTaskStore::connect(url, options).await?;
+    let node = format!("demo-{}-{}", std::process::id(), arbor_server::ids::random_id()?);
+    let keyring = arbor_cluster::RedisKeyring::attach(url, "arbor:", &node, state_key, Duration::from_secs(1)).await?;
+    keyring.initialize(&arbor_server::ids::random_bytes::<32>()?).await?;
+    Ok((store, keyring))
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -565,11 +584,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         auth_jwks: None,
         no_metrics: false,
         tenants: None,
+        cluster: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--stdio" => mode = Mode::Stdio,
             "--no-metrics" => options.no_metrics = true,
+            "--cluster" => options.cluster = true,
             "--port" => {
                 let port = args.next().ok_or("--port needs a number")?;
                 let port: u16 = port.parse().map_err(|_| format!("--port: `{port}` is not a port number"))?;
@@ -751,7 +772,27 @@ async fn main() -> ExitCode {
             }
         },
     };
-    let server = Server::with_config(served, config).with_bus(bus).subscription_handler(FeedHandler);
+    let state_key = config.state_key.clone();
+    let task_config = config.tasks.clone();
+    let mut server = Server::with_config(served, config).with_bus(bus).subscription_handler(FeedHandler);
+    // Held for the process's life: it keeps this node's requestState keys in step.
+    let mut _keyring = None;
+    if options.cluster {
+        let Some(url) = options.redis.as_deref() else {
+            eprintln!("demo_server: --cluster needs --redis URL");
+            return ExitCode::from(2);
+        };
+        match cluster(url, state_key, &task_config).await {
+            Ok((store, keyring)) => {
+                server = server.with_task_store(Arc::new(store));
+                _keyring = Some(keyring);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, url, "demo_server: cannot share tasks and keys through Redis");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     if let Some((path, policy, sets)) = tenant_file {
         tenants::apply_tool_sets(&server, &tenants::ToolSets::new(), &sets, &fork);
         #[cfg(unix)]
