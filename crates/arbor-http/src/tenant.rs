@@ -173,10 +173,10 @@ pub(crate) fn tenancy_of(parts: &Parts, base: Option<&ConnectOptions>) -> Tenanc
 /// Admits a request of `tenancy` (see [`admit`]) and notes its body cap.
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit_as(inner: &Inner, parts: &mut Parts, tenancy: &Tenancy) -> Result<(), Response<Body>> {
-    let tenant = tenancy.tenant.as_deref();
-    inner.server.admit(tenant, &tenancy.requester).map_err(|refusal| refused(&refusal))?;
+    let admission =
+        inner.server.admit(tenancy.tenant.as_deref(), &tenancy.requester).map_err(|refusal| refused(&refusal))?;
     let cap = inner.guard.max_body;
-    let admitted = match inner.server.max_body_bytes(tenant) {
+    let admitted = match admission.max_body_bytes {
         Some(own) if own < cap => Admitted { max_body: own, tenant_cap: true },
         _ => Admitted { max_body: cap, tenant_cap: false },
     };

@@ -53,7 +53,7 @@ use crate::requester::Requester;
 use crate::subscription::{topics, BuiltIn, Erased, ErasedHandler, SubscriptionHandler};
 use crate::tasks::{core_tasks_capability, MemoryTaskStore, ResultWaiters, TaskStore, TaskStreams, Tasks};
 use crate::tenant::routers::TenantHandlers;
-use crate::tenant::{TenantBounds, TenantRefusal, TenantRegistry};
+use crate::tenant::{Admission, TenantBounds, TenantRefusal, TenantRegistry};
 use crate::tree::{Tree, DEFAULT_TENANT};
 
 /// What a connection is told about its peer beyond the bytes: who it is and whose.
@@ -529,16 +529,12 @@ impl Server {
     /// requester's rate, the tenant's rate. A transport calls it before reading a request
     /// (`arbor-http` does, per POST, and answers a refusal with
     /// [`TenantRefusal::status`] and `Retry-After`); a byte stream's requests are checked
-    /// by the runtime itself. Each call that passes takes one token of each rate.
-    pub fn admit(&self, tenant: Option<&str>, requester: &Requester) -> Result<(), TenantRefusal> {
+    /// by the runtime itself. Each call that passes takes one token of each rate, and
+    /// says what else the transport enforces for the tenant (its body cap).
+    pub fn admit(&self, tenant: Option<&str>, requester: &Requester) -> Result<Admission, TenantRefusal> {
         let limits = self.shared.tenant_limits.get(tenant.unwrap_or(DEFAULT_TENANT))?;
-        limits.gate(Some(requester), true)
-    }
-
-    /// The largest request body `tenant`'s policy lets a transport read
-    /// (`TenantQuota::max_body_bytes`), if it sets one.
-    pub fn max_body_bytes(&self, tenant: Option<&str>) -> Option<usize> {
-        self.shared.tenant_limits.policy().quota(tenant.unwrap_or(DEFAULT_TENANT)).max_body_bytes
+        limits.gate(Some(requester), true)?;
+        Ok(Admission { max_body_bytes: limits.max_body_bytes() })
     }
 
     /// Stops every connection and request and waits for them. The server can be

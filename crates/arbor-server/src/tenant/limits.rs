@@ -28,6 +28,16 @@ use super::refusal::{RateScope, TenantRefusal};
 use crate::observe::{Refusals, TenantLoad};
 use crate::requester::{Requester, RequesterSlot, RequesterSlots};
 
+/// What a transport learns when [`Server::admit`](crate::Server::admit) lets a request in:
+/// the limits of its tenant that the transport enforces itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Admission {
+    /// The largest request body to read for the tenant (`TenantQuota::max_body_bytes`),
+    /// if its policy sets one; the transport's own cap still holds.
+    pub max_body_bytes: Option<usize>,
+}
+
 /// The bounds every tenant starts from (`ServerConfig`'s), before its quota.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TenantBounds {
@@ -122,6 +132,11 @@ impl TenantLimits {
     /// The tenant's metrics label.
     pub(crate) fn label(&self) -> &metrics::SharedString {
         &self.label
+    }
+
+    /// The largest body a transport should read for this tenant, if its quota says.
+    pub(crate) fn max_body_bytes(&self) -> Option<usize> {
+        self.quota.max_body_bytes
     }
 
     /// The gate every request passes before anything is spent on it: the quarantine,

@@ -15,6 +15,7 @@ mod rate;
 mod refusal;
 pub(crate) mod routers;
 
+pub use limits::Admission;
 pub(crate) use limits::{TenantBounds, TenantLimits, TenantRegistry};
 pub use policy::{PolicyError, RateLimit, RestartBudget, TenantPolicy, TenantQuota};
 pub use refusal::{RateScope, TenantRefusal};
