@@ -61,6 +61,21 @@ pub trait Exchange {
         }
     }
 
+    /// Asserts, on a 2025-11-25 session of another owner, that the task `id` is hidden from
+    /// it exactly as an id that never existed: `tasks/get`, `tasks/result` and
+    /// `tasks/cancel` answer the same -32602, and `tasks/list` is empty. Uses ids 2 to 6.
+    fn assert_task_hidden(&mut self, id: &str) -> impl Future<Output = ()> {
+        async move {
+            let unknown = self.call(2, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
+            assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+            for (n, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
+                let hidden = self.call(n, method, json!({"taskId": id})).await;
+                assert_eq!(hidden["error"], unknown["error"], "{method}");
+            }
+            assert_eq!(self.call(6, "tasks/list", json!({})).await["result"]["tasks"], json!([]));
+        }
+    }
+
     /// The legacy handshake at `version`, declaring `capabilities`: `initialize` (id 0) and
     /// `notifications/initialized`; returns the `initialize` result.
     fn initialize(&mut self, version: &str, capabilities: Value) -> impl Future<Output = Value> {

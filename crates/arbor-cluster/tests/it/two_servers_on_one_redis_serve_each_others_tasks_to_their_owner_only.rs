@@ -62,13 +62,7 @@ async fn a_task_created_on_one_node_is_read_listed_and_awaited_on_the_other() {
     let done = on_two.call(5, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(done["result"]["status"], "completed", "{done}");
 
-    let unknown = mallory.call(2, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
-    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
-    for (n, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
-        let hidden = mallory.call(n, method, json!({"taskId": id})).await;
-        assert_eq!(hidden["error"], unknown["error"], "{method}");
-    }
-    assert_eq!(mallory.call(6, "tasks/list", json!({})).await["result"]["tasks"], json!([]));
+    mallory.assert_task_hidden(&id).await;
 
     for peer in [&on_one, &on_two, &mallory] {
         peer.close().await;

@@ -18,6 +18,7 @@ use arbor_server::{
 };
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
+use tests::peer::Exchange;
 
 use crate::support::{created_id, modern_meta, sleepy, task_call, ScriptedPeer, TaskSetup};
 
@@ -89,13 +90,7 @@ async fn two_servers_sharing_a_store_serve_each_others_tasks_to_their_owner_only
     assert_eq!(result["result"]["_meta"][RELATED], json!({"taskId": id}));
 
     // Another owner on B: the same "not found" as an id that never existed.
-    let unknown = mallory.call(2, "tasks/get", json!({"taskId": "0123456789abcdef0123456789abcdef"})).await;
-    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
-    for (n, method) in [(3, "tasks/get"), (4, "tasks/result"), (5, "tasks/cancel")] {
-        let hidden = mallory.call(n, method, json!({"taskId": id})).await;
-        assert_eq!(hidden["error"], unknown["error"], "{method}");
-    }
-    assert_eq!(mallory.call(6, "tasks/list", json!({})).await["result"]["tasks"], json!([]));
+    mallory.assert_task_hidden(&id).await;
 
     // Servers with their own default stores do not see each other's tasks.
     let mut apart = setup(2, None);
