@@ -14,9 +14,8 @@ use serde_json::{json, Value};
 use tests::haproxy::Haproxy;
 use tests::redis::RedisServer;
 
-use crate::http::{answer, ServerProcess};
+use crate::http::{answer, Client, ServerProcess};
 
-const WAIT: Duration = Duration::from_secs(15);
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// The address a server process listens on, from its URL.
@@ -25,21 +24,11 @@ fn addr(server: &ServerProcess) -> SocketAddr {
     authority.parse().unwrap_or_else(|_| panic!("an address in {}", server.url))
 }
 
-/// A 2026-07-28 request through the balancer, declaring `capabilities`; its answer.
-async fn post(http: &reqwest::Client, url: &str, id: u64, method: &str, mut params: Value, name: &str) -> Value {
+/// A 2026-07-28 request through the balancer, declaring elicitation and the tasks
+/// extension; its answer.
+async fn post(client: &Client, id: u64, method: &str, params: Value) -> Value {
     let capabilities = json!({"elicitation": {}, "extensions": {TASKS: {}}});
-    params["_meta"] = crate::support::modern_meta(capabilities);
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .json(&body);
-    let response = tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("a POST");
-    answer(response).await
+    answer(client.modern_declaring(json!(id), method, params, capabilities).await).await
 }
 
 #[tokio::test]
@@ -49,30 +38,29 @@ async fn two_nodes_behind_a_round_robin_balancer_open_each_others_states_and_ser
     let (one, two) =
         (ServerProcess::spawn("demo_server", &args).await, ServerProcess::spawn("demo_server", &args).await);
     let proxy = Haproxy::round_robin(&[addr(&one), addr(&two)]);
-    let url = format!("{}/mcp", proxy.base_url());
-    let http = reqwest::Client::new();
+    let client = Client::new(&format!("{}/mcp", proxy.base_url()));
 
     // Each state is sealed by one node and its retry, the next request, lands on the other.
     for round in 0..4u64 {
         let path = format!("/tmp/file-{round}");
         let call = json!({"name": "confirm_delete", "arguments": {"path": path}});
-        let asked = post(&http, &url, 10 * round, "tools/call", call.clone(), "confirm_delete").await;
+        let asked = post(&client, 10 * round, "tools/call", call.clone()).await;
         assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
         let mut retry = call;
         retry["requestState"] = asked["result"]["requestState"].clone();
         retry["inputResponses"] = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
-        let done = post(&http, &url, 10 * round + 1, "tools/call", retry, "confirm_delete").await;
+        let done = post(&client, 10 * round + 1, "tools/call", retry).await;
         assert_eq!(done["result"]["content"][0]["text"], format!("Deleted {path}"), "round {round}: {done}");
     }
 
     // A task created through one node, polled through both until it completes.
     let call = json!({"name": "slow_square", "arguments": {"n": 7, "delay_ms": 200}});
-    let created = post(&http, &url, 100, "tools/call", call, "slow_square").await;
+    let created = post(&client, 100, "tools/call", call).await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let task = created["result"]["taskId"].as_str().expect("a task id").to_owned();
     let mut polls = Vec::new();
     for n in 0..150u64 {
-        let got = post(&http, &url, 200 + n, "tasks/get", json!({"taskId": task}), &task).await;
+        let got = post(&client, 200 + n, "tasks/get", json!({"taskId": task})).await;
         let status =
             got["result"]["status"].as_str().unwrap_or_else(|| panic!("a task on every node: {got}")).to_owned();
         polls.push(status.clone());

@@ -140,11 +140,24 @@ impl Client {
 
     /// POSTs a 2026-07-28 request (`_meta` added) with the headers the revision requires:
     /// `MCP-Protocol-Version`, `Mcp-Method` and, where the method has one, `Mcp-Name`.
-    pub async fn modern(&self, id: Value, method: &str, mut params: Value) -> reqwest::Response {
-        params["_meta"] = modern_meta();
+    pub async fn modern(&self, id: Value, method: &str, params: Value) -> reqwest::Response {
+        self.modern_declaring(id, method, params, json!({})).await
+    }
+
+    /// [`Client::modern`] declaring `capabilities` in `_meta`; `Mcp-Name` is a `tasks/*`
+    /// request's `taskId` too.
+    pub async fn modern_declaring(
+        &self,
+        id: Value,
+        method: &str,
+        mut params: Value,
+        capabilities: Value,
+    ) -> reqwest::Response {
+        params["_meta"] = crate::support::modern_meta(capabilities);
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
             "resources/read" => params["uri"].as_str().map(str::to_owned),
+            m if m.starts_with("tasks/") => params["taskId"].as_str().map(str::to_owned),
             _ => None,
         };
         let mut request = self
@@ -154,7 +167,7 @@ impl Client {
         if let Some(name) = name {
             request = request.header("mcp-name", name);
         }
-        request.send().await.expect("POST to the server")
+        tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("POST to the server")
     }
 
     /// POSTs a legacy message, in `session` when given.

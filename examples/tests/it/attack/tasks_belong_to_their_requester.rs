@@ -10,12 +10,11 @@
 //! for an unknown id, while A still sees its task untouched.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use crate::http::ServerProcess;
+use crate::http::{Client, ServerProcess};
 
 const A: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 const B: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
@@ -23,46 +22,31 @@ const B: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3));
 /// `TaskConfig::max_tasks_per_owner`'s default.
 const TASKS_PER_OWNER: usize = 1000;
 const BATCH: usize = 16;
-const WAIT: Duration = Duration::from_secs(15);
 const EXT: &str = "io.modelcontextprotocol/tasks";
 
 /// A 2026-07-28 client declaring the tasks extension, every connection leaving from `from`.
 struct Requester {
-    http: reqwest::Client,
-    url: String,
+    client: Client,
 }
 
 impl Requester {
     fn new(url: &str, from: IpAddr) -> Requester {
-        let http = reqwest::Client::builder().local_address(from).build().expect("a client");
-        Requester { http, url: url.to_owned() }
+        Requester { client: Client::from_address(url, from) }
     }
 
-    async fn call(&self, id: u64, method: &str, mut params: Value, name: &str) -> Value {
-        params["_meta"] = crate::support::modern_meta(json!({"extensions": {EXT: {}}}));
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method)
-            .header("mcp-name", name)
-            .json(&body);
-        let response =
-            tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("POST to the server");
-        crate::http::answer(response).await
+    async fn call(&self, id: u64, method: &str, params: Value) -> Value {
+        let capabilities = json!({"extensions": {EXT: {}}});
+        crate::http::answer(self.client.modern_declaring(json!(id), method, params, capabilities).await).await
     }
 
     /// A task that finishes at once; its record stays for the TTL.
     async fn create(&self, id: u64) -> Value {
         let params = json!({"name": "slow_compute", "arguments": {"seconds": 0}});
-        self.call(id, "tools/call", params, "slow_compute").await
+        self.call(id, "tools/call", params).await
     }
 
     async fn task(&self, id: u64, method: &str, task_id: &str) -> Value {
-        self.call(id, method, json!({"taskId": task_id}), task_id).await
+        self.call(id, method, json!({"taskId": task_id})).await
     }
 }
 
