@@ -20,10 +20,25 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server on a free loopback port.
     pub fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut server = Self { port, child: None };
-        server.spawn();
-        server
+        // A free port can be taken by another test's process between our probe and
+        // redis-server's bind: the port then accepts, but not for us, and our server exits.
+        // Such a start is retried on another port.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut server = Self { port, child: None };
+            server.spawn();
+            if server.still_running() {
+                return server;
+            }
+        }
+        panic!("redis-server kept losing its port to other processes");
+    }
+
+    /// Whether our process is still up a moment after its port accepted (it exits at once
+    /// when another process holds the port).
+    fn still_running(&mut self) -> bool {
+        std::thread::sleep(Duration::from_millis(50));
+        self.child.as_mut().is_some_and(|child| child.try_wait().ok().flatten().is_none())
     }
 
     /// `redis://127.0.0.1:<port>/`.
