@@ -93,6 +93,7 @@ const USAGE: &str =
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
     --cluster            with --redis: tasks and the requestState keys shared through it too, so any node\n\
     \x20                    behind a load balancer serves any 2026-07-28 request (arbor-cluster)\n\
+    --lease-ms N         with --cluster: how long a task outlives its node's last lease renewal (default 5000)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
     --drain-timeout-ms N how long calls in flight may finish once stdin ends (--stdio) or on SIGTERM/Ctrl-C\n\
@@ -547,6 +548,9 @@ struct Options {
     tenants: Option<std::path::PathBuf>,
     /// `--cluster`: tasks and the requestState keyring on the `--redis` URL.
     cluster: bool,
+    /// `--lease-ms`: `RedisTaskStoreOptions::lease` (`None`: its default, 5 s). Tests of a
+    /// killed node shorten it so its tasks fail within seconds.
+    lease: Option<Duration>,
 }
 
 /// `--cluster`: the task store and the requestState keyring on Redis. The first node
@@ -555,8 +559,12 @@ async fn cluster(
     url: &str,
     state_key: arbor_server::StateKey,
     tasks: &arbor_server::TaskConfig,
+    lease: Option<Duration>,
 ) -> Result<(arbor_cluster::RedisTaskStore, arbor_cluster::RedisKeyring), Box<dyn std::error::Error>> {
-    let options = arbor_cluster::RedisTaskStoreOptions::default().caps_of(tasks);
+    let mut options = arbor_cluster::RedisTaskStoreOptions::default().caps_of(tasks);
+    if let Some(lease) = lease {
+        options = options.lease(lease);
+    }
     let store = arbor_cluster::RedisTaskStore::connect(url, options).await?;
     let node = format!("demo-{}-{}", std::process::id(), arbor_server::ids::random_id()?);
     let keyring = arbor_cluster::RedisKeyring::attach(url, "arbor:", &node, state_key, Duration::from_secs(1)).await?;
@@ -585,6 +593,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
         no_metrics: false,
         tenants: None,
         cluster: false,
+        lease: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -649,6 +658,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
                     .ok_or(format!("--header-timeout-ms: `{ms}` is not a positive number"))?;
                 options.header_timeout = Some(Duration::from_millis(ms));
             }
+            "--lease-ms" => {
+                let ms = args.next().ok_or("--lease-ms needs a number")?;
+                let ms: u64 = ms
+                    .parse()
+                    .ok()
+                    .filter(|&ms| ms > 0)
+                    .ok_or(format!("--lease-ms: `{ms}` is not a positive number"))?;
+                options.lease = Some(Duration::from_millis(ms));
+            }
             "--drain-timeout-ms" => {
                 let ms = args.next().ok_or("--drain-timeout-ms needs a number")?;
                 let ms: u64 = ms.parse().map_err(|_| format!("--drain-timeout-ms: `{ms}` is not a number"))?;
@@ -668,6 +686,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options),
     }
     if options.auth_issuer.is_none() && (options.auth_resource.is_some() || options.auth_jwks.is_some()) {
         return Err("--auth-resource and --auth-jwks need --auth-issuer".into());
+    }
+    if options.lease.is_some() && !options.cluster {
+        return Err("--lease-ms is for --cluster (the tasks' leases on Redis)".into());
     }
     if options.auth_issuer.is_some() && matches!(mode, Mode::Stdio) {
         // The spec: stdio servers take credentials from their environment, not OAuth.
@@ -782,7 +803,7 @@ async fn main() -> ExitCode {
             eprintln!("demo_server: --cluster needs --redis URL");
             return ExitCode::from(2);
         };
-        match cluster(url, state_key, &task_config).await {
+        match cluster(url, state_key, &task_config, options.lease).await {
             Ok((store, keyring)) => {
                 server = server.with_task_store(Arc::new(store));
                 _keyring = Some(keyring);

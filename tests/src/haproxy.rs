@@ -9,7 +9,9 @@
 //! Invariant: every request is balanced on its own (`balance roundrobin`, HTTP mode, no
 //! cookie, no stick table, a connection to a backend per request), so consecutive
 //! requests land on consecutive backends; streams (SSE) may stay open as long as the
-//! test's own bounds allow (`timeout tunnel`).
+//! test's own bounds allow (`timeout tunnel`). A backend that refuses connections (a
+//! killed node) is skipped for the request at once (`option redispatch`), so only the
+//! requests it was serving when it died fail, with the balancer's 502.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -96,6 +98,11 @@ defaults
     timeout tunnel 60s
     # A connection to a backend per request: every request is balanced on its own.
     option http-server-close
+    # A backend that refuses the connection (a node that died) costs the request nothing:
+    # it is sent to the next backend at once, as production balancers are set up to do.
+    # Only a request a node was serving when it died gets an error (502).
+    retries 2
+    option redispatch 1
 
 frontend mcp
     bind 127.0.0.1:{port}

@@ -7,7 +7,6 @@
 //! `redis-server` and `haproxy` must be installed (`scripts/test` installs both). Every wait
 //! is bounded; Redis, the balancer and both servers are killed when the test ends.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -17,12 +16,6 @@ use tests::redis::RedisServer;
 use crate::http::{answer, Client, ServerProcess};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-/// The address a server process listens on, from its URL.
-fn addr(server: &ServerProcess) -> SocketAddr {
-    let authority = server.url.trim_start_matches("http://").trim_end_matches("/mcp");
-    authority.parse().unwrap_or_else(|_| panic!("an address in {}", server.url))
-}
 
 /// A 2026-07-28 request through the balancer, declaring elicitation and the tasks
 /// extension; its answer.
@@ -37,7 +30,7 @@ async fn two_nodes_behind_a_round_robin_balancer_open_each_others_states_and_ser
     let args = ["--redis", &redis.url(), "--cluster", "--feed-interval-ms", "0"];
     let (one, two) =
         (ServerProcess::spawn("demo_server", &args).await, ServerProcess::spawn("demo_server", &args).await);
-    let proxy = Haproxy::round_robin(&[addr(&one), addr(&two)]);
+    let proxy = Haproxy::round_robin(&[one.addr(), two.addr()]);
     let client = Client::new(&format!("{}/mcp", proxy.base_url()));
 
     // Each state is sealed by one node and its retry, the next request, lands on the other.

@@ -88,6 +88,21 @@ impl ServerProcess {
         self.child.id().expect("the server is running")
     }
 
+    /// The address it listens on, from its URL (a load balancer's backend).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        let authority = self.url.trim_start_matches("http://").trim_end_matches("/mcp");
+        authority.parse().unwrap_or_else(|_| panic!("an address in {}", self.url))
+    }
+
+    /// Kills the process with SIGKILL, as a crash would (no drain, nothing said), and
+    /// reaps it.
+    pub async fn kill(mut self) {
+        tokio::time::timeout(WAIT, self.child.kill())
+            .await
+            .expect("the server did not die of SIGKILL in time")
+            .expect("killing the server");
+    }
+
     /// Sends SIGTERM and waits for the process to exit on its own.
     pub async fn stop(mut self) -> ExitStatus {
         self.terminate();
@@ -131,6 +146,12 @@ impl Client {
         Client { http: reqwest::Client::new(), url: url.to_owned() }
     }
 
+    /// A client that opens a connection for every request (no keep-alive pool).
+    pub fn connection_per_request(url: &str) -> Client {
+        let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("a client");
+        Client { http, url: url.to_owned() }
+    }
+
     /// A client whose every connection leaves from `from` (a loopback address such as
     /// 127.0.0.2: another requester to the server).
     pub fn from_address(url: &str, from: std::net::IpAddr) -> Client {
@@ -150,9 +171,22 @@ impl Client {
         &self,
         id: Value,
         method: &str,
-        mut params: Value,
+        params: Value,
         capabilities: Value,
     ) -> reqwest::Response {
+        let request = self.modern_request(id, method, params, capabilities);
+        tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("POST to the server")
+    }
+
+    /// The POST [`Client::modern_declaring`] sends, unsent: for callers that bound it and
+    /// read its failures themselves (the cluster tests' ledger).
+    pub fn modern_request(
+        &self,
+        id: Value,
+        method: &str,
+        mut params: Value,
+        capabilities: Value,
+    ) -> reqwest::RequestBuilder {
         params["_meta"] = crate::support::modern_meta(capabilities);
         let name = match method {
             "tools/call" | "prompts/get" => params["name"].as_str().map(str::to_owned),
@@ -167,7 +201,7 @@ impl Client {
         if let Some(name) = name {
             request = request.header("mcp-name", name);
         }
-        tokio::time::timeout(WAIT, request.send()).await.expect("an answer in time").expect("POST to the server")
+        request
     }
 
     /// POSTs a legacy message, in `session` when given.

@@ -3,11 +3,19 @@
 //! one module per behaviour.
 
 mod attack;
+#[cfg(unix)]
+mod cluster;
 mod http;
 mod prometheus;
 mod support;
 
 mod a_confirmation_is_bound_to_its_path;
+#[cfg(unix)]
+mod a_key_rotation_mid_run_refuses_no_request_state;
+#[cfg(unix)]
+mod a_node_killed_mid_task_fails_its_tasks_within_the_lease;
+#[cfg(unix)]
+mod a_redis_restart_mid_run_gives_clear_errors_and_service_resumes;
 mod conformance_server_answers_in_both_eras;
 #[cfg(unix)]
 mod conformance_server_closes_a_slow_post_stream_for_polling;
