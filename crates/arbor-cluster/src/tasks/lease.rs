@@ -68,7 +68,7 @@ async fn renew(inner: Weak<Inner>, lease: Duration) {
         }
         let mut pipe = redis::pipe();
         for id in &ids {
-            pipe.cmd("SET").arg(inner.keys.lease(id)).arg(1).arg("PX").arg(lease_ms).ignore();
+            pipe.cmd("SET").arg(inner.keys.lease(id)).arg(&inner.routes.node).arg("PX").arg(lease_ms).ignore();
         }
         // A failed renewal is retried next tick; a lease lost meanwhile fails the task on
         // its next read, which is the honest outcome of a node cut off from Redis.

@@ -39,6 +39,7 @@
 //! [`TaskStoreError::Full`]).
 
 mod core;
+mod forward;
 mod legacy_input;
 mod local;
 mod memory;
@@ -54,6 +55,8 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use forward::weak as weak_runs;
+pub use forward::{Delivery, TaskRuns, TaskSignal};
 pub(crate) use legacy_input::ResultWaiters;
 pub(crate) use local::Tasks;
 pub use memory::MemoryTaskStore;
