@@ -2,8 +2,10 @@
 //! behind one load balancer, with leases so a task of a dead node ends `failed`.
 //!
 //! Layout (under the prefix, `arbor:` by default): the record as JSON at `task:{id}`
-//! expiring at its TTL from creation (`PEXPIREAT`); `lease:{id}` while its node is alive
-//! (`lease.rs`); `owner:{hash}`, the owner's ids scored by a creation sequence (`seq`,
+//! expiring at its TTL from creation (`PEXPIREAT`); `lease:{id}` while its node is alive,
+//! holding that node's id (`lease.rs`); `node:{node id}`, the pub/sub channel on which a
+//! node takes the input and cancels forwarded to its runs and the acks of its own
+//! forwards (`route.rs`); `owner:{hash}`, the owner's ids scored by a creation sequence (`seq`,
 //! `INCR`), for `list` and the per-owner cap; `tasks`, every id scored by its expiry, for
 //! the global cap and [`TaskStore::expire`]'s sweep. Set entries of expired records are
 //! dropped lazily. A change is a read-modify-write in Rust ([`TaskRecord::apply`], the one
@@ -13,8 +15,9 @@
 //! then taken in two steps, so nodes creating at once may overshoot a cap by a few. It
 //! needs Redis 7 or later (`PEXPIREAT … NX`/`GT`, `ZRANGE … BYSCORE`).
 //! Invariant: every method answers within about [`RedisTaskStoreOptions::response_timeout`]
-//! (an unreachable Redis is [`TaskStoreError::Unavailable`], never a hang); a record moves
-//! only through `apply`, so it has exactly one terminal status whichever node sets it.
+//! (an unreachable Redis is [`TaskStoreError::Unavailable`], never a hang), `forward`
+//! within [`RedisTaskStoreOptions::forward_timeout`] more; a record moves only through
+//! `apply`, so it has exactly one terminal status whichever node sets it.
 
 mod lease;
 mod options;

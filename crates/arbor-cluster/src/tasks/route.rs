@@ -15,9 +15,12 @@
 //!   no ack within [`RedisTaskStoreOptions::forward_timeout`] is
 //!   [`TaskStoreError::Unreachable`]; Redis itself down is `Unavailable`.
 //! - Exactly once: a signal is published once and never retried; the owner applies each
-//!   message id at most once (a bounded memory of the ids it has seen) and not at all once
-//!   the caller's wait is over (the message carries the caller's deadline), so a caller
-//!   told "unreachable" was not applied, up to the clocks' skew between the two nodes.
+//!   message id at most once (a bounded memory of the ids it has seen), and not at all if
+//!   it arrives after the caller's wait is over (the message carries the caller's
+//!   deadline). So a caller told "applied" had it applied once, and one told "unreachable"
+//!   had it applied never, except when the owner's ack was lost or late after applying it
+//!   (Redis failing between the two, or clocks skewed by more than the wait): for input
+//!   the client sees the task move on with `tasks/get`; a cancel is idempotent.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,6 +3,7 @@
 //! and a Redis outage. Leases are short (300 ms) so each test takes well under a few
 //! seconds; assertions count outcomes, never durations.
 
+mod a_forwarded_signal_reaches_its_node_once_and_survives_a_redis_restart;
 mod a_keyring_on_redis_rotates_in_stages_that_wait_for_every_node;
 mod a_redis_outage_is_unavailable_promptly_and_heals_without_a_rebuild;
 mod a_task_of_a_stopped_node_fails_once_its_lease_expires;

@@ -24,9 +24,12 @@
 //! Records live in a [`TaskStore`] (`store.rs`; [`MemoryTaskStore`] by default, another
 //! with `Server::with_task_store`); runs, their wakeups and input answers stay in the
 //! node-local table of the server that started them (`local.rs`). Servers sharing a store
-//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; input
-//! for a task (`tasks/update`, or the answer to a 2025-11-25 task's request) must reach
-//! the server running it.
+//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; the
+//! input (`tasks/update`) and the cancel of a task whose run is on another node are
+//! forwarded by the store to that node, which applies them as a local request would
+//! (`forward.rs`: [`TaskStore::forward`], [`TaskRuns`]; the default store has one node and
+//! nothing to forward to). The answer to a 2025-11-25 task's server→client request must
+//! still reach the server running it.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the

@@ -13,7 +13,8 @@
 //!
 //! What a store is not: it holds no run. The run's handle, its local wakeups and the
 //! input answers on their way to the handler are node-local (`local.rs`); a store only
-//! ever sees records. Nor does it make JSON-RPC errors: it answers [`TaskStoreError`],
+//! ever sees records, and (a shared store) carries signals to the node whose runs apply
+//! them (`forward.rs`). Nor does it make JSON-RPC errors: it answers [`TaskStoreError`],
 //! turned into the wire error in one place (`From<TaskStoreError> for McpError`).
 //!
 //! Invariant: a record's status moves only forward: `working` ⇄ `input_required`, then
