@@ -1,7 +1,7 @@
 //! Forwarding at the store level, on a real Redis: a signal forwarded from one store
 //! reaches the runs attached to the store whose node holds the task's lease, once per
-//! forward, and its delivery comes back; a lease naming a node nobody listens for is
-//! `Unreachable`; with Redis down a forward is `Unavailable` within a bound (the timeout
+//! forward, and its delivery comes back; a lease naming a node nobody listens for, or one
+//! that never answers, is `Unreachable`; with Redis down a forward is `Unavailable` within a bound (the timeout
 //! around it is a hang guard); after Redis restarts, both nodes' channels are subscribed
 //! again by themselves and forwarding works without rebuilding a store.
 
@@ -63,6 +63,15 @@ async fn signals_reach_the_leaseholder_once_and_routing_heals_after_a_redis_rest
         Err(TaskStoreError::Unreachable(detail)) => assert!(detail.contains("gone"), "{detail}"),
         other => panic!("expected Unreachable, got {other:?}"),
     }
+    // A node that listens but never answers: no ack within the bound.
+    let mut silent = redis::Client::open(redis.url()).unwrap().get_async_pubsub().await.unwrap();
+    silent.subscribe("arbor:node:silent").await.unwrap();
+    let () = redis::cmd("SET").arg(&lease).arg("silent").query_async(&mut raw).await.unwrap();
+    match timeout(GUARD, b.forward(&task.id, TaskSignal::Cancel)).await.expect("a forward hung") {
+        Err(TaskStoreError::Unreachable(detail)) => assert!(detail.contains("did not answer"), "{detail}"),
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    drop(silent);
     let () = redis::cmd("DEL").arg(&lease).query_async(&mut raw).await.unwrap();
     assert!(matches!(b.forward(&task.id, TaskSignal::Cancel).await, Err(TaskStoreError::Unreachable(_))), "no lease");
 
