@@ -93,6 +93,16 @@ impl WireDelivery {
     }
 }
 
+/// A signal read on this node's channel, to apply.
+struct Incoming {
+    msg: String,
+    from: String,
+    task: String,
+    signal: TaskSignal,
+    /// When its sender stops waiting (ms since the epoch, the sender's clock).
+    deadline_ms: u64,
+}
+
 /// The message ids a node has seen, the oldest forgotten first.
 #[derive(Default)]
 struct Seen {
@@ -271,8 +281,9 @@ impl Routes {
         Delivery::NotRunning
     }
 
-    /// One message read on this node's channel.
-    fn received(self: &Arc<Self>, payload: &[u8]) -> Option<(String, String, String, TaskSignal)> {
+    /// One message read on this node's channel: an ack is handed to its waiting call, a
+    /// signal seen for the first time is returned to be applied.
+    fn received(&self, payload: &[u8]) -> Option<Incoming> {
         match serde_json::from_slice::<Wire>(payload) {
             Ok(Wire::Ack { msg, delivery }) => {
                 if let Some(waiting) = self.pending.lock().remove(&msg) {
@@ -281,14 +292,10 @@ impl Routes {
                 None
             }
             Ok(Wire::Signal { msg, from, task, signal, deadline_ms }) => {
-                if now_ms() > deadline_ms {
-                    tracing::warn!(task, from, "a forwarded task signal arrived after its sender stopped waiting");
-                    return None;
-                }
                 if !self.seen.lock().first(&msg) {
                     return None;
                 }
-                Some((msg, from, task, into_signal(signal)))
+                Some(Incoming { msg, from, task, signal: into_signal(signal), deadline_ms })
             }
             Err(error) => {
                 tracing::warn!(node = %self.node, %error, "an unreadable message on the node's channel");
@@ -297,8 +304,14 @@ impl Routes {
         }
     }
 
-    /// Applies a forwarded signal and answers its sender.
-    async fn answer(self: Arc<Self>, msg: String, from: String, task: String, signal: TaskSignal) {
+    /// Applies a forwarded signal and answers its sender; drops it unapplied if its sender
+    /// has stopped waiting (checked here, after any wait for a place among the deliveries).
+    async fn answer(self: Arc<Self>, incoming: Incoming) {
+        let Incoming { msg, from, task, signal, deadline_ms } = incoming;
+        if now_ms() > deadline_ms {
+            tracing::warn!(task, from, "a forwarded task signal arrived after its sender stopped waiting");
+            return;
+        }
         let delivery = WireDelivery::of(self.deliver(&task, signal).await);
         let Ok(payload) = serde_json::to_string(&Wire::Ack { msg, delivery }) else { return };
         let mut publish = redis::cmd("PUBLISH");
@@ -357,13 +370,13 @@ async fn session(routes: &Arc<Routes>, sink: &mut PubSubSink, stream: &mut PubSu
         tokio::select! {
             message = stream.next() => match message {
                 Some(message) => {
-                    let Some((msg, from, task, signal)) = routes.received(message.get_payload_bytes()) else { continue };
+                    let Some(incoming) = routes.received(message.get_payload_bytes()) else { continue };
                     // Bounded: past the limit the reader waits, and Redis buffers.
                     let Ok(permit) = routes.deliveries.clone().acquire_owned().await else { continue };
                     let routes = routes.clone();
                     tokio::spawn(async move {
                         let _permit = permit;
-                        routes.answer(msg, from, task, signal).await;
+                        routes.answer(incoming).await;
                     });
                 }
                 None => return std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "closed").into(),
@@ -374,5 +387,23 @@ async fn session(routes: &Arc<Routes>, sink: &mut PubSubSink, stream: &mut PubSu
                 Err(_) => return std::io::Error::new(std::io::ErrorKind::TimedOut, "ping timed out").into(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Seen, SEEN};
+
+    #[test]
+    fn a_message_id_is_taken_once_and_the_memory_stays_bounded() {
+        let mut seen = Seen::default();
+        assert!(seen.first("m0"));
+        assert!(!seen.first("m0"), "a second copy of one message is dropped");
+        for n in 1..=SEEN {
+            assert!(seen.first(&format!("m{n}")));
+        }
+        assert_eq!((seen.order.len(), seen.ids.len()), (SEEN, SEEN));
+        assert!(!seen.first(&format!("m{SEEN}")), "the newest are remembered");
+        assert!(seen.first("m0"), "the oldest was forgotten to stay bounded");
     }
 }
