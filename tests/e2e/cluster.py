@@ -26,7 +26,8 @@ balancer sent each node, so a caller can tell whether every node served some), t
 the nodes (SIGTERM, SIGKILL after 5 s), HAProxy and Redis, and removes its temp dir.
 
 Invariant: nothing it started outlives it. Each child is started with PR_SET_PDEATHSIG
-(SIGKILL), so even a SIGKILL of this launcher takes Redis, the nodes and HAProxy with it.
+(SIGKILL), so even a SIGKILL of this launcher takes Redis, the nodes and HAProxy with it; and
+the launcher stops by itself when its own parent (run.sh) exits without stopping it.
 With --pid-file it writes its own pid and each child's, with start times, for run.sh's
 reap. Standard library only.
 """
@@ -265,6 +266,7 @@ def main() -> int:
         parser.error("no node command given after --")
     os.makedirs(args.dir, exist_ok=True)
 
+    parent = os.getppid()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
@@ -287,6 +289,10 @@ def main() -> int:
         print(f"cluster: redis {redis_url}, nodes {' '.join(urls)}, balancer {url}", flush=True)
 
         while not stop.wait(0.5):
+            if os.getppid() != parent:
+                # Whoever started us (run.sh) is gone and can no longer stop us: stop now.
+                print("cluster: the launcher's parent exited; stopping", file=sys.stderr, flush=True)
+                break
             for name, proc in cluster.procs:
                 if proc.poll() is not None:
                     print(f"cluster: {name} exited with status {proc.returncode}", file=sys.stderr, flush=True)
