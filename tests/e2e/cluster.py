@@ -12,8 +12,11 @@ with `{redis}` in its arguments replaced by that Redis's URL (run.sh passes `dem
 and puts a real HAProxy (`/usr/sbin/haproxy`, Debian's `haproxy`) in front of them:
 `balance roundrobin`, HTTP mode, keep-alive on both sides as the SDKs use it (no `option
 http-server-close`), no cookie, no stick table, nothing sticky, and timeouts of 120 s so SSE
-streams outlive a scenario. Once all of it is up it writes the balancer's endpoint URL
-(`http://127.0.0.1:PORT/PATH`, the nodes' path) to DIR/url, then waits to be stopped.
+streams outlive a scenario. It then proves the balancer spreads requests: NODES consecutive
+`GET /readyz` on one kept-alive connection must each be answered 200 and, by HAProxy's
+counters, land one on each node (else it stops everything and exits 1). Only then does it
+write the balancer's endpoint URL (`http://127.0.0.1:PORT/PATH`, the nodes' path) to
+DIR/url, and wait to be stopped.
 
 What it is not: a tap. Nothing between the clients and the balancer records or rewrites a
 message; the clients talk to HAProxy directly. The nodes' stderr goes to DIR/nodeN.stderr,
@@ -22,7 +25,8 @@ DIR/haproxy.cfg.
 
 On SIGTERM, SIGINT or SIGHUP it first reads HAProxy's per-server counters from its stats
 socket and writes DIR/served.tsv (`nodeN<TAB>requests` per node: how many requests the
-balancer sent each node, so a caller can tell whether every node served some), then stops
+balancer sent each node after the probe, so a caller can tell whether every node served some
+of its client's), then stops
 the nodes (SIGTERM, SIGKILL after 5 s), HAProxy and Redis, and removes its temp dir.
 
 Invariant: nothing it started outlives it. Each child is started with PR_SET_PDEATHSIG
@@ -37,6 +41,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import csv
+import http.client
 import io
 import os
 import re
@@ -201,6 +206,30 @@ class Cluster:
                 counts[row["svname"]] = int(row.get("req_tot") or row.get("stot") or 0)
         return counts
 
+    def probe(self, port: int) -> dict[str, int]:
+        """Proves the balancer spreads requests before any client uses it: NODES consecutive
+        `GET /readyz` on one kept-alive connection must each be answered 200 and land one
+        on each node. Answers the counters after the probe (the baseline of served.tsv)."""
+        before = self.served()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            for _ in range(self.count):
+                conn.request("GET", "/readyz")
+                answer = conn.getresponse()
+                answer.read()
+                if answer.status != 200:
+                    raise StartError(f"GET /readyz through the balancer answered {answer.status}: a node is not ready")
+        except OSError as e:
+            raise StartError(f"GET /readyz through the balancer failed: {e}") from e
+        finally:
+            conn.close()
+        after = self.served()
+        spread = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+        if sorted(spread.values()) != [1] * self.count:
+            raise StartError(f"{self.count} consecutive requests on one connection did not land one on each "
+                             f"node: {spread}")
+        return after
+
     def stop(self) -> None:
         for name, proc in reversed(self.procs):
             if proc.poll() is None:
@@ -277,6 +306,7 @@ def main() -> int:
         urls = [cluster.start_node(i, redis_url) for i in range(args.nodes)]
         backends = [re.sub(r"^http://([^/]+).*$", r"\1", url) for url in urls]
         port = cluster.start_haproxy(backends)
+        baseline = cluster.probe(port)
         path = re.sub(r"^http://[^/]+", "", urls[0]) or "/"
         if args.pid_file:
             with open(args.pid_file, "w", encoding="ascii") as f:
@@ -286,7 +316,8 @@ def main() -> int:
         with open(os.path.join(args.dir, "url.tmp"), "w", encoding="ascii") as f:
             f.write(url + "\n")
         os.replace(os.path.join(args.dir, "url.tmp"), os.path.join(args.dir, "url"))  # never half a URL
-        print(f"cluster: redis {redis_url}, nodes {' '.join(urls)}, balancer {url}", flush=True)
+        print(f"cluster: redis {redis_url}, nodes {' '.join(urls)}, balancer {url}; "
+              f"{args.nodes} consecutive GET /readyz landed one on each node", flush=True)
 
         while not stop.wait(0.5):
             if os.getppid() != parent:
@@ -301,7 +332,7 @@ def main() -> int:
             served = cluster.served()
             with open(os.path.join(args.dir, "served.tsv"), "w", encoding="ascii") as f:
                 for name in sorted(served):
-                    f.write(f"{name}\t{served[name]}\n")
+                    f.write(f"{name}\t{served[name] - baseline.get(name, 0)}\n")
         except (OSError, ValueError) as e:
             print(f"cluster: cannot read HAProxy's stats: {e}", file=sys.stderr, flush=True)
         return 0
