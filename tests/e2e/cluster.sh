@@ -14,7 +14,7 @@
 #
 # Uses run.sh's globals and functions: CAPTURES, VENV, HERE, passed, failed, tally, reap, wanted.
 
-CLUSTER_TIMEOUT="${E2E_CLUSTER_TIMEOUT:-60}"
+CLUSTER_TIMEOUT="${E2E_CLUSTER_TIMEOUT:-45}"
 CLUSTER_NODES=3
 
 # cluster_served NAME DIR: PASS if DIR/served.tsv (written by cluster.py when it stops) shows

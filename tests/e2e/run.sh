@@ -55,7 +55,7 @@
 #                    port of its choosing and prints `NAME: listening on http://...` on
 #                    stderr; without it, E2E_SERVER_CMD skips the HTTP scenarios
 #   E2E_TIMEOUT      seconds per scenario (default 120)
-#   E2E_CLUSTER_TIMEOUT  seconds per cluster scenario's driver (default 60)
+#   E2E_CLUSTER_TIMEOUT  seconds per cluster scenario's driver (default 45)
 #   E2E_CAPTURES     capture folder (default tests/e2e/captures)
 #   E2E_ONLY         run only the scenarios named here (space-separated)
 #   PYTHON           interpreter for the venv (default python3)
