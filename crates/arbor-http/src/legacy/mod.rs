@@ -308,6 +308,9 @@ async fn serve(
     let stream = session.new_stream();
     // Shared: the stream is written through to the store, so it resumes on any node.
     let mirror = shared::Mirror::of(inner, session);
+    if let Some(mirror) = mirror.as_ref().filter(|_| reader_start(inner, session).prime.is_some()) {
+        mirror.open(&stream).await;
+    }
     if ended {
         match &mirror {
             Some(mirror) => mirror.finish(&stream).await,

@@ -224,6 +224,14 @@ impl Mirror {
         }
     }
 
+    /// Makes `stream` known to the store before its first event: a reader primed with
+    /// the stream's id (2025-11-25) may resume on another node before anything was written.
+    pub(crate) async fn open(&self, stream: &EventStream) {
+        if let Err(e) = self.store.append(&self.session, stream.id, Some(0), b"", self.cap, self.ttl).await {
+            tracing::warn!(session = %self.session, stream = stream.id, error = %e, "cannot register a stream in the session store");
+        }
+    }
+
     pub(crate) async fn finish(&self, stream: &EventStream) {
         stream.finish();
         if let Err(e) = self.store.finish(&self.session, stream.id, self.ttl).await {
