@@ -5,7 +5,10 @@
 //! through one node is seen by `tasks/get`, `tasks/list` and `tasks/result` through any
 //! other, and a task whose node stopped is failed once its lease has expired instead of
 //! staying `working` forever; and [`RedisKeyring`], the `requestState` keys every node
-//! reads, rotated in stages that wait for every live node. This crate is not a cluster
+//! reads, rotated in stages that wait for every live node; and [`RedisSessionStore`],
+//! arbor-http's `SessionStore`: a legacy session opened through one node is adopted by
+//! any other, its streams resume anywhere with `Last-Event-ID`, and a client's answer to a
+//! server→client request reaches the node that asked. This crate is not a cluster
 //! manager: nodes do not know each other, they only share a Redis. Invariant: every store
 //! here keeps the state machine and the owner rules of its arbor-server twin (it applies
 //! `TaskRecord::apply`, never its own).
@@ -14,7 +17,9 @@
 #![warn(missing_docs)]
 
 pub mod keyring;
+pub mod sessions;
 pub mod tasks;
 
 pub use keyring::{KeyringError, RedisKeyring};
+pub use sessions::{RedisSessionStore, RedisSessionStoreOptions, SessionStoreConnectError};
 pub use tasks::{ConnectError, RedisTaskStore, RedisTaskStoreOptions};
