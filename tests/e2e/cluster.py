@@ -152,7 +152,8 @@ class Cluster:
         log = os.path.join(self.out, "redis.log")
         port = self.start_on_free_port("redis", lambda p: [
             binary, "--port", str(p), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--dir", self.tmp, "--daemonize", "no", "--protected-mode", "yes"], log)
+            "--dir", self.tmp, "--daemonize", "no", "--protected-mode", "yes",
+            "--logfile", os.path.abspath(log)], log)
         return f"redis://127.0.0.1:{port}"
 
     def start_node(self, index: int, redis_url: str) -> str:
