@@ -26,8 +26,9 @@ DIR/haproxy.cfg.
 On SIGTERM, SIGINT or SIGHUP it first reads HAProxy's per-server counters from its stats
 socket and writes DIR/served.tsv (`nodeN<TAB>requests` per node: how many requests the
 balancer sent each node after the probe, so a caller can tell whether every node served some
-of its client's), then stops
-the nodes (SIGTERM, SIGKILL after 5 s), HAProxy and Redis, and removes its temp dir.
+of its client's), then stops the nodes (SIGTERM, SIGKILL after 5 s), HAProxy and Redis, and
+removes its temp dir. It stops the same way if a child exits by itself (a node crashing).
+The nodes must serve `GET /readyz` (demo_server does) for the probe.
 
 Invariant: nothing it started outlives it. Each child is started with PR_SET_PDEATHSIG
 (SIGKILL), so even a SIGKILL of this launcher takes Redis, the nodes and HAProxy with it; and
