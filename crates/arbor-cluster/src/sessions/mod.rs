@@ -22,7 +22,7 @@
 mod subscriber;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arbor_http::cluster::{Answered, Delivery, EventPage, SessionRecord, SessionStore, SessionStoreError, StoredEvent};
 use bytes::Bytes;
@@ -38,6 +38,9 @@ pub use subscriber::Wire;
 /// Messages from other nodes waiting for the server to read them; beyond, the oldest
 /// subscriber messages wait in Redis's output buffer, then are dropped (logged).
 const DELIVERY_QUEUE: usize = 4096;
+
+/// How long calls fail at once after one found Redis unavailable.
+const DOWN_FOR: Duration = Duration::from_millis(500);
 
 /// Settings of a [`RedisSessionStore`].
 #[derive(Clone, Debug)]
@@ -79,6 +82,8 @@ pub struct RedisSessionStore {
     poll_interval: Duration,
     deliveries: Mutex<Option<mpsc::Receiver<Delivery>>>,
     subscriber: JoinHandle<()>,
+    /// Until when calls fail at once, after one found Redis unavailable (`guarded`).
+    down_until: Mutex<Option<Instant>>,
 }
 
 impl Drop for RedisSessionStore {
@@ -150,7 +155,29 @@ impl RedisSessionStore {
             poll_interval: options.poll_interval,
             deliveries: Mutex::new(Some(rx)),
             subscriber,
+            down_until: Mutex::new(None),
         })
+    }
+
+    /// Runs one call, failing it at once for `DOWN_FOR` after a call found Redis
+    /// unavailable: during an outage every stream event would otherwise wait out the
+    /// response timeout, and a legacy stream's pump would fall behind by that much per event.
+    async fn guarded<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, SessionStoreError>>,
+    ) -> Result<T, SessionStoreError> {
+        if let Some(until) = *self.down_until.lock() {
+            if Instant::now() < until {
+                return Err(SessionStoreError::Unavailable("Redis was unreachable moments ago".into()));
+            }
+        }
+        let result = call.await;
+        let mut down = self.down_until.lock();
+        match &result {
+            Err(SessionStoreError::Unavailable(_)) => *down = Some(Instant::now() + DOWN_FOR),
+            _ => *down = None,
+        }
+        result
     }
 
     fn session_key(&self, id: &str) -> String {
@@ -178,7 +205,7 @@ impl SessionStore for RedisSessionStore {
     }
 
     fn save<'a>(&'a self, record: &'a SessionRecord, ttl: Duration) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let json = serde_json::to_string(record).map_err(|e| SessionStoreError::Malformed(e.to_string()))?;
             let mut conn = self.conn.clone();
             redis::cmd("SET")
@@ -189,18 +216,18 @@ impl SessionStore for RedisSessionStore {
                 .query_async::<()>(&mut conn)
                 .await
                 .map_err(unavailable)
-        }
+        })
         .boxed()
     }
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<SessionRecord>, SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let mut conn = self.conn.clone();
             let json: Option<String> =
                 redis::cmd("GET").arg(self.session_key(id)).query_async(&mut conn).await.map_err(unavailable)?;
             json.map(|json| serde_json::from_str(&json).map_err(|e| SessionStoreError::Malformed(e.to_string())))
                 .transpose()
-        }
+        })
         .boxed()
     }
 
@@ -209,7 +236,7 @@ impl SessionStore for RedisSessionStore {
         id: &'a str,
         params: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             // Read, change, write back keeping the TTL; two levels set at once through two
             // nodes: the last write wins, as on one node.
             let Some(mut record) = self.load(id).await? else { return Ok(()) };
@@ -224,18 +251,18 @@ impl SessionStore for RedisSessionStore {
                 .query_async::<()>(&mut conn)
                 .await
                 .map_err(unavailable)
-        }
+        })
         .boxed()
     }
 
     fn end<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let mut conn = self.conn.clone();
             // Its events expire by their TTL; without the record nothing reaches them.
             redis::cmd("DEL").arg(self.session_key(id)).query_async::<()>(&mut conn).await.map_err(unavailable)?;
             let wire = Wire::Ended { session: id.to_owned(), from: self.node.clone() };
             self.publish(subscriber::all_channel(&self.prefix), &wire).await.map(drop)
-        }
+        })
         .boxed()
     }
 
@@ -245,7 +272,7 @@ impl SessionStore for RedisSessionStore {
         idle: &'a [Arc<str>],
         ttl: Duration,
     ) -> BoxFuture<'a, Result<Vec<Arc<str>>, SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let mut pipe = redis::pipe();
             for id in used {
                 pipe.cmd("PEXPIRE").arg(self.session_key(id)).arg(millis(ttl));
@@ -256,7 +283,7 @@ impl SessionStore for RedisSessionStore {
             let mut conn = self.conn.clone();
             let found: Vec<i64> = pipe.query_async(&mut conn).await.map_err(unavailable)?;
             Ok(used.iter().chain(idle).zip(found).filter(|(_, n)| *n == 0).map(|(id, _)| id.clone()).collect())
-        }
+        })
         .boxed()
     }
 
@@ -269,7 +296,7 @@ impl SessionStore for RedisSessionStore {
         cap: usize,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<u64, SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let (events, meta) = self.stream_keys(session, stream);
             let mut conn = self.conn.clone();
             redis::Script::new(APPEND)
@@ -282,7 +309,7 @@ impl SessionStore for RedisSessionStore {
                 .invoke_async(&mut conn)
                 .await
                 .map_err(unavailable)
-        }
+        })
         .boxed()
     }
 
@@ -292,7 +319,7 @@ impl SessionStore for RedisSessionStore {
         stream: u64,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let (_, meta) = self.stream_keys(session, stream);
             let mut conn = self.conn.clone();
             redis::pipe()
@@ -308,7 +335,7 @@ impl SessionStore for RedisSessionStore {
                 .query_async::<()>(&mut conn)
                 .await
                 .map_err(unavailable)
-        }
+        })
         .boxed()
     }
 
@@ -319,7 +346,7 @@ impl SessionStore for RedisSessionStore {
         after: u64,
         limit: usize,
     ) -> BoxFuture<'a, Result<EventPage, SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let (events, meta) = self.stream_keys(session, stream);
             let mut pipe = redis::pipe();
             pipe.cmd("HMGET").arg(&meta).arg("last").arg("done");
@@ -349,7 +376,7 @@ impl SessionStore for RedisSessionStore {
                 }
             }
             Ok(page)
-        }
+        })
         .boxed()
     }
 
@@ -359,7 +386,7 @@ impl SessionStore for RedisSessionStore {
         id: &'a str,
         ttl: Duration,
     ) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let mut conn = self.conn.clone();
             redis::cmd("SET")
                 .arg(self.ask_key(session, id))
@@ -369,7 +396,7 @@ impl SessionStore for RedisSessionStore {
                 .query_async::<()>(&mut conn)
                 .await
                 .map_err(unavailable)
-        }
+        })
         .boxed()
     }
 
@@ -379,7 +406,7 @@ impl SessionStore for RedisSessionStore {
         id: &'a str,
         body: &'a [u8],
     ) -> BoxFuture<'a, Result<Answered, SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let mut conn = self.conn.clone();
             let node: Option<String> = redis::cmd("GETDEL")
                 .arg(self.ask_key(session, id))
@@ -394,16 +421,16 @@ impl SessionStore for RedisSessionStore {
             let wire = Wire::Answer { session: session.to_owned(), body };
             let heard = self.publish(subscriber::node_channel(&self.prefix, &node), &wire).await?;
             Ok(if heard == 0 { Answered::OwnerGone } else { Answered::Waiting { node, sent: true } })
-        }
+        })
         .boxed()
     }
 
     fn relay<'a>(&'a self, session: &'a str, body: &'a [u8]) -> BoxFuture<'a, Result<(), SessionStoreError>> {
-        async move {
+        self.guarded(async move {
             let body = String::from_utf8_lossy(body).into_owned();
             let wire = Wire::Relay { session: session.to_owned(), body, from: self.node.clone() };
             self.publish(subscriber::all_channel(&self.prefix), &wire).await.map(drop)
-        }
+        })
         .boxed()
     }
 

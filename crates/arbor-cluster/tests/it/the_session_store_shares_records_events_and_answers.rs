@@ -152,3 +152,49 @@ async fn c_asks_again(url: &str) {
     let _: () = redis::cmd("SET").arg("arbor:ask:s:43").arg("c").query_async(&mut conn).await.unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
 }
+
+#[tokio::test]
+async fn an_outage_is_unavailable_promptly_and_the_store_heals_by_itself() {
+    use arbor_http::cluster::SessionStoreError;
+    let mut redis = RedisServer::start();
+    let options = RedisSessionStoreOptions {
+        node: Some("a".into()),
+        response_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let a = RedisSessionStore::connect(&redis.url(), options).await.unwrap();
+    let mut inbox = a.deliveries().unwrap();
+    a.save(&record("s1"), TTL).await.unwrap();
+
+    redis.kill();
+    let guard = Duration::from_secs(10);
+    let down = |r: Result<_, SessionStoreError>| matches!(r, Err(SessionStoreError::Unavailable(_)));
+    assert!(down(tokio::time::timeout(guard, a.load("s1")).await.expect("hung").map(drop)));
+    assert!(down(tokio::time::timeout(guard, a.append("s1", 0, None, b"{}", 8, TTL)).await.expect("hung").map(drop)));
+    assert!(down(tokio::time::timeout(guard, a.answer("s1", "1", b"{}")).await.expect("hung").map(drop)));
+    assert!(down(tokio::time::timeout(guard, a.keep(&[], &[Arc::from("s1")], TTL)).await.expect("hung").map(drop)));
+
+    // Restarted empty: the store reconnects by itself, the record from before is gone (the
+    // keeper then closes its copies), and the subscriber hears the other nodes again.
+    redis.restart();
+    let mut gone = None;
+    for _ in 0..100 {
+        if let Ok(found) = a.keep(&[], &[Arc::from("s1")], TTL).await {
+            gone = Some(found);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(gone.expect("the store never reconnected"), vec![Arc::<str>::from("s1")]);
+    let b = node(&redis.url(), "b").await;
+    let mut heard = false;
+    for _ in 0..100 {
+        b.relay("s2", b"{}").await.unwrap();
+        if let Ok(Some(delivery)) = tokio::time::timeout(Duration::from_millis(100), inbox.recv()).await {
+            assert!(matches!(delivery, Delivery::Relay { session, .. } if session == "s2"));
+            heard = true;
+            break;
+        }
+    }
+    assert!(heard, "the subscriber never re-subscribed");
+}
