@@ -28,8 +28,9 @@
 //! input (`tasks/update`) and the cancel of a task whose run is on another node are
 //! forwarded by the store to that node, which applies them as a local request would
 //! (`forward.rs`: [`TaskStore::forward`], [`TaskRuns`]; the default store has one node and
-//! nothing to forward to). The answer to a 2025-11-25 task's server→client request must
-//! still reach the server running it.
+//! nothing to forward to). The answer to a 2025-11-25 task's server→client request is not
+//! a task signal: it is a client answer on its session, routed (if at all) by the
+//! transport, like any other.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the
