@@ -1,6 +1,9 @@
 //! The shared-state benchmark (issue 18): each task-store operation on Redis
 //! (`arbor_cluster::RedisTaskStore`) against its in-memory twin (`MemoryTaskStore`), same
-//! run: p50 and p99 latency, and this process's CPU per operation.
+//! run: p50 and p99 latency, and this process's CPU per operation; and a `forward` (the
+//! `tasks/update` input or `tasks/cancel` of a task running on another node) between two
+//! stores on the same Redis against handing the signal to the local runs directly, which
+//! is what one node does.
 //!
 //! ```sh
 //! cargo run --release --example bench_cluster_stores                # 5,000 operations each
@@ -10,15 +13,60 @@
 //! It starts a throwaway `redis-server` on loopback (`tests::redis`; it must be installed).
 //! Records of 500 per owner. One task at a time, so latency is one round trip plus the store's work; the CPU is the
 //! process's (user + system, from `/proc/self/stat`, 10 ms ticks, so runs are long enough
-//! to count hundreds of ticks): the client side only, not `redis-server`'s. It is a
-//! benchmark: it prints figures and never fails on them.
+//! to count hundreds of ticks): the client side only, not `redis-server`'s; for `forward`
+//! both nodes are in this process, so it is the sender's and the owner's together. The
+//! owner's runs take every signal at once (no task work), so the figure is the routing's
+//! alone. It is a benchmark: it prints figures and never fails on them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arbor_cluster::{RedisTaskStore, RedisTaskStoreOptions};
-use arbor_server::tasks::{MemoryTaskStore, TaskChange, TaskConfig, TaskOwner};
+use arbor_server::tasks::{Delivery, MemoryTaskStore, TaskChange, TaskConfig, TaskOwner, TaskRuns, TaskSignal};
 use arbor_server::{Requester, TaskRecord, TaskStore};
+use futures::future::BoxFuture;
+
+/// Runs that take every signal at once: the owner's side without any task work.
+struct Taken;
+
+impl TaskRuns for Taken {
+    fn deliver<'a>(&'a self, _id: &'a str, _signal: TaskSignal) -> BoxFuture<'a, Delivery> {
+        Box::pin(async { Delivery::Applied })
+    }
+}
+
+/// `n` forwards of one input from `sender` to the node holding `n` tasks' leases, and
+/// the same signals handed to `runs` directly (one node: no store on the path).
+async fn forwards(nodes: [&RedisTaskStore; 2], runs: &Arc<Taken>, n: usize, tag: &str) -> [Figures; 2] {
+    let [owner_node, sender] = nodes;
+    let ids: Vec<String> = (0..n).map(|i| format!("{tag}-{i:08}")).collect();
+    for (i, id) in ids.iter().enumerate() {
+        // 500 records per owner, within the per-owner cap, as in `run`.
+        let principal = format!("{tag}-{}", i / 500);
+        let owner = TaskOwner { tenant: "bench".into(), requester: Requester::new(Some(&principal), None) };
+        let record = TaskRecord::new(id.clone(), owner, Duration::from_secs(600), Duration::from_secs(1));
+        owner_node.create(record).await.expect("created");
+    }
+    let input = || {
+        let answers = serde_json::json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+        TaskSignal::Input(answers.as_object().cloned().unwrap_or_default())
+    };
+    let local = measure(n, |i| {
+        let (runs, id) = (runs.clone(), ids[i].clone());
+        async move {
+            assert_eq!(runs.deliver(&id, input()).await, Delivery::Applied);
+        }
+    })
+    .await;
+    let routed = measure(n, |i| {
+        let id = ids[i].clone();
+        async move {
+            assert_eq!(sender.forward(&id, input()).await.expect("forwarded"), Delivery::Applied);
+        }
+    })
+    .await;
+    [local, routed]
+}
 
 /// This process's CPU time so far (user + system), from `/proc/self/stat`.
 fn cpu() -> Duration {
@@ -133,6 +181,15 @@ fn main() {
         let _ = run(on_redis.clone(), 500, "warm-r").await;
         let mem = run(memory, n, "mem").await;
         let red = run(on_redis, n, "redis").await;
+        // Two nodes under a prefix of their own: the caps count only their records.
+        let two = || RedisTaskStoreOptions::default().prefix("forward:");
+        let owner_node = RedisTaskStore::connect(&redis.url(), two()).await.expect("redis");
+        let sender = RedisTaskStore::connect(&redis.url(), two()).await.expect("redis");
+        let runs = Arc::new(Taken);
+        let weak: std::sync::Weak<Taken> = Arc::downgrade(&runs);
+        owner_node.attach_runs(weak);
+        let _ = forwards([&owner_node, &sender], &runs, 500, "warm-f").await;
+        let [local, routed] = forwards([&owner_node, &sender], &runs, n, "forward").await;
         println!("{n} operations each (list: {}), one at a time, current-thread runtime, loopback Redis", n / 10);
         println!(
             "{:<10} | {:>8} {:>8} {:>9} | {:>8} {:>8} {:>9} | {:>9}",
@@ -150,5 +207,18 @@ fn main() {
                 r.p50 as f64 / m.p50.max(1) as f64
             );
         }
+        let (m, r) = (&local, &routed);
+        println!(
+            "{:<10} | {:>6.2}µs {:>6.2}µs {:>7.1}µs | {:>7.1}µs {:>7.1}µs {:>7.1}µs | {:>9.0}",
+            "forward",
+            m.p50 as f64 / 1e3,
+            m.p99 as f64 / 1e3,
+            m.cpu_us,
+            r.p50 as f64 / 1e3,
+            r.p99 as f64 / 1e3,
+            r.cpu_us,
+            r.p50 as f64 / m.p50.max(1) as f64
+        );
+        println!("forward: mem = the signal handed to the local runs; redis = to another node and its ack back");
     });
 }

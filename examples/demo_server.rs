@@ -91,8 +91,8 @@ const USAGE: &str =
     --bind ADDR          listen on ADDR (IP:PORT); off loopback, Host names are not restricted\n\
     --stdio              serve one client on stdin/stdout instead of HTTP\n\
     --redis URL          publish and follow the live feed through Redis (several processes share it)\n\
-    --cluster            with --redis: tasks and the requestState keys shared through it too, so any node\n\
-    \x20                    behind a load balancer serves any 2026-07-28 request (arbor-cluster)\n\
+    --cluster            with --redis: tasks, the requestState keys and legacy sessions shared through it\n\
+    \x20                    too, so any node behind a load balancer serves any request (arbor-cluster)\n\
     --lease-ms N         with --cluster: how long a task outlives its node's last lease renewal (default 5000)\n\
     --feed-interval-ms N a feed tick every N ms (default 10000; 0 for none)\n\
     --page-size N        list pages of N entries (default 100), to exercise pagination\n\
@@ -553,14 +553,22 @@ struct Options {
     lease: Option<Duration>,
 }
 
-/// `--cluster`: the task store and the requestState keyring on Redis. The first node
-/// writes a fresh random key; the others adopt it (and any rotation after).
+/// What `--cluster` shares through Redis.
+struct Cluster {
+    tasks: arbor_cluster::RedisTaskStore,
+    keyring: arbor_cluster::RedisKeyring,
+    sessions: arbor_cluster::RedisSessionStore,
+}
+
+/// `--cluster`: the task store, the requestState keyring and the legacy sessions on
+/// Redis. The first node writes a fresh random key; the others adopt it (and any rotation
+/// after).
 async fn cluster(
     url: &str,
     state_key: arbor_server::StateKey,
     tasks: &arbor_server::TaskConfig,
     lease: Option<Duration>,
-) -> Result<(arbor_cluster::RedisTaskStore, arbor_cluster::RedisKeyring), Box<dyn std::error::Error>> {
+) -> Result<Cluster, Box<dyn std::error::Error>> {
     let mut options = arbor_cluster::RedisTaskStoreOptions::default().caps_of(tasks);
     if let Some(lease) = lease {
         options = options.lease(lease);
@@ -569,7 +577,9 @@ async fn cluster(
     let node = format!("demo-{}-{}", std::process::id(), arbor_server::ids::random_id()?);
     let keyring = arbor_cluster::RedisKeyring::attach(url, "arbor:", &node, state_key, Duration::from_secs(1)).await?;
     keyring.initialize(&arbor_server::ids::random_bytes::<32>()?).await?;
-    Ok((store, keyring))
+    let options = arbor_cluster::RedisSessionStoreOptions { node: Some(node), ..Default::default() };
+    let sessions = arbor_cluster::RedisSessionStore::connect(url, options).await?;
+    Ok(Cluster { tasks: store, keyring, sessions })
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<(Mode, Options), String> {
@@ -798,15 +808,17 @@ async fn main() -> ExitCode {
     let mut server = Server::with_config(served, config).with_bus(bus).subscription_handler(FeedHandler);
     // Held for the process's life: it keeps this node's requestState keys in step.
     let mut _keyring = None;
+    let mut session_store: Option<Arc<dyn arbor_http::cluster::SessionStore>> = None;
     if options.cluster {
         let Some(url) = options.redis.as_deref() else {
             eprintln!("demo_server: --cluster needs --redis URL");
             return ExitCode::from(2);
         };
         match cluster(url, state_key, &task_config, options.lease).await {
-            Ok((store, keyring)) => {
-                server = server.with_task_store(Arc::new(store));
-                _keyring = Some(keyring);
+            Ok(shared) => {
+                server = server.with_task_store(Arc::new(shared.tasks));
+                _keyring = Some(shared.keyring);
+                session_store = Some(Arc::new(shared.sessions));
             }
             Err(e) => {
                 tracing::error!(error = %e, url, "demo_server: cannot share tasks and keys through Redis");
@@ -836,7 +848,12 @@ async fn main() -> ExitCode {
             }
         }
         tracing::info!(redis = options.redis.is_some(), %addr, "demo_server: serving MCP over Streamable HTTP");
-        let mut config = arbor_http::HttpConfig { max_connections: options.max_connections, ..Default::default() };
+        let mut config = arbor_http::HttpConfig {
+            max_connections: options.max_connections,
+            // `--cluster`: legacy sessions too, so a balancer needs no stickiness.
+            session_store: session_store.clone(),
+            ..Default::default()
+        };
         if let Some(n) = options.max_sessions_per_peer {
             config.max_sessions_per_peer = n;
         }

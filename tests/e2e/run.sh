@@ -13,6 +13,15 @@
 #   python-http-modern      the Python SDK over Streamable HTTP at 2026-07-28 (incl. subscriptions/listen)
 #   typescript-http-legacy  the TypeScript SDK over Streamable HTTP: a legacy session, ended with DELETE
 #
+# Cluster (issue 18): tests/e2e/cluster.py starts a throwaway redis-server, three
+# `demo_server --port 0 --redis URL --cluster` nodes and HAProxy in front of them (round
+# robin, keep-alive, nothing sticky); the driver talks to the balancer; then HAProxy's
+# per-server counters must show that every node served requests:
+#   cluster-python-http-modern      the Python SDK at 2026-07-28 through the balancer
+#   cluster-python-http-legacy      the Python SDK, a legacy session through the balancer
+#   cluster-typescript-http-legacy  the TypeScript SDK, a legacy session through the balancer
+#   (no TypeScript 2026-07-28 scenario: the pinned SDK 1.32.2 knows no version past 2025-11-25)
+#
 # OAuth: each starts the authorization server (tests/auth-server, oidc-provider) and
 # `demo_server --port 0 --auth-issuer ISSUER --auth-resource <the tap's URL>`; the SDK client
 # gets a token from the authorization server after the server's first 401:
@@ -46,6 +55,7 @@
 #                    port of its choosing and prints `NAME: listening on http://...` on
 #                    stderr; without it, E2E_SERVER_CMD skips the HTTP scenarios
 #   E2E_TIMEOUT      seconds per scenario (default 120)
+#   E2E_CLUSTER_TIMEOUT  seconds per cluster scenario's driver (default 45)
 #   E2E_CAPTURES     capture folder (default tests/e2e/captures)
 #   E2E_ONLY         run only the scenarios named here (space-separated)
 #   PYTHON           interpreter for the venv (default python3)
@@ -155,6 +165,7 @@ stop_auth_server() {
 # Sets SERVER_CMD and HTTP_SERVER_CMD (arrays) to the server commands.
 setup_server() {
   HTTP_SERVER_CMD=()
+  CLUSTER_NODE_CMD=()
   if [[ -n "${E2E_SERVER_CMD:-}" ]]; then
     read -r -a SERVER_CMD <<<"$E2E_SERVER_CMD"
     log "server: $E2E_SERVER_CMD (from E2E_SERVER_CMD)"
@@ -191,6 +202,8 @@ EOF
   # No timed feed ticks: the clients check the feed's text right after publishing.
   SERVER_CMD=("$exe" --stdio --feed-interval-ms 0)
   HTTP_SERVER_CMD=("$exe" --port 0 --feed-interval-ms 0)
+  # cluster.py replaces {redis} with its own Redis's URL.
+  CLUSTER_NODE_CMD=("$exe" --port 0 --redis '{redis}' --cluster --feed-interval-ms 0)
 }
 
 # ours PID START: the process is still the one the tap recorded (same start
@@ -327,6 +340,9 @@ validate_capture() {
 }
 
 wanted() { [[ -z "${E2E_ONLY:-}" || " $E2E_ONLY " == *" $1 "* ]]; }
+
+# run_cluster_scenario and cluster_scenarios: the three-node cluster behind HAProxy.
+source "$HERE/cluster.sh"
 
 # run_oauth_scenario NAME DRIVER_CMD... : starts the authorization server, then the demo server
 # behind http_tap.py with `--auth-issuer ISSUER --auth-resource <the tap's URL>` (http_tap.py
@@ -484,6 +500,8 @@ main() {
       fi
     fi
   fi
+
+  cluster_scenarios "$python_ok" "$node_ok" "$server_ok"
 
   client_scenarios "$python_ok" "$node_ok" "$server_ok"
 

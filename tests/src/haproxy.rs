@@ -11,12 +11,23 @@
 //! requests land on consecutive backends; streams (SSE) may stay open as long as the
 //! test's own bounds allow (`timeout tunnel`). A backend that refuses connections (a
 //! killed node) is skipped for the request at once (`option redispatch`), so only the
-//! requests it was serving when it died fail, with the balancer's 502.
+//! requests it was serving when it died fail, with the balancer's 502. Every answer names
+//! the backend that gave it ([`BACKEND_HEADER`]: `node{i}`, `i` its index in the list the
+//! test gave), so a test knows which node served what without asking the nodes.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The response header naming the backend that answered: `node0`, `node1`, … in the
+/// order of [`Haproxy::round_robin`]'s list.
+pub const BACKEND_HEADER: &str = "x-arbor-backend";
+
+/// The index of the backend a [`BACKEND_HEADER`] value names (`node2` → 2).
+pub fn backend_index(value: &str) -> Option<usize> {
+    value.strip_prefix("node")?.parse().ok()
+}
 
 /// A running `haproxy` process.
 #[derive(Debug)]
@@ -110,6 +121,7 @@ frontend mcp
 
 backend nodes
     balance roundrobin
+    http-response set-header {BACKEND_HEADER} %s
 {servers}"
     )
 }
@@ -136,12 +148,7 @@ mod tests {
     }
 
     fn get(proxy: &Haproxy) -> String {
-        let mut stream = TcpStream::connect(proxy.addr()).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        stream.write_all(b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer.rsplit("\r\n\r\n").next().unwrap_or_default().to_owned()
+        named_and_served(proxy).1
     }
 
     #[test]
@@ -153,5 +160,31 @@ mod tests {
         let start = order.iter().position(|n| *n == first).expect("a backend's answer");
         let expected: Vec<String> = (0..6).map(|i| order[(start + i) % 3].to_owned()).collect();
         assert_eq!(served, expected, "round robin without stickiness");
+    }
+
+    #[test]
+    fn every_answer_names_the_backend_that_gave_it() {
+        let proxy = Haproxy::round_robin(&[backend("A"), backend("B"), backend("C")]);
+        let order = ["A", "B", "C"];
+        let mut named = Vec::new();
+        for _ in 0..3 {
+            let (index, served) = named_and_served(&proxy);
+            assert_eq!(order[index], served, "node{index} is the list's entry {index}");
+            named.push(index);
+        }
+        named.sort_unstable();
+        assert_eq!(named, [0, 1, 2], "three requests, three backends");
+    }
+
+    /// The backend an answer names, and the body it served.
+    fn named_and_served(proxy: &Haproxy) -> (usize, String) {
+        let mut stream = TcpStream::connect(proxy.addr()).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let prefix = format!("{BACKEND_HEADER}: ");
+        let index = answer.lines().find_map(|line| line.strip_prefix(prefix.as_str())).and_then(backend_index);
+        (index.expect("a backend named"), answer.rsplit("\r\n\r\n").next().unwrap_or_default().to_owned())
     }
 }

@@ -18,6 +18,7 @@ use axum::http::request::Parts;
 use axum::http::HeaderName;
 
 use crate::auth::AuthConfig;
+use crate::cluster::SessionStore;
 use crate::health::HealthConfig;
 use crate::observer::Observer;
 
@@ -179,6 +180,12 @@ pub struct HttpConfig {
     /// `GET /metrics`: this recorder's Prometheus text (`crate::metrics`), beside the
     /// endpoint. `None` (default): no page.
     pub metrics: Option<crate::metrics::PrometheusHandle>,
+    /// Legacy sessions shared with the other nodes behind a load balancer
+    /// ([`crate::cluster`]; `arbor_cluster::RedisSessionStore`): any node adopts a session
+    /// another opened, resumes its streams and routes its clients' answers. `None`
+    /// (default): sessions live in this node's memory, and a balancer must keep each
+    /// session on one node.
+    pub session_store: Option<Arc<dyn SessionStore>>,
 }
 
 impl Default for HttpConfig {
@@ -217,6 +224,7 @@ impl Default for HttpConfig {
             drain_on_signal: None,
             observer: None,
             metrics: None,
+            session_store: None,
         }
     }
 }
@@ -257,6 +265,7 @@ impl fmt::Debug for HttpConfig {
             .field("drain_on_signal", &self.drain_on_signal)
             .field("observer", &self.observer)
             .field("metrics", &self.metrics.as_ref().map(|_| "<prometheus>"))
+            .field("session_store", &self.session_store)
             .finish()
     }
 }
@@ -351,6 +360,13 @@ impl HttpConfig {
         let name = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
             .unwrap_or_else(|_| panic!("tenant_header: `{name}` is not a valid header name"));
         self.tenant_header = Some(name);
+        self
+    }
+
+    /// Shares legacy sessions with the other nodes through `store` (see
+    /// [`HttpConfig::session_store`](HttpConfig#structfield.session_store)).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
         self
     }
 

@@ -43,6 +43,7 @@ compile_error!("arbor-http verifies JWT signatures with aws-lc-rs or RustCrypto:
 
 pub mod auth;
 mod body;
+pub mod cluster;
 mod config;
 mod drain;
 mod guard;

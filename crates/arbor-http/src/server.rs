@@ -197,6 +197,13 @@ impl HttpServer {
     /// Serves `server` with `config`.
     pub fn with_config(server: Server, config: HttpConfig) -> Self {
         let (shutdown, _) = watch::channel(false);
+        if config.session_store.is_some() {
+            // Shared sessions: an answer is routed by its id to the node that asked, so
+            // this node's server→client request ids must be its own.
+            let mut random = [0u8; 8];
+            let _ = getrandom::fill(&mut random);
+            arbor_server::exchange::spread_server_request_ids(u64::from_le_bytes(random));
+        }
         let inner = Inner {
             auth: config.auth.clone().map(Authenticator::new),
             guard: Guard::new(&config),
@@ -472,7 +479,7 @@ async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response
     match parts.method {
         Method::POST => post_endpoint(&inner, &parts, body).await,
         Method::GET if session.is_some() => legacy::get(&inner, &parts).await,
-        Method::DELETE if session.is_some() => legacy::delete(&inner, &parts),
+        Method::DELETE if session.is_some() => legacy::delete(&inner, &parts).await,
         // No session: a GET or DELETE is the modern era's, which has neither.
         _ => guard::method_not_allowed("POST"),
     }

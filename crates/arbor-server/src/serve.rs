@@ -176,7 +176,10 @@ impl Shared {
             running_tasks: config.tasks.max_running,
         };
         let tenant_limits = Arc::new(TenantRegistry::new(config.tenants.clone(), bounds));
-        let tasks = Arc::new(Tasks::new(config.tasks.clone(), store, bus.clone(), offered, tenant_limits.clone()));
+        let tasks =
+            Arc::new(Tasks::new(config.tasks.clone(), store.clone(), bus.clone(), offered, tenant_limits.clone()));
+        // Signals the store carries here from other nodes reach this server's runs.
+        store.attach_runs(crate::tasks::weak_runs(&tasks));
         let task_streams = TaskStreams { tasks: tasks.clone() };
         let stream_handlers: Vec<Arc<dyn ErasedHandler>> = user_handlers
             .iter()
@@ -283,8 +286,11 @@ impl Server {
     /// The same server keeping its task records in `store` (default: a
     /// [`MemoryTaskStore`] with [`ServerConfig::tasks`]' caps). Servers sharing one store
     /// serve each other's tasks to their owners (`tasks/get`, `tasks/result`,
-    /// `tasks/list`, `tasks/cancel`); a run and its input stay on the server that started
-    /// it. Configure before connecting: a server already serving keeps its store.
+    /// `tasks/list`, `tasks/cancel`); a run stays on the server that started it, and the
+    /// server hands the store its runs ([`TaskStore::attach_runs`]) so `tasks/update`
+    /// input and `tasks/cancel` arriving elsewhere reach it when the store forwards them
+    /// ([`TaskStore::forward`]; the default store has nothing to forward to). Configure
+    /// before connecting: a server already serving keeps its store.
     pub fn with_task_store(self, store: Arc<dyn TaskStore>) -> Server {
         let s = &self.shared;
         let (bus, handlers, tenants) = (s.bus.clone(), s.user_handlers.clone(), Some(s.tenants.clone()));

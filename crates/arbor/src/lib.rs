@@ -54,8 +54,9 @@ pub use futures;
 pub use serde_json::{self, json};
 
 /// The guide: one chapter per kind of user (`docs/guide.md`; each code block is a doctest,
-/// compiled and run with the `client` and `redis` features, which the examples turn on).
-#[cfg(all(feature = "client", feature = "redis"))]
+/// compiled and run with the `client`, `redis` and `cluster` features, which the examples
+/// turn on).
+#[cfg(all(feature = "client", feature = "redis", feature = "cluster"))]
 #[doc = include_str!("guide.md")]
 pub mod guide {}
 

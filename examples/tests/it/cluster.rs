@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tests::haproxy::Haproxy;
+use tests::haproxy::{backend_index, Haproxy, BACKEND_HEADER};
 use tests::peer::http::EventBuffer;
 use tests::redis::RedisServer;
 
@@ -65,42 +65,6 @@ impl Cluster {
     /// client sees as "connection closed before message completed".
     pub fn client_without_keep_alive(&self) -> Client {
         Client::connection_per_request(&format!("{}/mcp", self.proxy.base_url()))
-    }
-
-    /// Which node (index in start order) the balancer sends its next request to. Asked
-    /// with a legacy session, the one state that is still per node: `initialize` through
-    /// the balancer, then a DELETE of that session to each node directly; only its
-    /// creator knows it. No other request may go through the balancer meanwhile.
-    pub async fn next_node(&self) -> usize {
-        let client = self.client();
-        let params = json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "arbor-examples-test", "version": "0.0.0"}
-        });
-        let response =
-            client.legacy(None, json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})).await;
-        assert_eq!(response.status(), 200, "initialize through the balancer");
-        let session = response.headers().get("mcp-session-id").expect("a session id").to_str().unwrap().to_owned();
-        let http = reqwest::Client::builder().timeout(CLIENT_TIMEOUT).build().unwrap();
-        let mut owners = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let Some(node) = node else { continue };
-            let deleted = http
-                .delete(&node.url)
-                .header("mcp-session-id", &session)
-                .header("mcp-protocol-version", "2025-11-25")
-                .send()
-                .await
-                .expect("DELETE to a node");
-            if deleted.status().is_success() {
-                owners.push(i);
-            }
-        }
-        assert_eq!(owners.len(), 1, "exactly one node created the session: {owners:?}");
-        let live: Vec<usize> = (0..self.nodes.len()).filter(|&i| self.nodes[i].is_some()).collect();
-        let at = live.iter().position(|&i| i == owners[0]).unwrap();
-        live[(at + 1) % live.len()]
     }
 
     /// SIGKILLs node `index`: no drain, no lease released, its connections reset.
@@ -185,19 +149,38 @@ impl Ledger {
     /// POSTs `method` through `client` declaring elicitation and the tasks extension,
     /// bounded by [`CLIENT_TIMEOUT`]; records and returns the outcome under `kind`.
     pub async fn send(&self, client: &Client, kind: &'static str, method: &str, params: Value) -> Outcome {
+        self.send_to_some_node(client, kind, method, params).await.0
+    }
+
+    /// [`Ledger::send`], and which node answered (its index in start order), as the
+    /// balancer names it.
+    pub async fn send_to_some_node(
+        &self,
+        client: &Client,
+        kind: &'static str,
+        method: &str,
+        params: Value,
+    ) -> (Outcome, Option<usize>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let capabilities = json!({"elicitation": {}, "extensions": {TASKS: {}}});
         let request = client.modern_request(json!(id), method, params, capabilities);
         self.sent.fetch_add(1, Ordering::Relaxed);
-        let outcome = tokio::time::timeout(CLIENT_TIMEOUT, read(request)).await.unwrap_or(Outcome::TimedOut);
+        let (outcome, node) =
+            tokio::time::timeout(CLIENT_TIMEOUT, read(request)).await.unwrap_or((Outcome::TimedOut, None));
         self.entries.lock().push((kind, outcome.clone()));
-        outcome
+        (outcome, node)
+    }
+
+    /// `slow_square` of `n` after `delay_ms`, as a task; the node that created it (and
+    /// runs it), as the balancer names it.
+    pub async fn create_task_on_some_node(&self, client: &Client, n: i64, delay_ms: u64) -> (Outcome, Option<usize>) {
+        let call = json!({"name": "slow_square", "arguments": {"n": n, "delay_ms": delay_ms}});
+        self.send_to_some_node(client, "create", "tools/call", call).await
     }
 
     /// `slow_square` of `n` after `delay_ms`, as a task.
     pub async fn create_task(&self, client: &Client, n: i64, delay_ms: u64) -> Outcome {
-        let call = json!({"name": "slow_square", "arguments": {"n": n, "delay_ms": delay_ms}});
-        self.send(client, "create", "tools/call", call).await
+        self.create_task_on_some_node(client, n, delay_ms).await.0
     }
 
     /// `tasks/get` of `task`.
@@ -285,12 +268,19 @@ impl Ledger {
 }
 
 /// Sends `request` and reads its answer whole: the JSON body, or the first response on
-/// an SSE body (the server ends a 2026-07-28 POST's stream after it).
-async fn read(request: reqwest::RequestBuilder) -> Outcome {
+/// an SSE body (the server ends a 2026-07-28 POST's stream after it); with the index of
+/// the node that answered, when the balancer named one.
+async fn read(request: reqwest::RequestBuilder) -> (Outcome, Option<usize>) {
     let response = match request.send().await {
         Ok(response) => response,
-        Err(e) => return Outcome::Transport(chain(&e)),
+        Err(e) => return (Outcome::Transport(chain(&e)), None),
     };
+    let node = response.headers().get(BACKEND_HEADER).and_then(|v| v.to_str().ok()).and_then(backend_index);
+    (outcome(response).await, node)
+}
+
+/// A response's outcome.
+async fn outcome(response: reqwest::Response) -> Outcome {
     let status = response.status().as_u16();
     let sse = response
         .headers()

@@ -232,6 +232,13 @@ impl Client {
         session
     }
 
+    /// DELETEs the legacy session: the status.
+    pub async fn delete_session(&self, session: &str) -> reqwest::StatusCode {
+        let request =
+            self.http.delete(&self.url).header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+        request.send().await.expect("DELETE to the server").status()
+    }
+
     /// Opens the legacy session's standalone GET stream.
     pub async fn standalone_stream(&self, session: &str) -> Sse {
         self.get(session, None).await

@@ -32,6 +32,7 @@ mod demo_server_serves_the_observer_beside_mcp;
 #[cfg(unix)]
 mod demo_servers_behind_a_load_balancer_share_tasks_and_keys;
 mod demo_servers_share_a_live_feed_through_redis;
+mod demo_servers_share_legacy_sessions_through_redis;
 mod every_conformance_answer_matches_its_revision;
 mod readiness_follows_a_redis_that_dies_and_comes_back;
 mod supervision_tree_can_be_watched_in_the_observer;

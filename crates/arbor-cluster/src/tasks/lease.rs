@@ -4,7 +4,8 @@
 //! background task renews `{prefix}lease:{id}` for each every lease/3. When the node
 //! stops, the keys expire within one lease, and whoever reads such a record next fails it
 //! (`mod.rs`). This is not a lock: two nodes never run one task anyway (the creator runs
-//! it); the lease only says "its node is alive". Invariant: the renewer holds only a
+//! it); the lease only says "its node is alive", and which node: its value is the node's
+//! id, where `route.rs` sends the task's input and cancel. Invariant: the renewer holds only a
 //! `Weak` to the store's state and is aborted when the store is dropped, so a dropped
 //! store renews nothing (which is what a dead node looks like).
 
@@ -68,7 +69,7 @@ async fn renew(inner: Weak<Inner>, lease: Duration) {
         }
         let mut pipe = redis::pipe();
         for id in &ids {
-            pipe.cmd("SET").arg(inner.keys.lease(id)).arg(1).arg("PX").arg(lease_ms).ignore();
+            pipe.cmd("SET").arg(inner.keys.lease(id)).arg(&inner.routes.node).arg("PX").arg(lease_ms).ignore();
         }
         // A failed renewal is retried next tick; a lease lost meanwhile fails the task on
         // its next read, which is the honest outcome of a node cut off from Redis.

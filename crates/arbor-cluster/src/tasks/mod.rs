@@ -2,8 +2,10 @@
 //! behind one load balancer, with leases so a task of a dead node ends `failed`.
 //!
 //! Layout (under the prefix, `arbor:` by default): the record as JSON at `task:{id}`
-//! expiring at its TTL from creation (`PEXPIREAT`); `lease:{id}` while its node is alive
-//! (`lease.rs`); `owner:{hash}`, the owner's ids scored by a creation sequence (`seq`,
+//! expiring at its TTL from creation (`PEXPIREAT`); `lease:{id}` while its node is alive,
+//! holding that node's id (`lease.rs`); `node:{node id}`, the pub/sub channel on which a
+//! node takes the input and cancels forwarded to its runs and the acks of its own
+//! forwards (`route.rs`); `owner:{hash}`, the owner's ids scored by a creation sequence (`seq`,
 //! `INCR`), for `list` and the per-owner cap; `tasks`, every id scored by its expiry, for
 //! the global cap and [`TaskStore::expire`]'s sweep. Set entries of expired records are
 //! dropped lazily. A change is a read-modify-write in Rust ([`TaskRecord::apply`], the one
@@ -13,11 +15,13 @@
 //! then taken in two steps, so nodes creating at once may overshoot a cap by a few. It
 //! needs Redis 7 or later (`PEXPIREAT … NX`/`GT`, `ZRANGE … BYSCORE`).
 //! Invariant: every method answers within about [`RedisTaskStoreOptions::response_timeout`]
-//! (an unreachable Redis is [`TaskStoreError::Unavailable`], never a hang); a record moves
-//! only through `apply`, so it has exactly one terminal status whichever node sets it.
+//! (an unreachable Redis is [`TaskStoreError::Unavailable`], never a hang), `forward`
+//! within [`RedisTaskStoreOptions::forward_timeout`] more; a record moves only through
+//! `apply`, so it has exactly one terminal status whichever node sets it.
 
 mod lease;
 mod options;
+mod route;
 mod stored;
 
 use std::future::Future;
@@ -25,13 +29,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_protocol::jsonrpc::ErrorObject;
-use arbor_server::tasks::{TaskCap, TaskChange, TaskOwner, TaskPage};
+use arbor_server::tasks::{Delivery, TaskCap, TaskChange, TaskOwner, TaskPage, TaskRuns, TaskSignal};
 use arbor_server::{TaskRecord, TaskStore, TaskStoreError};
 use futures::future::BoxFuture;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use lease::{Leased, Renewer};
 pub use options::{ConnectError, RedisTaskStoreOptions};
+use route::{Listener, Routes};
 use stored::{now_ms, Keys, Stored, StoredOwner};
 
 /// The status message (and error message) of a task failed because its node stopped.
@@ -72,11 +77,16 @@ return 0";
 pub struct RedisTaskStore {
     inner: Arc<Inner>,
     _renewer: Renewer,
+    _listener: Listener,
 }
 
 impl std::fmt::Debug for RedisTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisTaskStore").field("options", &self.inner.options).finish_non_exhaustive()
+        let inner = &self.inner;
+        f.debug_struct("RedisTaskStore")
+            .field("node", &inner.routes.node)
+            .field("options", &inner.options)
+            .finish_non_exhaustive()
     }
 }
 
@@ -86,6 +96,8 @@ struct Inner {
     keys: Keys,
     options: RedisTaskStoreOptions,
     leased: Leased,
+    /// This node's id and channel: the lease's value, where signals for its runs arrive.
+    routes: Arc<Routes>,
 }
 
 fn unavailable(error: redis::RedisError) -> TaskStoreError {
@@ -200,7 +212,7 @@ impl Inner {
         pipe.atomic();
         pipe.cmd("SET").arg(self.keys.task(&record.id)).arg(json).ignore();
         pipe.cmd("PEXPIREAT").arg(self.keys.task(&record.id)).arg(expires).ignore();
-        pipe.cmd("SET").arg(self.keys.lease(&record.id)).arg(1).arg("PX").arg(lease_ms).ignore();
+        pipe.cmd("SET").arg(self.keys.lease(&record.id)).arg(&self.routes.node).arg("PX").arg(lease_ms).ignore();
         pipe.cmd("ZADD").arg(&owner_key).arg(seq).arg(&record.id).ignore();
         pipe.cmd("ZADD").arg(self.keys.live()).arg(expires).arg(&record.id).ignore();
         // The owner's set lives as long as its last record (Redis 7: NX sets a first
@@ -379,11 +391,20 @@ impl RedisTaskStore {
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(200));
-        let conn = ConnectionManager::new_with_config(client, config).await.map_err(fail)?;
+        let conn = ConnectionManager::new_with_config(client.clone(), config).await.map_err(fail)?;
+        let node = arbor_server::ids::random_id().map_err(|e| fail(std::io::Error::other(e).into()))?;
+        let (routes, listener) = Routes::start(node, client, conn.clone(), &options).await.map_err(fail)?;
         let lease = options.lease;
-        let inner = Arc::new(Inner { conn, keys: Keys::new(&options.prefix), options, leased: Leased::default() });
+        let keys = Keys::new(&options.prefix);
+        let inner = Arc::new(Inner { conn, keys, options, leased: Leased::default(), routes });
         let renewer = lease::spawn(Arc::downgrade(&inner), lease);
-        Ok(RedisTaskStore { inner, _renewer: renewer })
+        Ok(RedisTaskStore { inner, _renewer: renewer, _listener: listener })
+    }
+
+    /// This node's id (random, made by `connect`): the value of its tasks' lease keys, and
+    /// the name of its channel `{prefix}node:{id}`.
+    pub fn node_id(&self) -> &str {
+        &self.inner.routes.node
     }
 
     /// How many of this node's tasks it renews leases for: those it created whose
@@ -438,5 +459,13 @@ impl TaskStore for RedisTaskStore {
                 tracing::warn!(%error, "the task store's sweep failed");
             }
         })
+    }
+
+    fn forward<'a>(&'a self, id: &'a str, signal: TaskSignal) -> BoxFuture<'a, Result<Delivery, TaskStoreError>> {
+        Box::pin(self.inner.routes.forward(id, signal))
+    }
+
+    fn attach_runs(&self, runs: std::sync::Weak<dyn TaskRuns>) {
+        self.inner.routes.attach(runs);
     }
 }

@@ -26,6 +26,10 @@ pub struct RedisTaskStoreOptions {
     pub poll_interval: Duration,
     /// How long one Redis call may take, connecting included (default 2 s).
     pub response_timeout: Duration,
+    /// How long a `tasks/update` or `tasks/cancel` forwarded to the node running the task
+    /// waits for that node's ack before answering that the node is unreachable (default
+    /// 5 s).
+    pub forward_timeout: Duration,
 }
 
 impl Default for RedisTaskStoreOptions {
@@ -38,6 +42,7 @@ impl Default for RedisTaskStoreOptions {
             max_tasks_per_owner: config.max_tasks_per_owner,
             poll_interval: Duration::from_millis(100),
             response_timeout: Duration::from_secs(2),
+            forward_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -76,6 +81,12 @@ impl RedisTaskStoreOptions {
     /// The bound of one Redis call.
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout;
+        self
+    }
+
+    /// How long a forwarded signal waits for the owner node's ack.
+    pub fn forward_timeout(mut self, timeout: Duration) -> Self {
+        self.forward_timeout = timeout;
         self
     }
 }

@@ -163,6 +163,11 @@ impl Keys {
         format!("{}lease:{id}", self.prefix)
     }
 
+    /// A node's channel: signals for the tasks it runs, acks of those it forwarded.
+    pub(super) fn node(&self, node: &str) -> String {
+        format!("{}node:{node}", self.prefix)
+    }
+
     /// An owner's ids, scored by creation sequence.
     pub(super) fn owner(&self, owner: &StoredOwner) -> String {
         format!("{}owner:{}", self.prefix, owner.hash())

@@ -22,6 +22,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod session;
+pub(crate) mod shared;
 pub(crate) mod sse_transport;
 pub(crate) mod stream;
 
@@ -61,15 +62,19 @@ fn unavailable(err: &McpError) -> Response<Body> {
     reject(StatusCode::SERVICE_UNAVAILABLE, err, None)
 }
 
-/// The session a request names: `Err` is the 404 (or 400 for a malformed id).
+/// The session a request names: `Err` is the 404 (or 400 for a malformed id). With a
+/// session store, one this node does not hold is adopted from it (`shared::adopt`).
 // The error is the request's final answer, made once: not worth a box.
 #[allow(clippy::result_large_err)]
-fn find_session(inner: &Inner, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
+async fn find_session(inner: &Arc<Inner>, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
     let Some(raw) = parts.headers.get(SESSION_ID) else {
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
-    let session = inner.sessions.get(id).ok_or_else(session_not_found)?;
+    let session = match inner.sessions.get(id) {
+        Some(session) => session,
+        None => shared::adopt(inner, parts, id).await?.ok_or_else(session_not_found)?,
+    };
     // A session belongs to the principal that initialized it: another principal's valid
     // token does not reach it, and learns nothing (the answer is an unknown session's),
     // as the spec's session-hijacking advice keys sessions by user and id.
@@ -104,7 +109,7 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
         }
         return bad_request("Mcp-Session-Id header is required");
     }
-    let session = match find_session(inner, parts) {
+    let session = match find_session(inner, parts).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
@@ -132,44 +137,25 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     let owner = verified(parts).map(|v| v.requester.clone());
     let tenancy = Tenancy::of(&options);
     let standalone = Arc::new(EventStream::new(0));
-    let (route, rx) = Route::channel();
-    let endpoint = match inner.server.open_endpoint(options, route).await {
-        Ok(ep) => ep,
-        // The tenant's sessions are all taken (or the server knows its most tenants): the
-        // policy's refusal, not a fault; returning gives the admission slot back.
-        Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
-        Err(e) => return unavailable(&McpError::internal(format!("Internal error: cannot open a session: {e}"))),
+    let store = shared::store(inner).cloned();
+    let endpoint = match &store {
+        // Shared: its session-wide stream goes to the store, read by whichever node a GET hits.
+        Some(store) => match shared::open(inner, store, options, &id).await {
+            Ok(endpoint) => endpoint,
+            Err(answer) => return answer,
+        },
+        None => match local_endpoint(inner, options, &standalone).await {
+            Ok(endpoint) => endpoint,
+            Err(answer) => return answer,
+        },
     };
-    let tasks = match inner.stream_tasks().await {
-        Ok(tasks) => tasks,
-        Err(err) => {
-            endpoint.close();
-            return unavailable(&err);
-        }
-    };
-    let cap = inner.config.event_buffer;
-    let pumped = standalone.clone();
-    let spawned = tasks.spawn(async move {
-        stream::pump(rx, pumped, usize::MAX, cap).await;
-        Ok::<(), ()>(())
-    });
-    if let Err(e) = spawned {
-        endpoint.close();
-        return unavailable(&McpError::Other {
-            code: -32000,
-            message: format!("Service Unavailable: {e}"),
-            data: None,
-        });
-    }
-    // Until a GET stream reads it, the standalone queue is not read: a 2025-11-25 task's
-    // input request then waits for that GET or the task's tasks/result stream.
-    let reader = endpoint.standalone_reader();
-    reader.set(false);
-    standalone.on_reader(move |read| reader.set(read));
-    let session = Arc::new(Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner, tenancy));
+    let session =
+        Session::new(id.clone(), endpoint, standalone, slot, inner.sessions.epoch, owner, tenancy, store.is_some());
+    let session = Arc::new(session);
     let id_header = HeaderValue::from_str(&id).expect("hex is a valid header value");
 
     let request_id = parsed.request_id().cloned();
+    let params = store.as_ref().map(|_| parsed.params_json().cloned().unwrap_or_default());
     let (route, mut rx) = Route::channel();
     session.endpoint.submit(parsed, route, OnClose::Continue);
     // The endpoint answers `initialize` itself, at once: nothing precedes it.
@@ -197,11 +183,68 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
         };
         return json_response(status, json);
     }
+    // Shared: saved before its id is answered, so the next request finds it on any node.
+    if let (Some(store), Some(params)) = (&store, params) {
+        if let Err(e) = shared::save(store, inner, &session, params).await {
+            session.endpoint.close();
+            let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
+        }
+        shared::ensure_deliveries(inner);
+    }
     inner.sessions.insert(session);
     inner.sessions.ensure_reaper(Arc::downgrade(inner), inner.config.session_idle_timeout);
     let mut response = json_response(StatusCode::OK, json);
     response.headers_mut().insert(SESSION_ID, id_header);
     response
+}
+
+/// Opens a session's connection on this node alone: its messages unrelated to any
+/// request go to `standalone`, filled by a supervised pump.
+#[allow(clippy::result_large_err)]
+async fn local_endpoint(
+    inner: &Arc<Inner>,
+    options: arbor_server::ConnectOptions,
+    standalone: &Arc<EventStream>,
+) -> Result<arbor_server::exchange::Endpoint, Response<Body>> {
+    let (route, rx) = Route::channel();
+    let endpoint = match inner.server.open_endpoint(options, route).await {
+        Ok(ep) => ep,
+        // The tenant's sessions are all taken (or the server knows its most tenants): the
+        // policy's refusal, not a fault; returning gives the admission slot back.
+        Err(ConnectError::Refused(refusal)) => return Err(crate::tenant::refused(&refusal)),
+        Err(e) => {
+            let err = McpError::internal(format!("Internal error: cannot open a session: {e}"));
+            return Err(unavailable(&err));
+        }
+    };
+    let tasks = match inner.stream_tasks().await {
+        Ok(tasks) => tasks,
+        Err(err) => {
+            endpoint.close();
+            return Err(unavailable(&err));
+        }
+    };
+    let cap = inner.config.event_buffer;
+    let pumped = standalone.clone();
+    let spawned = tasks.spawn(async move {
+        stream::pump(rx, pumped, usize::MAX, cap).await;
+        Ok::<(), ()>(())
+    });
+    if let Err(e) = spawned {
+        endpoint.close();
+        return Err(unavailable(&McpError::Other {
+            code: -32000,
+            message: format!("Service Unavailable: {e}"),
+            data: None,
+        }));
+    }
+    // Until a GET stream reads it, the standalone queue is not read: a 2025-11-25 task's
+    // input request then waits for that GET or the task's tasks/result stream.
+    let reader = endpoint.standalone_reader();
+    reader.set(false);
+    standalone.on_reader(move |read| reader.set(read));
+    Ok(endpoint)
 }
 
 /// A POST of a known session.
@@ -212,6 +255,12 @@ async fn serve(
     verified: Option<&Arc<Verified>>,
 ) -> Response<Body> {
     let busy = session.busy();
+    if session.shared {
+        // An answer for another node, or a message every copy applies.
+        if let Some(answer) = shared::route(inner, session, &parsed).await {
+            return answer;
+        }
+    }
     let expected = parsed.expected_responses();
     // With OAuth, each request carries the principal its own token proved (the session's
     // identity, checked by `find_session`; its scopes and expiry as of now).
@@ -257,16 +306,29 @@ async fn serve(
     // The answer is an SSE stream: its events are buffered for resumption, filled by a
     // supervised pump that outlives this connection.
     let stream = session.new_stream();
+    // Shared: the stream is written through to the store, so it resumes on any node.
+    let mirror = shared::Mirror::of(inner, session);
+    if let Some(mirror) = mirror.as_ref().filter(|_| reader_start(inner, session).prime.is_some()) {
+        mirror.open(&stream).await;
+    }
     if ended {
-        stream.finish();
+        match &mirror {
+            Some(mirror) => mirror.finish(&stream).await,
+            None => stream.finish(),
+        }
         return sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()));
     }
     if let Some(out) = first {
-        let (Outgoing::Response(json) | Outgoing::Notification(json) | Outgoing::Request(json)) = &out;
         if matches!(out, Outgoing::Response(_)) {
             expected -= 1;
         }
-        stream.push(json.clone(), inner.config.event_buffer);
+        match &mirror {
+            Some(mirror) => mirror.write(Some(&stream), &out).await,
+            None => {
+                let (Outgoing::Response(json) | Outgoing::Notification(json) | Outgoing::Request(json)) = out;
+                stream.push(json, inner.config.event_buffer);
+            }
+        }
     }
     let tasks = match inner.stream_tasks().await {
         Ok(tasks) => tasks,
@@ -277,13 +339,31 @@ async fn serve(
     };
     let cap = inner.config.event_buffer;
     let pumped = stream.clone();
-    if expected == 0 {
-        pumped.finish();
-    } else if let Err(e) = tasks.spawn(async move {
-        stream::pump(rx, pumped, expected, cap).await;
-        drop(admitted);
-        Ok::<(), ()>(())
-    }) {
+    let spawned = match (expected, mirror) {
+        (0, Some(mirror)) => {
+            mirror.finish(&pumped).await;
+            Ok(())
+        }
+        (0, None) => {
+            pumped.finish();
+            Ok(())
+        }
+        (_, Some(mirror)) => tasks
+            .spawn(async move {
+                shared::pump(rx, Some(pumped), expected, mirror).await;
+                drop(admitted);
+                Ok::<(), ()>(())
+            })
+            .map(drop),
+        (_, None) => tasks
+            .spawn(async move {
+                stream::pump(rx, pumped, expected, cap).await;
+                drop(admitted);
+                Ok::<(), ()>(())
+            })
+            .map(drop),
+    };
+    if let Err(e) = spawned {
         // The request runs on; its answers are lost with the route, as on a dropped POST.
         stream.finish();
         let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
@@ -313,7 +393,7 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
         };
         return reject(StatusCode::NOT_ACCEPTABLE, &err, None);
     }
-    let session = match find_session(inner, parts) {
+    let session = match find_session(inner, parts).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
@@ -327,7 +407,21 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
             let Some((stream_id, seq)) = raw.to_str().ok().and_then(sse::parse_event_id) else {
                 return bad_request("Last-Event-ID is not an event id of this server");
             };
-            let Some(stream) = session.stream(stream_id) else {
+            let found = match (stream_id, session.shared) {
+                // Shared: the session-wide stream is the store's, followed from `seq`; a
+                // POST stream another node wrote is followed from the store too.
+                (0, true) => shared::standalone(inner, &session, Some(seq)).await.map(Some),
+                (_, shared) => match session.stream(stream_id) {
+                    Some(stream) => Ok(Some(stream)),
+                    None if shared => shared::remote_stream(inner, &session, stream_id).await,
+                    None => Ok(None),
+                },
+            };
+            let found = match found {
+                Ok(found) => found,
+                Err(answer) => return answer,
+            };
+            let Some(stream) = found else {
                 let err = McpError::InvalidRequest {
                     message: "Not Found: that event stream is no longer kept".into(),
                     data: None,
@@ -340,7 +434,10 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
         // A new standalone stream during the drain: it would only be closed again.
         None if inner.drain.is_draining() => return crate::drain::refused(None),
         None => {
-            let stream = session.standalone.clone();
+            let stream = match shared::standalone(inner, &session, None).await {
+                Ok(stream) => stream,
+                Err(answer) => return answer,
+            };
             let cursor = stream.delivered();
             (
                 stream,
@@ -353,12 +450,18 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
     sse::response(stream::body(stream, start, busy, end, inner.count_stream()))
 }
 
-/// DELETE: ends the session.
-pub(crate) fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
-    let session = match find_session(inner, parts) {
+/// DELETE: ends the session (shared: on every node, through the store first).
+pub(crate) async fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
+    let session = match find_session(inner, parts).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
+    if let (true, Some(store)) = (session.shared, shared::store(inner)) {
+        if let Err(e) = store.end(&session.id).await {
+            let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, None);
+        }
+    }
     inner.sessions.remove(&session.id);
     empty(StatusCode::OK)
 }

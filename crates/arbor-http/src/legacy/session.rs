@@ -33,6 +33,14 @@ use crate::tenant::Tenancy;
 /// Finished POST streams a session keeps for resumption beyond those still running.
 const KEPT_FINISHED_STREAMS: usize = 8;
 
+/// A stream id for a shared session: random below 2^53, never 0 (the standalone stream).
+fn random_stream_id() -> u64 {
+    let mut bytes = [0u8; 8];
+    // Without randomness (never seen on Linux) the id is still unique on this node.
+    let _ = getrandom::fill(&mut bytes);
+    (u64::from_le_bytes(bytes) & ((1 << 53) - 1)).max(1)
+}
+
 /// A fresh session id: 128 bits from the OS, as 32 hex digits (`arbor_server::ids`).
 pub(crate) fn new_session_id() -> Result<Arc<str>, arbor_server::ids::RandomnessError> {
     Ok(arbor_server::ids::random_id()?.into())
@@ -58,6 +66,12 @@ pub(crate) struct Session {
     pub(crate) owner: Option<Requester>,
     /// The tenant and requester it was opened with, which its requests are charged to.
     pub(crate) tenancy: Tenancy,
+    /// Shared with other nodes (`HttpConfig::session_store`): stream ids are random, so
+    /// unique across nodes, and `standalone` is followed from the store (`shared.rs`).
+    pub(crate) shared: bool,
+    /// With `shared`: the seq after which this node started following the session-wide
+    /// stream, once a GET asked for it.
+    pub(crate) following_from: Mutex<Option<u64>>,
 }
 
 #[derive(Debug, Default)]
@@ -79,6 +93,9 @@ impl Drop for Busy {
 }
 
 impl Session {
+    // Every field a session is made of, called from two places (initialize, adopt): a
+    // builder would only restate them.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: Arc<str>,
         endpoint: Endpoint,
@@ -87,6 +104,7 @@ impl Session {
         epoch: Instant,
         owner: Option<Requester>,
         tenancy: Tenancy,
+        shared: bool,
     ) -> Session {
         let session = Session {
             id,
@@ -99,6 +117,8 @@ impl Session {
             slot: Mutex::new(Some(slot)),
             owner,
             tenancy,
+            shared,
+            following_from: Mutex::new(None),
         };
         session.touch();
         session
@@ -137,9 +157,24 @@ impl Session {
             });
         }
         streams.last_id += 1;
-        let stream = Arc::new(EventStream::new(streams.last_id));
+        // Shared: an id no other node gives out, below 2^53 (exact for any JSON reader).
+        let id = if self.shared { random_stream_id() } else { streams.last_id };
+        let stream = Arc::new(EventStream::new(id));
         streams.list.push(stream.clone());
         stream
+    }
+
+    /// Keeps a stream another node writes, followed from the session store.
+    pub(crate) fn insert_stream(&self, stream: Arc<EventStream>) {
+        let mut streams = self.streams.lock();
+        streams.list.retain(|s| !s.is_spent());
+        streams.list.push(stream);
+    }
+
+    /// Whether this node used the session within the last `window`.
+    pub(crate) fn used_within(&self, now_ms: u64, window: Duration) -> bool {
+        self.busy.load(Ordering::Acquire) > 0
+            || now_ms.saturating_sub(self.last_used.load(Ordering::Acquire)) < window.as_millis() as u64
     }
 
     /// The stream an event id names.
@@ -201,6 +236,26 @@ impl Sessions {
         self.map.write().insert(session.id.clone(), session);
     }
 
+    /// Inserts `session` unless one with its id is there already; answers the one kept
+    /// (two requests adopting one session at once: the first wins, the second's copy is
+    /// closed).
+    pub(crate) fn insert_or_get(&self, session: Arc<Session>) -> Arc<Session> {
+        let kept = {
+            let mut map = self.map.write();
+            map.entry(session.id.clone()).or_insert_with(|| session.clone()).clone()
+        };
+        if !Arc::ptr_eq(&kept, &session) {
+            session.close();
+        }
+        kept
+    }
+
+    /// Every session's id and whether it was used within `window` (`shared.rs`'s keeper).
+    pub(crate) fn usage(&self, window: Duration) -> Vec<(Arc<str>, bool)> {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        self.map.read().iter().map(|(id, s)| (id.clone(), s.used_within(now, window))).collect()
+    }
+
     /// Removes and closes a session; whether it was there.
     pub(crate) fn remove(&self, id: &str) -> bool {
         let removed = self.map.write().remove(id);
@@ -224,7 +279,8 @@ impl Sessions {
     }
 
     /// Closes the sessions idle for `timeout`, and those whose endpoint stopped; returns
-    /// how many went.
+    /// how many went. Shared sessions (`shared.rs`) are not reaped for idling here: they
+    /// end when the store no longer holds them (the keeper), whichever node was used.
     pub(crate) fn reap(&self, timeout: Duration) -> usize {
         let now = self.epoch.elapsed().as_millis() as u64;
         // Scanned under the read lock, so lookups go on; removed under the write lock
@@ -233,7 +289,7 @@ impl Sessions {
             .map
             .read()
             .iter()
-            .filter(|(_, s)| s.idle(now, timeout) || !s.endpoint.is_open())
+            .filter(|(_, s)| (!s.shared && s.idle(now, timeout)) || !s.endpoint.is_open())
             .map(|(id, _)| id.clone())
             .collect();
         if idle.is_empty() {
@@ -243,7 +299,8 @@ impl Sessions {
             let mut map = self.map.write();
             let mut gone = Vec::with_capacity(idle.len());
             for id in &idle {
-                let still = map.get(&**id).is_some_and(|s| s.idle(now, timeout) || !s.endpoint.is_open());
+                let still =
+                    map.get(&**id).is_some_and(|s| (!s.shared && s.idle(now, timeout)) || !s.endpoint.is_open());
                 if let Some(session) = still.then(|| map.remove(&**id)).flatten() {
                     gone.push(session);
                 }
@@ -288,6 +345,8 @@ impl Sessions {
                 if reaped > 0 {
                     tracing::debug!(reaped, "idle HTTP sessions closed");
                 }
+                // Shared: renew what this node used since the last tick, close what ended.
+                super::shared::keep(&inner, period).await;
             }
         }));
     }

@@ -89,15 +89,53 @@ impl EventStream {
         }
     }
 
-    /// Appends an event, dropping the oldest beyond `cap`.
-    pub(crate) fn push(&self, json: Vec<u8>, cap: usize) {
-        {
+    /// Appends an event, dropping the oldest beyond `cap`; answers its seq.
+    pub(crate) fn push(&self, json: Vec<u8>, cap: usize) -> u64 {
+        let seq = {
             let mut state = self.state.lock();
             state.last_seq += 1;
             let seq = state.last_seq;
             state.events.push_back((seq, json));
             while state.events.len() > cap.max(1) {
                 state.events.pop_front();
+            }
+            seq
+        };
+        self.changed.notify_waiters();
+        seq
+    }
+
+    /// Appends an event another node numbered (`cluster`: a stream followed from the
+    /// session store); one at or below the last seq held is a repeat and is dropped.
+    pub(crate) fn push_at(&self, seq: u64, json: Vec<u8>, cap: usize) {
+        {
+            let mut state = self.state.lock();
+            if seq <= state.last_seq {
+                return;
+            }
+            state.last_seq = seq;
+            state.events.push_back((seq, json));
+            while state.events.len() > cap.max(1) {
+                state.events.pop_front();
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Puts events older than every one held back in front (a reader resuming from
+    /// before where this node started following the stream), within `cap`.
+    pub(crate) fn backfill(&self, older: Vec<(u64, Vec<u8>)>, cap: usize) {
+        {
+            let mut state = self.state.lock();
+            let first = state.events.front().map_or(state.last_seq + 1, |(seq, _)| *seq);
+            for (seq, json) in older.into_iter().rev().filter(|(seq, _)| *seq < first) {
+                if state.events.len() >= cap.max(1) {
+                    break;
+                }
+                state.events.push_front((seq, json));
+            }
+            if let Some((last, _)) = state.events.back() {
+                state.last_seq = state.last_seq.max(*last);
             }
         }
         self.changed.notify_waiters();
@@ -189,7 +227,9 @@ pub(crate) async fn pump(mut rx: RouteReceiver, stream: Arc<EventStream>, mut ex
                 expected = if json.first() == Some(&b'[') { 0 } else { expected - 1 };
                 stream.push(json, cap);
             }
-            Outgoing::Notification(json) | Outgoing::Request(json) => stream.push(json, cap),
+            Outgoing::Notification(json) | Outgoing::Request(json) => {
+                stream.push(json, cap);
+            }
         }
     }
     stream.finish();

@@ -107,6 +107,16 @@ impl ConnectionHandle {
 /// the request, so an abandoned request can be forgotten by id.
 static NEXT_ASK: AtomicI64 = AtomicI64::new(1);
 
+/// Moves this process's server-to-client request ids to a range of their own, picked at
+/// random: `[k·2^32, (k+1)·2^32)` for `k` below 2^20, so they stay exact in a JSON number
+/// (below 2^53). Nodes that share legacy sessions call it once, so the ids two nodes give
+/// out on one session do not collide (two nodes pick one range with odds of 2^-20); ids
+/// already handed out are not reused either way (the counter only grows).
+pub(crate) fn spread_asks(random: u64) {
+    let base = ((random % (1 << 20)) as i64) << 32;
+    let _ = NEXT_ASK.fetch_max(base.max(1), Ordering::Relaxed);
+}
+
 /// Tells the connection to forget a server-to-client request whose waiter went away
 /// (its request task was cancelled or timed out) before the client answered.
 struct Abandon<'a> {

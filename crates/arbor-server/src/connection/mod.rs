@@ -56,7 +56,7 @@ use tokio::task::JoinHandle;
 use batch::BatchReply;
 use client_tasks::Ask;
 pub use handle::Connection;
-pub(crate) use handle::ConnectionHandle;
+pub(crate) use handle::{spread_asks, ConnectionHandle};
 use inbound::Burst;
 pub(crate) use inbound::Inbound;
 use inspect::InFlight;

@@ -188,6 +188,14 @@ impl Endpoint {
     }
 }
 
+/// Moves the ids of the server→client requests this process sends (elicitation,
+/// sampling, roots) to a range of their own, chosen from `random`: a transport whose
+/// nodes share legacy sessions calls it once at start, so that an answer routed by id
+/// reaches the one node that asked. Ids already given out stay unique.
+pub fn spread_server_request_ids(random: u64) {
+    crate::connection::spread_asks(random);
+}
+
 /// The answer for tools without annotations, shared so a lookup allocates nothing.
 static NO_PARAM_HEADERS: LazyLock<Arc<[ParamHeader]>> = LazyLock::new(|| Arc::from(Vec::new()));
 

@@ -123,6 +123,23 @@ impl Parsed {
         }
     }
 
+    /// The id of a single response or error response from the client (the answer to a
+    /// server→client request); `None` for anything else.
+    pub fn response_id(&self) -> Option<&RequestId> {
+        match &self.item {
+            Inbound::Response { id, .. } => Some(id),
+            Inbound::Error(e) => e.id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The body as received, for what is not a decoded request (a response, a
+    /// notification, a batch, a refused frame): what a transport relays to another node
+    /// as is. `None` for a decoded request, whose body is not kept.
+    pub fn raw_body(&self) -> Option<&[u8]> {
+        (!matches!(self.item, Inbound::Request { .. })).then_some(self.body.as_slice())
+    }
+
     /// The params of a single request or notification as JSON; `None` when absent. Read
     /// from the body on first use; for a decoded request, its typed params written back
     /// as JSON (members the method does not define are not kept). Header checks need not

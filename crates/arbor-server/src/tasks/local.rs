@@ -168,21 +168,20 @@ impl Tasks {
     }
 
     /// `tasks/cancel` of `owner`'s task `id`: `Ok(Some)` the cancelled record (and the run
-    /// stopped, when it runs here), `Ok(None)` with the record when it was already terminal.
+    /// stopped: here, or on its node when the store forwards the cancel there), `Ok(None)` with the record when it was already terminal.
     pub(crate) async fn cancel(&self, owner: &TaskOwner, id: &str) -> Result<Result<TaskRecord, TaskRecord>, McpError> {
         let record = self.find(owner, id).await?;
-        let change = TaskChange::Cancelled(Some("Cancelled by the client".into()));
         let changed = match self.local(id) {
-            Some(entry) => entry.apply(change).await.inspect(|_| entry.stop_run()),
-            None => {
-                let changed = self.store.change(id, change).await?;
-                if let Some(record) = &changed {
-                    publish(&*self.bus, &record.id, &record.to_task());
-                }
-                changed
-            }
+            Some(entry) => entry.apply(super::forward::cancelled()).await.inspect(|_| entry.stop_run()),
+            // Run elsewhere: its node stops it (`forward.rs`).
+            None => self.cancel_elsewhere(owner, &record).await?,
         };
         Ok(changed.ok_or(record))
+    }
+
+    /// Publishes a change this node made to a record whose run is not here.
+    pub(crate) fn published(&self, record: &TaskRecord) {
+        publish(&*self.bus, &record.id, &record.to_task());
     }
 
     /// The runs going on this node as tree-view nodes, newest last, at most
@@ -254,6 +253,11 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
+    /// Who created the task.
+    pub(crate) fn owner(&self) -> TaskOwner {
+        self.last.lock().owner.clone()
+    }
+
     /// When the run is stopped if still going.
     pub(crate) fn deadline(&self) -> Instant {
         self.deadline

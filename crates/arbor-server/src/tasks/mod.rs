@@ -24,9 +24,13 @@
 //! Records live in a [`TaskStore`] (`store.rs`; [`MemoryTaskStore`] by default, another
 //! with `Server::with_task_store`); runs, their wakeups and input answers stay in the
 //! node-local table of the server that started them (`local.rs`). Servers sharing a store
-//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; input
-//! for a task (`tasks/update`, or the answer to a 2025-11-25 task's request) must reach
-//! the server running it.
+//! serve each other's `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel`; the
+//! input (`tasks/update`) and the cancel of a task whose run is on another node are
+//! forwarded by the store to that node, which applies them as a local request would
+//! (`forward.rs`: [`TaskStore::forward`], [`TaskRuns`]; the default store has one node and
+//! nothing to forward to). The answer to a 2025-11-25 task's server→client request is not
+//! a task signal: it is a client answer on its session, routed (if at all) by the
+//! transport, like any other.
 //!
 //! Invariants: a task is visible to `tasks/get` before its `CreateTaskResult` is written;
 //! a task is only ever seen by requests of the tenant and requester that created it (the
@@ -39,6 +43,7 @@
 //! [`TaskStoreError::Full`]).
 
 mod core;
+mod forward;
 mod legacy_input;
 mod local;
 mod memory;
@@ -54,6 +59,8 @@ pub use self::core::MIN_TTL;
 pub(crate) use self::core::{
     annotate_tools, call_as_legacy_task, core_tasks_capability, route_legacy_call, serve_legacy_task_method,
 };
+pub(crate) use forward::weak as weak_runs;
+pub use forward::{Delivery, TaskRuns, TaskSignal};
 pub(crate) use legacy_input::ResultWaiters;
 pub(crate) use local::Tasks;
 pub use memory::MemoryTaskStore;

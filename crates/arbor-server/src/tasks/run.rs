@@ -291,10 +291,11 @@ pub(crate) async fn serve_task_method(
             let record = tasks.find(&owner, &p.task_id).await?;
             match tasks.local(&p.task_id) {
                 Some(entry) => entry.update(&record, p.input_responses).await?,
-                // Answers reach only the node running the task; a record waiting for
-                // input whose run is elsewhere (or gone) cannot take them here.
+                // Answers are taken only by the run; a record waiting for input whose run
+                // is elsewhere gets them through the store, from the node running it
+                // (`forward.rs`).
                 None if record.status == TaskStatus::InputRequired => {
-                    return Err(McpError::internal("Internal error: the task's run is not on this server"))
+                    tasks.forward_input(&owner, &record, p.input_responses).await?
                 }
                 None => {}
             }

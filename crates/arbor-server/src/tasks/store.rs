@@ -13,13 +13,15 @@
 //!
 //! What a store is not: it holds no run. The run's handle, its local wakeups and the
 //! input answers on their way to the handler are node-local (`local.rs`); a store only
-//! ever sees records. Nor does it make JSON-RPC errors: it answers [`TaskStoreError`],
+//! ever sees records, and (a shared store) carries signals to the node whose runs apply
+//! them (`forward.rs`). Nor does it make JSON-RPC errors: it answers [`TaskStoreError`],
 //! turned into the wire error in one place (`From<TaskStoreError> for McpError`).
 //!
 //! Invariant: a record's status moves only forward: `working` ⇄ `input_required`, then
 //! exactly one terminal status (`completed`, `failed`, `cancelled`), never changed after;
 //! an unknown, expired or foreign id is the same "not found".
 
+use std::sync::Weak;
 use std::time::{Duration, SystemTime};
 
 use arbor_protocol::error::McpError;
@@ -29,6 +31,7 @@ use arbor_protocol::model::mrtr::InputRequests;
 use arbor_protocol::model::tasks::{Task, TaskStatus};
 use futures::future::BoxFuture;
 
+use super::forward::{Delivery, TaskRuns, TaskSignal};
 use crate::context::ConnectionInfo;
 use crate::error::{tasks_overloaded, TaskBound};
 use crate::requester::Requester;
@@ -248,6 +251,14 @@ pub enum TaskStoreError {
     /// The store could not be reached or failed.
     #[error("the task store is unavailable: {0}")]
     Unavailable(String),
+    /// The store cannot carry a signal to another node ([`TaskStore::forward`]'s default:
+    /// one node, or a store that does not route).
+    #[error("the task's run is not on this server")]
+    CannotForward,
+    /// The node running the task did not take a forwarded signal: it is gone (nobody
+    /// listens on its channel, its lease has expired) or did not answer in time.
+    #[error("the node running the task is unreachable: {0}")]
+    Unreachable(String),
 }
 
 impl From<TaskStoreError> for McpError {
@@ -266,6 +277,9 @@ impl From<TaskStoreError> for McpError {
             TaskStoreError::InvalidCursor => McpError::invalid_params("Invalid cursor"),
             TaskStoreError::Unavailable(detail) => {
                 McpError::internal(format!("Internal error: the task store is unavailable: {detail}"))
+            }
+            TaskStoreError::CannotForward | TaskStoreError::Unreachable(_) => {
+                McpError::internal(format!("Internal error: {error}"))
             }
         }
     }
@@ -368,6 +382,27 @@ pub trait TaskStore: Send + Sync + 'static {
     /// backend expires records itself (a Redis key's TTL) needs no sweep.
     fn expire(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+
+    /// Carries `signal` (`tasks/update` input, `tasks/cancel`) to the node running task
+    /// `id`, whose [`TaskRuns`] applies it, and answers how that node took it. Called only
+    /// for a task whose run is not on the calling server. A store shared by several nodes
+    /// implements it to route by the task's owner node; it must answer within a bounded
+    /// time: [`TaskStoreError::Unreachable`] when that node is gone or silent,
+    /// [`TaskStoreError::Unavailable`] when the store itself is. The default cannot
+    /// forward ([`TaskStoreError::CannotForward`]): with one node there is nothing to
+    /// forward to.
+    fn forward<'a>(&'a self, id: &'a str, signal: TaskSignal) -> BoxFuture<'a, Result<Delivery, TaskStoreError>> {
+        let _ = (id, signal);
+        Box::pin(async { Err(TaskStoreError::CannotForward) })
+    }
+
+    /// Hands the store the runs of a server it serves, to apply signals forwarded to this
+    /// node ([`Server::with_task_store`](crate::Server::with_task_store) calls it, once for
+    /// each server built on the store). A `Weak`: the store must not keep the server alive,
+    /// and a dead one delivers nothing. The default ignores it (nothing is forwarded).
+    fn attach_runs(&self, runs: Weak<dyn TaskRuns>) {
+        let _ = runs;
     }
 }
 

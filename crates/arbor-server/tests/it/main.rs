@@ -6,6 +6,7 @@ mod support;
 mod a_closed_connection_stops_its_requests;
 mod a_server_drain_answers_each_request_once;
 mod a_shared_endpoint_bounds_each_requester;
+mod a_shared_store_forwards_input_and_cancel_or_says_it_cannot;
 mod a_tenant_handler_swap_is_atomic_per_request;
 mod a_tenant_policy_limits_each_tenant_on_its_own;
 mod an_endpoint_routes_what_each_submission_causes;
