@@ -36,6 +36,8 @@ async fn round_trips(ledger: Arc<Ledger>, client: Arc<Client>, stop: Arc<AtomicB
             panic!("round trip {n} of worker {me} was not completed: {outcome:?}");
         }
         n += 1;
+        // A bounded run: about a hundred round trips a second per worker.
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     n
 }

@@ -48,7 +48,7 @@ async fn traffic(ledger: Arc<Ledger>, client: Arc<Client>, tasks: Arc<Vec<String
             ledger.get_task(&client, &tasks[(me + n) % tasks.len()]).await;
         }
         n += 1;
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
