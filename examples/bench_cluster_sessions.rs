@@ -25,6 +25,10 @@ use arbor::prelude::*;
 use arbor_cluster::{RedisSessionStore, RedisSessionStoreOptions};
 use serde_json::{json, Value};
 
+#[path = "common/sampling.rs"]
+mod sampling;
+use sampling::{cpu, pct};
+
 #[derive(Deserialize, JsonSchema)]
 struct AddArgs {
     /// The first addend.
@@ -37,18 +41,6 @@ struct AddArgs {
 #[tool(read_only)]
 async fn add(args: AddArgs) -> String {
     (args.a + args.b).to_string()
-}
-
-/// This process's CPU time so far (user + system), from `/proc/self/stat`.
-fn cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
-}
-
-fn pct(sorted: &[u64], p: f64) -> u64 {
-    sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0)
 }
 
 /// One phase's samples: latencies (ns), CPU, Redis commands.

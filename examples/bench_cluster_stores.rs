@@ -26,6 +26,10 @@ use arbor_server::tasks::{Delivery, MemoryTaskStore, TaskChange, TaskConfig, Tas
 use arbor_server::{Requester, TaskRecord, TaskStore};
 use futures::future::BoxFuture;
 
+#[path = "common/sampling.rs"]
+mod sampling;
+use sampling::{cpu, pct};
+
 /// Runs that take every signal at once: the owner's side without any task work.
 struct Taken;
 
@@ -66,20 +70,6 @@ async fn forwards(nodes: [&RedisTaskStore; 2], runs: &Arc<Taken>, n: usize, tag:
     })
     .await;
     [local, routed]
-}
-
-/// This process's CPU time so far (user + system), from `/proc/self/stat`.
-fn cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The fields after the command name (which may hold spaces) start after the last ')'.
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
-}
-
-fn pct(sorted: &[u64], p: f64) -> u64 {
-    sorted.get(((sorted.len().max(1) - 1) as f64 * p).round() as usize).copied().unwrap_or(0)
 }
 
 /// Latencies in ns; CPU in µs per operation.
