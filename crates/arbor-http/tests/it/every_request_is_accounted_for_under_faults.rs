@@ -1,4 +1,5 @@
-//! Handler faults and hung-up clients over a real loopback socket, a thousand requests and
+//! Handler faults, hung-up clients (mid-request and mid-stream) and overload over a real
+//! loopback socket, a thousand requests and
 //! more per scenario, each accounted for by the kit's ledger.
 
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use tests::kit::plan::{Fault, FaultPlan};
 use tests::kit::Seed;
 
 use crate::kit::{call, live, settle};
-use crate::support::{serve_with, Served};
+use crate::support::{serve_with, Served, SseReader};
 
 /// A served fixture with its own gauge and `config`, warmed by a few calls so that every
 /// shard of the default tenant's endpoint pool (at most four, opened on first use in turn)
@@ -131,5 +132,41 @@ async fn overload_at_ten_times_a_requesters_bound_is_refused_with_a_type_over_ht
     let summary = Arc::try_unwrap(ledger).expect("the calls are done").into_inner().finish(baseline, after);
     assert_eq!(summary.outcomes.get(&Kind::Timeout), Some(&100), "exactly the bound ran each round: {summary}");
     assert_eq!(summary.outcomes.get(&Kind::Refused), Some(&900), "{summary}");
+    served.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_answers_cut_after_a_random_event_leave_nothing_behind() {
+    let name = "SSE answers cut mid-stream over HTTP";
+    let seed = Seed::for_test(name);
+    let served = served(ServerConfig::default()).await;
+    let baseline = live(&served).await;
+    let mut rng = seed.rng(0);
+    // `progress` sends two progress notes, waits 20 ms and answers: its answer is an SSE
+    // stream of three events. A call reads `keep` of them (3: all) and hangs up.
+    let keeps: Vec<usize> = (0..1000).map(|_| rng.usize(0..=3)).collect();
+    let ledger = Arc::new(Mutex::new(Ledger::new(name)));
+    let served_ref = &served;
+    let run = futures::stream::iter(keeps.into_iter().enumerate().map(|(n, keep)| {
+        let ledger = ledger.clone();
+        async move {
+            let id = 1000 + n as i64;
+            ledger.lock().sent(n, &json!(id), &[Kind::Result]);
+            let params = json!({"name": "progress", "_meta": {"progressToken": id}});
+            let response = served_ref.modern(id, "tools/call", params, &[]).send().await.expect("answered");
+            let mut events = SseReader::new(response);
+            for _ in 0..keep {
+                let message = events.next_data().await.json();
+                ledger.lock().received(n, &message);
+            }
+            if keep < 3 {
+                ledger.lock().abandoned(n);
+            }
+        }
+    }));
+    run.buffer_unordered(64).collect::<Vec<()>>().await;
+    let after = settle(&served, baseline).await;
+    let summary = Arc::try_unwrap(ledger).expect("the calls are done").into_inner().finish(baseline, after);
+    assert!(summary.disconnected > 0 && summary.outcomes.get(&Kind::Result).is_some_and(|n| *n > 0), "{summary}");
     served.finish().await;
 }

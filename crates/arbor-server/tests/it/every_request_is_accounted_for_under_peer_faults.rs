@@ -1,13 +1,13 @@
 //! Misbehaving clients by seed, a thousand requests and more per scenario, each accounted
 //! for by the kit's ledger: reused ids, cancels before, during, racing, after and for
-//! unknown ids, and clients that hang up at random points.
+//! unknown ids, clients that hang up at random points, and slow readers.
 
 use std::time::Duration;
 
 use arbor_server::ServerConfig;
 use serde_json::{json, Value};
 use tests::kit::ledger::{Cancel, Kind};
-use tests::kit::peer::{cancel, cut_point, CancelRace};
+use tests::kit::peer::{cancel, cut_point, CancelRace, SlowReads};
 use tests::kit::plan::Fault;
 use tests::kit::Seed;
 
@@ -182,4 +182,49 @@ async fn clients_that_hang_up_at_random_points_leave_nothing_behind() {
     }
     let summary = fleet.finish(anchors).await;
     assert!(summary.requests >= 1000 && summary.disconnected > 0, "{summary}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_readers_get_every_answer_and_every_progress_note_once() {
+    let name = "slow readers";
+    let seed = Seed::for_test(name);
+    let (fleet, peers) = Fleet::start(name, ServerConfig::default(), 4).await;
+    let mut drivers = Vec::new();
+    for (conn, mut peer) in peers.into_iter().enumerate() {
+        let ledger = fleet.ledger.clone();
+        let mut rng = seed.rng(conn as u64);
+        let pace = SlowReads::pick(&mut rng);
+        for n in 0..250 {
+            let id = json!(1000 + n);
+            ledger.lock().sent(conn, &id, &[Kind::Result]);
+            // Two progress notes and a result each, all pipelined: the server's output runs
+            // ahead of a reader that keeps stopping.
+            peer.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"_meta": {"progressToken": id}, "name": "progress"}}));
+        }
+        drivers.push(tokio::spawn(async move {
+            let (mut read, mut notes) = (0, std::collections::HashMap::<String, usize>::new());
+            while ledger.lock().owed(conn) > 0 {
+                let message = peer.recv().await;
+                read += 1;
+                if message["method"] == "notifications/progress" {
+                    *notes.entry(message["params"]["progressToken"].to_string()).or_default() += 1;
+                } else {
+                    let token = message["id"].to_string();
+                    assert_eq!(notes.get(&token), Some(&2), "both notes before the answer: {message}");
+                }
+                ledger.lock().received(conn, &message);
+                if let Some(pause) = pace.pause_after(read) {
+                    tokio::time::sleep(pause).await;
+                }
+            }
+            peer
+        }));
+    }
+    let mut peers = Vec::new();
+    for driver in drivers {
+        peers.push(driver.await.expect("the driver ran"));
+    }
+    let summary = fleet.finish(peers).await;
+    assert_eq!(summary.outcomes.get(&Kind::Result), Some(&1000), "{summary}");
 }
