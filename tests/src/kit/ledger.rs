@@ -153,14 +153,13 @@ impl Ledger {
         self.requests.entry((conn, id.to_string())).or_default().push(request);
     }
 
-    /// Records a cancel sent for the unanswered request `id` on `conn` (the latest one with
-    /// that id); a cancel for an id the ledger never saw sent, or already answered, changes
-    /// nothing, as on the server.
+    /// Records a cancel sent for the unanswered request `id` on `conn` (the latest
+    /// unanswered one with that id); a cancel for an id the ledger never saw sent, or whose
+    /// requests are all answered, changes nothing, as on the server.
     pub fn cancelled(&mut self, conn: usize, id: &Value, how: Cancel) {
-        if let Some(request) = self.requests.get_mut(&(conn, id.to_string())).and_then(|r| r.last_mut()) {
-            if request.outcome.is_none() {
-                request.cancel = Some(how);
-            }
+        let requests = self.requests.get_mut(&(conn, id.to_string()));
+        if let Some(request) = requests.and_then(|r| r.iter_mut().rev().find(|r| r.outcome.is_none())) {
+            request.cancel = Some(how);
         }
     }
 
@@ -327,6 +326,18 @@ mod tests {
         let after = Live { tasks: 1, ..Live::default() };
         let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| leaked.finish(Live::default(), after)));
         assert!(failed.is_err(), "a leaked task fails the run");
+    }
+
+    #[test]
+    fn a_cancel_goes_to_the_unanswered_request_of_a_reused_id() {
+        let mut ledger = Ledger::new("dup cancel");
+        ledger.sent(0, &json!(5), &[]);
+        ledger.sent(0, &json!(5), &[Kind::Error(-32600)]);
+        ledger.received(0, &json!({"id": 5, "error": {"code": -32600, "message": "dup"}}));
+        ledger.cancelled(0, &json!(5), Cancel::Accepted);
+        assert_eq!(ledger.owed(0), 0, "the first, still running, is the one cancelled");
+        let summary = ledger.finish(Live::default(), Live::default());
+        assert_eq!(summary.cancelled_unanswered, 1);
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arbor_http::HttpConfig;
-use arbor_otp::Gauge;
 use arbor_server::ServerConfig;
 use futures::StreamExt;
 use parking_lot::Mutex;
@@ -15,25 +14,15 @@ use tests::kit::ledger::{Kind, Ledger};
 use tests::kit::plan::{Fault, FaultPlan};
 use tests::kit::Seed;
 
-use crate::kit::{call, live, settle};
-use crate::support::{serve_with, Served, SseReader};
-
-/// A served fixture with its own gauge and `config`, warmed by a few calls so that every
-/// shard of the default tenant's endpoint pool (at most four, opened on first use in turn)
-/// exists before the baseline is taken.
-async fn served(config: ServerConfig) -> Served {
-    let served = serve_with(config.gauge(Gauge::new()), HttpConfig::default()).await;
-    for id in 1..=8 {
-        assert_eq!(Kind::of(&call(&served, id, Fault::None).await), Kind::Result);
-    }
-    served
-}
+use crate::kit::{call, live, served, settle};
+use crate::support::SseReader;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handler_faults_over_http_are_answered_once_each() {
     let name = "handler faults over HTTP";
     let seed = Seed::for_test(name);
-    let served = served(ServerConfig::default().default_deadline(Duration::from_millis(300))).await;
+    let served =
+        served(ServerConfig::default().default_deadline(Duration::from_millis(300)), HttpConfig::default()).await;
     let baseline = live(&served).await;
     let plan = FaultPlan::new()
         .with(Fault::Panic, 2)
@@ -70,7 +59,7 @@ async fn clients_that_hang_up_mid_request_leave_nothing_behind_over_http() {
     let seed = Seed::for_test(name);
     // Long enough that a request the server failed to stop would still be counted when
     // the counts are compared: only the hang-up can end it in time.
-    let served = served(ServerConfig::default().default_deadline(Duration::from_secs(60))).await;
+    let served = served(ServerConfig::default().default_deadline(Duration::from_secs(60)), HttpConfig::default()).await;
     let baseline = live(&served).await;
     let mut rng = seed.rng(0);
     let plan = FaultPlan::new().with(Fault::Hang, 1).with(Fault::Delay { ms: 20 }, 1).with(Fault::None, 1);
@@ -110,7 +99,7 @@ async fn overload_at_ten_times_a_requesters_bound_is_refused_with_a_type_over_ht
     // never end sent at once, 25 run until the deadline and the rest are refused at once.
     // The deadline is far longer than sending a round takes, so no slot frees mid-round.
     let config = ServerConfig::default().max_in_flight_per_requester(25).default_deadline(Duration::from_secs(1));
-    let served = served(config).await;
+    let served = served(config, HttpConfig::default()).await;
     let baseline = live(&served).await;
     let ledger = Arc::new(Mutex::new(Ledger::new(name)));
     let served_ref = &served;
@@ -139,7 +128,7 @@ async fn overload_at_ten_times_a_requesters_bound_is_refused_with_a_type_over_ht
 async fn sse_answers_cut_after_a_random_event_leave_nothing_behind() {
     let name = "SSE answers cut mid-stream over HTTP";
     let seed = Seed::for_test(name);
-    let served = served(ServerConfig::default()).await;
+    let served = served(ServerConfig::default(), HttpConfig::default()).await;
     let baseline = live(&served).await;
     let mut rng = seed.rng(0);
     // `progress` sends two progress notes, waits 20 ms and answers: its answer is an SSE

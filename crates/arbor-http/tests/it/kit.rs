@@ -11,13 +11,16 @@
 
 use std::time::Duration;
 
+use arbor_http::HttpConfig;
+use arbor_otp::Gauge;
 use arbor_protocol::error::McpError;
+use arbor_server::ServerConfig;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tests::kit::ledger::Live;
+use tests::kit::ledger::{Kind, Live};
 use tests::kit::plan::Fault;
 
-use crate::support::{Served, SseReader};
+use crate::support::{serve_with, Served, SseReader};
 
 /// The `fault` tool's arguments, as the kit writes them.
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -50,6 +53,11 @@ pub async fn act(args: FaultArgs) -> Result<String, McpError> {
     Ok("survived".into())
 }
 
+/// A `tools/call` body of the `fault` tool carrying `fault` (for a legacy session).
+pub fn fault_body(id: &Value, fault: Fault) -> Value {
+    tests::kit::peer::call(id, "fault", fault.arguments())
+}
+
 /// POSTs a 2026-07-28 `fault` call with `id` carrying `fault`, and returns the JSON-RPC
 /// response, from a JSON body or from the SSE body's response event.
 pub async fn call(served: &Served, id: i64, fault: Fault) -> Value {
@@ -66,6 +74,47 @@ pub async fn call(served: &Served, id: i64, fault: Fault) -> Value {
             return message;
         }
     }
+}
+
+/// A served fixture with its own gauge, `config` and `http`, warmed by a few calls so that
+/// every shard of the default tenant's endpoint pool (at most four, opened on first use in
+/// turn) exists before a baseline is taken.
+pub async fn served(config: ServerConfig, http: HttpConfig) -> Served {
+    let served = serve_with(config.gauge(Gauge::new()), http).await;
+    for id in 1..=8 {
+        assert_eq!(Kind::of(&call(&served, id, Fault::None).await), Kind::Result);
+    }
+    served
+}
+
+/// POSTs `body` on the legacy `session` and returns the JSON-RPC response: the JSON body,
+/// or the response event of the SSE body; `None` when the stream ends without one (a
+/// cancelled request) or the POST was accepted with no body (a notification).
+pub async fn legacy(served: &Served, session: &str, body: &Value) -> Option<Value> {
+    let response = served.post(body, &[("mcp-session-id", session)]).send().await.expect("the POST was answered");
+    legacy_answer(response).await
+}
+
+/// The JSON-RPC response in a legacy POST's answer ([`legacy`]).
+pub async fn legacy_answer(response: reqwest::Response) -> Option<Value> {
+    if response.status() == 202 {
+        return None;
+    }
+    let sse = response.headers().get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !sse {
+        return Some(response.json().await.expect("a JSON body"));
+    }
+    let mut events = SseReader::new(response);
+    while let Some(event) = events.next().await {
+        if event.data.is_empty() {
+            continue;
+        }
+        let message = event.json();
+        if message.get("id").is_some() && message.get("method").is_none() {
+            return Some(message);
+        }
+    }
+    None
 }
 
 /// The served server's live counts now.
