@@ -11,14 +11,26 @@ use tests::kit::plan::{Fault, FaultPlan};
 use tests::kit::Seed;
 use tests::peer::Exchange;
 
-use crate::kit::{fault_call, Fleet};
+use crate::kit::{fault_call, Fleet, Wire};
 
 /// Sends `per_conn` calls with faults drawn from `plan` on each of `conns` connections,
 /// all pipelined, reads every answer into the ledger, checks each connection still
 /// answers, and finishes the fleet.
 async fn run_plan(name: &str, config: ServerConfig, conns: usize, per_conn: usize, plan: FaultPlan) -> Summary {
+    run_plan_on(name, config, conns, per_conn, plan, Wire::Memory).await
+}
+
+/// [`run_plan`] with the connections carried by `wire`.
+async fn run_plan_on(
+    name: &str,
+    config: ServerConfig,
+    conns: usize,
+    per_conn: usize,
+    plan: FaultPlan,
+    wire: Wire,
+) -> Summary {
     let seed = Seed::for_test(name);
-    let (fleet, peers) = Fleet::start(name, config, conns).await;
+    let (fleet, peers) = Fleet::start_on(name, config, conns, wire).await;
     let mut drivers = Vec::new();
     for (conn, peer) in peers.into_iter().enumerate() {
         let mut rng = seed.rng(conn as u64);
@@ -44,6 +56,19 @@ async fn handler_panics_cost_only_their_own_requests() {
     let plan = FaultPlan::new().with(Fault::Panic, 1).with(Fault::None, 2).with(Fault::Delay { ms: 5 }, 1);
     let summary = run_plan("handler panics", ServerConfig::default(), 8, 150, plan).await;
     assert!(summary.outcomes[&Kind::Error(-32603)] > 0 && summary.outcomes[&Kind::Result] > 0);
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_panics_errors_and_busy_loops_over_os_pipes_are_answered_once_each() {
+    let plan = FaultPlan::new()
+        .with(Fault::Panic, 1)
+        .with(Fault::Error, 1)
+        .with(Fault::Busy { ms: 1 }, 1)
+        .with(Fault::Delay { ms: 5 }, 1)
+        .with(Fault::None, 2);
+    let summary = run_plan_on("handler faults over OS pipes", ServerConfig::default(), 8, 150, plan, Wire::Pipes).await;
+    assert!(summary.outcomes[&Kind::Error(-32603)] > 0 && summary.outcomes[&Kind::Error(-32602)] > 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use tests::kit::peer::{cancel, cut_point, CancelRace, SlowReads};
 use tests::kit::plan::Fault;
 use tests::kit::Seed;
 
-use crate::kit::{fault_call, Fleet};
+use crate::kit::{fault_call, Fleet, Wire};
 use crate::support::ScriptedPeer;
 
 /// Sends a ping with `id` and reads every message before its answer into the ledger.
@@ -146,12 +146,12 @@ async fn cancels_before_during_racing_after_and_unknown_are_each_honoured() {
     assert!(summary.cancelled_unanswered > 0, "{summary}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn clients_that_hang_up_at_random_points_leave_nothing_behind() {
-    let name = "client disconnects";
+/// Connections that send a random number of calls, read a random number of answers and
+/// hang up, until 1,000 calls were sent; one connection stays open throughout, so the
+/// baseline is the server with it alone.
+async fn hang_ups(name: &str, wire: Wire) {
     let seed = Seed::for_test(name);
-    // One connection stays open throughout: the baseline is the server with it alone.
-    let (mut fleet, anchors) = Fleet::start(name, ServerConfig::default(), 1).await;
+    let (mut fleet, anchors) = Fleet::start_on(name, ServerConfig::default(), 1, wire).await;
     let mut rng = seed.rng(0);
     let mut drivers = Vec::new();
     while fleet.ledger.lock().len() < 1000 {
@@ -182,6 +182,17 @@ async fn clients_that_hang_up_at_random_points_leave_nothing_behind() {
     }
     let summary = fleet.finish(anchors).await;
     assert!(summary.requests >= 1000 && summary.disconnected > 0, "{summary}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn clients_that_hang_up_at_random_points_leave_nothing_behind() {
+    hang_ups("client disconnects", Wire::Memory).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_hang_up_their_os_pipes_at_random_points_leave_nothing_behind() {
+    hang_ups("client disconnects over OS pipes", Wire::Pipes).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -62,6 +62,34 @@ pub fn fault_call(id: &Value, fault: Fault) -> Value {
     tests::kit::peer::call(id, "fault", fault.arguments())
 }
 
+/// What carries a fleet's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// The in-memory transport (bounded in-memory pipes): runs on the paused clock.
+    Memory,
+    /// Two OS pipes per connection, as a stdio server has: real file descriptors, so a
+    /// dropped peer closes them. Not for the paused clock, which would jump ahead while
+    /// the runtime waits on the pipes.
+    #[cfg(unix)]
+    Pipes,
+}
+
+impl Wire {
+    /// A connected (server side, client side) pair.
+    fn pair(self) -> (Transport, Transport) {
+        match self {
+            Wire::Memory => Transport::memory_pair(),
+            #[cfg(unix)]
+            Wire::Pipes => {
+                use tokio::net::unix::pipe;
+                let (to_server, server_reads) = pipe::pipe().expect("a pipe");
+                let (to_client, client_reads) = pipe::pipe().expect("a pipe");
+                (Transport::new(server_reads, to_client), Transport::new(client_reads, to_server))
+            }
+        }
+    }
+}
+
 /// `peer` initialized (2025-11-25), and known to have started its session's
 /// `list_changed` stream: the ping behind `notifications/initialized` is answered only after
 /// the connection handled it, so a baseline taken now counts the stream.
@@ -78,17 +106,24 @@ pub struct Fleet {
     pub connections: Vec<Connection>,
     pub ledger: Arc<Mutex<Ledger>>,
     baseline: Live,
+    wire: Wire,
 }
 
 impl Fleet {
-    /// A server with `config`, `n` initialized (2025-11-25) connections, and the baseline.
+    /// A server with `config`, `n` initialized (2025-11-25) in-memory connections, and the
+    /// baseline.
     pub async fn start(name: &str, config: ServerConfig, n: usize) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_on(name, config, n, Wire::Memory).await
+    }
+
+    /// [`Fleet::start`] with its connections carried by `wire`.
+    pub async fn start_on(name: &str, config: ServerConfig, n: usize, wire: Wire) -> (Fleet, Vec<ScriptedPeer>) {
         let gauge = Gauge::new();
         let server = Server::with_config(TestHandler::new(), config.gauge(gauge.clone()));
         let mut connections = Vec::new();
         let mut peers = Vec::new();
         for _ in 0..n {
-            let (server_side, client_side) = Transport::memory_pair();
+            let (server_side, client_side) = wire.pair();
             connections.push(server.connect(server_side, ConnectOptions::default()).await.unwrap());
             peers.push(ready(ScriptedPeer::new(client_side)).await);
         }
@@ -98,6 +133,7 @@ impl Fleet {
             connections,
             ledger: Arc::new(Mutex::new(Ledger::new(name))),
             baseline: Live::default(),
+            wire,
         };
         fleet.baseline = fleet.live().await;
         (fleet, peers)
@@ -106,7 +142,7 @@ impl Fleet {
     /// Another initialized connection, made after the baseline (it must be gone by the
     /// end); returns its number in the ledger and its peer.
     pub async fn connect(&mut self) -> (usize, ScriptedPeer) {
-        let (server_side, client_side) = Transport::memory_pair();
+        let (server_side, client_side) = self.wire.pair();
         self.connections.push(self.server.connect(server_side, ConnectOptions::default()).await.unwrap());
         (self.connections.len() - 1, ready(ScriptedPeer::new(client_side)).await)
     }
