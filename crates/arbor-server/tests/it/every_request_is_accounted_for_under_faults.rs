@@ -94,9 +94,8 @@ async fn overload_at_ten_times_the_bound_is_refused_with_a_type() {
     let plan = FaultPlan::new().with(Fault::Hang, 1);
     let name = "overload at 10x the connection bound";
     let seed = Seed::for_test(name);
-    let (fleet, peers) = Fleet::start(name, config, 10).await;
-    let mut drivers = Vec::new();
-    for (conn, peer) in peers.into_iter().enumerate() {
+    let (fleet, mut peers) = Fleet::start(name, config, 10).await;
+    for (conn, peer) in peers.iter_mut().enumerate() {
         let mut rng = seed.rng(conn as u64);
         for n in 0..100 {
             let id = json!(1000 + n);
@@ -104,6 +103,19 @@ async fn overload_at_ten_times_the_bound_is_refused_with_a_type() {
             fleet.ledger.lock().sent(conn, &id, &[Kind::Timeout, Kind::Refused]);
             peer.send(fault_call(&id, fault));
         }
+    }
+    // The refusals come at once, long before the deadline; with all 900 in, the server
+    // holds exactly the bound in flight and has queued nothing behind it.
+    for (conn, peer) in peers.iter_mut().enumerate() {
+        for _ in 0..90 {
+            let refused = peer.recv().await;
+            assert_eq!(fleet.ledger.lock().received(conn, &refused), Some(Kind::Refused), "{refused}");
+        }
+    }
+    let peak = fleet.live().await;
+    assert_eq!(peak.requests, 100, "in flight at the peak: {peak:?}");
+    let mut drivers = Vec::new();
+    for (conn, peer) in peers.into_iter().enumerate() {
         drivers.push(tokio::spawn(Fleet::drain(fleet.ledger.clone(), conn, peer)));
     }
     let mut peers = Vec::new();
