@@ -14,7 +14,8 @@ use tests::kit::ledger::{Kind, Ledger};
 use tests::kit::plan::{Fault, FaultPlan};
 use tests::kit::Seed;
 
-use crate::kit::{call, live, served, settle};
+use crate::kit::{call, legacy, live, served, settle};
+use crate::support::Served;
 use crate::support::SseReader;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,4 +159,62 @@ async fn sse_answers_cut_after_a_random_event_leave_nothing_behind() {
     let summary = Arc::try_unwrap(ledger).expect("the calls are done").into_inner().finish(baseline, after);
     assert!(summary.disconnected > 0 && summary.outcomes.get(&Kind::Result).is_some_and(|n| *n > 0), "{summary}");
     served.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn busy_loops_in_blocking_sections_leave_a_legacy_session_responsive_over_http() {
+    let name = "blocking busy loops over HTTP";
+    let _seed = Seed::for_test(name);
+    let served = served(ServerConfig::default(), HttpConfig::default()).await;
+    let session = served.initialize("2025-11-25", json!({})).await;
+    let ready = json!({"jsonrpc": "2.0", "id": "ready", "method": "ping"});
+    assert!(legacy(&served, &session, &ready).await.is_some());
+    let baseline = live(&served).await;
+    let ledger = Mutex::new(Ledger::new(name));
+    // Each round: two calls spin 200 ms each, as many as the runtime has workers, and
+    // while they are known to run, 100 pings on a legacy session, 8 at a time. A spin on a
+    // worker would hold the pings until it ends; in a blocking section it does not, so
+    // every ping is answered before either spinning call is.
+    for round in 0..10 {
+        let ids = [round * 2, round * 2 + 1].map(|k| 1000 + k);
+        let spinning = ids.map(|id| {
+            ledger.lock().sent(0, &json!(id), &[Kind::Result]);
+            call(&served, id, Fault::Busy { ms: 200 })
+        });
+        let spun = async {
+            let answers = futures::future::join_all(spinning).await;
+            answers.iter().for_each(|answer| drop(ledger.lock().received(0, answer)));
+        };
+        let pings = async {
+            until_in_flight(&served, baseline.requests + 2).await;
+            let pings = (0..100).map(|n| {
+                let id = json!(format!("probe-{round}-{n}"));
+                ledger.lock().sent(1, &id, &[Kind::Result]);
+                let (served, session, ledger) = (&served, session.as_str(), &ledger);
+                async move {
+                    let ping = json!({"jsonrpc": "2.0", "id": id, "method": "ping"});
+                    let answer = legacy(served, session, &ping).await.expect("a pong");
+                    ledger.lock().received(1, &answer);
+                }
+            });
+            futures::stream::iter(pings).buffer_unordered(8).collect::<Vec<()>>().await;
+            assert_eq!(ledger.lock().owed(0), 2, "round {round}: a spinning call ended before the pings did");
+        };
+        tokio::join!(spun, pings);
+    }
+    let after = settle(&served, baseline).await;
+    let summary = ledger.into_inner().finish(baseline, after);
+    assert!(summary.requests >= 1000, "{summary}");
+    served.finish().await;
+}
+
+/// Waits (bounded) until `n` requests are in flight on the served server.
+async fn until_in_flight(served: &Served, n: usize) {
+    for _ in 0..500 {
+        if live(served).await.requests >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("{n} requests in flight in time");
 }
