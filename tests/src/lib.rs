@@ -7,7 +7,8 @@
 //! `tests/fixtures/spec/` and validates against them ([`schema`]), drives servers as raw
 //! JSON-RPC peers ([`peer`]), polls for conditions with a bound ([`poll`]), owns a
 //! throwaway `redis-server` ([`redis`]), a real OAuth 2.1 / OpenID authorization server
-//! ([`auth_server`]) and a real round-robin load balancer ([`haproxy`]). What only one crate's tests need stays in that
+//! ([`auth_server`]) and a real round-robin load balancer ([`haproxy`]), and the fault-injection kit: seeded fault
+//! plans, the request ledger and misbehaving peers ([`kit`]). What only one crate's tests need stays in that
 //! crate's `tests/it/support.rs`.
 
 #![forbid(unsafe_code)]
@@ -16,6 +17,7 @@ use std::path::PathBuf;
 
 pub mod auth_server;
 pub mod haproxy;
+pub mod kit;
 pub mod peer;
 pub mod poll;
 pub mod redis;

@@ -33,6 +33,10 @@ use tracing_subscriber::Layer;
 #[path = "it/support.rs"]
 mod support;
 
+#[allow(dead_code)] // The fault kit's server side, which `support`'s `fault` tool acts out.
+#[path = "it/kit.rs"]
+mod kit;
+
 use support::{modern_meta, ScriptedPeer};
 
 /// One span as the layer saw it: its fields as strings, and its parent's index.

@@ -18,7 +18,9 @@
 //!
 //! Invariants: frames reach the stream whole and in the order their sends returned; after
 //! [`FrameWriter::close`] returns, everything sent before it was written and flushed and the
-//! stream was shut down. The stream is written by one party at a time: the task while it
+//! stream was shut down. When the last handle is dropped without a close, the task writes
+//! what was queued and shuts the stream down just the same: a writer nobody can send to
+//! never keeps its stream (and the peer waiting for its end) open. The stream is written by one party at a time: the task while it
 //! holds a batch (`writing > 0`), a direct send only while the state lock shows the writer
 //! idle and the queue empty (lock order: state, then stream).
 
@@ -36,6 +38,20 @@ use crate::error::SendError;
 #[derive(Clone)]
 pub struct FrameWriter {
     shared: Arc<Shared>,
+    /// Held by the handles only (the task holds `shared`): its drop is the last handle's.
+    _last: Arc<CloseOnDrop>,
+}
+
+/// Closes the writer when the last [`FrameWriter`] handle goes. Without it the task, which
+/// keeps `shared` alive, would wait for a wake-up forever and hold the stream open: a
+/// client that dropped its connection would leave the server waiting for end of input.
+struct CloseOnDrop(Arc<Shared>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.state.lock().closing = true;
+        self.0.wake.notify_one();
+    }
 }
 
 impl std::fmt::Debug for FrameWriter {
@@ -85,7 +101,7 @@ impl FrameWriter {
             yield_to_tasks: std::sync::atomic::AtomicBool::new(false),
         });
         tokio::spawn(write_loop(shared.clone()));
-        FrameWriter { shared }
+        FrameWriter { _last: Arc::new(CloseOnDrop(shared.clone())), shared }
     }
 
     /// Queues one frame. The frame must not contain a newline.

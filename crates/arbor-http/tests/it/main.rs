@@ -5,11 +5,15 @@
 #[allow(dead_code)]
 mod support;
 
+mod kit;
+
 mod a_drain_answers_every_admitted_request_by_its_deadline;
 mod a_tenant_policy_is_enforced_before_the_body;
 mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;
+mod every_legacy_request_is_accounted_for_under_peer_faults;
+mod every_request_is_accounted_for_under_faults;
 mod every_request_is_tied_to_a_verified_principal;
 mod legacy_sessions_are_capped_per_peer_and_by_memory;
 mod legacy_sessions_are_resumable_and_reaped;

@@ -72,7 +72,8 @@ impl SubscriptionHandler for Closes {
 
 /// The fixture: `echo`, `slow` (waits for its cancellation), `progress` (two progress
 /// notifications, then a result), `ask` (asks the user's name), `region` (an
-/// `x-mcp-header` argument), `nap` (answers after 300 ms).
+/// `x-mcp-header` argument), `nap` (answers after 300 ms), `fault` (acts out a fault of
+/// the kit, `crate::kit`).
 pub fn fixture() -> (Server, RouterHandle, Probe) {
     fixture_with(arbor_server::ServerConfig::default())
 }
@@ -107,6 +108,7 @@ pub fn fixture_with(server_config: arbor_server::ServerConfig) -> (Server, Route
             tokio::time::sleep(Duration::from_millis(300)).await;
             "rested"
         })
+        .tool("fault", "Acts out the fault kit's fault", crate::kit::act)
         .tool("region", "Has a header argument", |args: RegionArgs| async move {
             args.region.unwrap_or_else(|| "none".into())
         })

@@ -1,5 +1,6 @@
 //! Integration tests for arbor-server: one binary, one module per behaviour, raw JSON at the boundary.
 
+mod kit;
 mod schema;
 mod support;
 
@@ -22,6 +23,8 @@ mod core_tasks_share_a_store_notify_and_fail;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
 mod every_message_matches_the_negotiated_schema;
+mod every_request_is_accounted_for_under_faults;
+mod every_request_is_accounted_for_under_peer_faults;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
 mod old_revisions_get_only_what_they_define;

@@ -96,6 +96,7 @@ impl ServerHandler for TestHandler {
                 Ok(text("slept").into())
             }
             "panic" => panic!("the tool broke"),
+            "fault" => crate::kit::act(params.arguments.clone().map(Value::Object).unwrap_or(Value::Null)).await,
             "progress" => {
                 cx.progress(1.0, Some(2.0), Some("half".into()));
                 cx.progress(2.0, Some(2.0), None);

@@ -161,3 +161,22 @@ async fn a_writer_yielding_to_tasks_only_still_writes_everything_in_order() {
     }
     assert_eq!(next, [100; 4]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_every_handle_flushes_the_queue_and_ends_the_stream() {
+    let (a, b) = tokio::io::duplex(1 << 16);
+    let (_r, write) = tokio::io::split(a);
+    let (mut read, _w) = tokio::io::split(b);
+    let (_reader, writer) = Transport::new(tokio::io::empty(), write).into_parts();
+    let clone = writer.clone();
+    writer.send(b"{\"n\":1}").unwrap();
+    drop(writer);
+    clone.send(b"{\"n\":2}").unwrap();
+    drop(clone);
+    // Ends (read_to_string returns) only once the stream is shut down; the paused clock
+    // turns a stream left open into a prompt failure.
+    let mut out = String::new();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), read.read_to_string(&mut out)).await;
+    ended.expect("the stream ended").unwrap();
+    assert_eq!(out, "{\"n\":1}\n{\"n\":2}\n");
+}
