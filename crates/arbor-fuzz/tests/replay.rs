@@ -8,8 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
+/// `fuzz/corpus`, or the directory `ARBOR_FUZZ_CORPUS` names (to replay a working corpus,
+/// `fuzz/work`, on stable by hand).
 fn corpus_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus")
+    match std::env::var_os("ARBOR_FUZZ_CORPUS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus"),
+    }
 }
 
 #[test]
