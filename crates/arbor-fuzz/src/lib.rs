@@ -3,7 +3,7 @@
 //! what decodes re-encodes to the same value, or that two paths agree).
 //!
 //! Two callers share these bodies: the cargo-fuzz targets in `fuzz/` (nightly, libFuzzer,
-//! coverage-guided) and this crate's `tests/replay.rs`, which feeds every committed corpus
+//! coverage-guided) and this crate's `tests/it`, which feeds every committed corpus
 //! file to the same body on the stable toolchain, so `cargo test --workspace` replays the
 //! corpora in CI. This crate is not a fuzzer and holds no parser of its own: every body
 //! calls the product's code (the crates' `fuzzing` modules expose the crate-private parsers
