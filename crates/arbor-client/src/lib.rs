@@ -50,6 +50,8 @@ mod connection;
 mod dispatch;
 mod era;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod link;
 pub mod metrics;
 mod notification;

@@ -46,6 +46,8 @@ mod body;
 pub mod cluster;
 mod config;
 mod drain;
+#[doc(hidden)]
+pub mod fuzzing;
 mod guard;
 mod health;
 mod legacy;

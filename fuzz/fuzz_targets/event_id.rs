@@ -1,0 +1,5 @@
+//! Fuzz target `event_id`: the body is `arbor_fuzz::event_id` (see its documentation), shared
+//! with the stable corpus replay test.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| arbor_fuzz::event_id(data));
