@@ -72,6 +72,20 @@ async fn forwards(nodes: [&RedisTaskStore; 2], runs: &Arc<Taken>, n: usize, tag:
     [local, routed]
 }
 
+/// One table row: an operation's in-memory figures beside its Redis figures.
+fn print_row(op: &str, m: &Figures, r: &Figures) {
+    println!(
+        "{op:<10} | {:>6.2}µs {:>6.2}µs {:>7.1}µs | {:>7.1}µs {:>7.1}µs {:>7.1}µs | {:>9.0}",
+        m.p50 as f64 / 1e3,
+        m.p99 as f64 / 1e3,
+        m.cpu_us,
+        r.p50 as f64 / 1e3,
+        r.p99 as f64 / 1e3,
+        r.cpu_us,
+        r.p50 as f64 / m.p50.max(1) as f64
+    );
+}
+
 /// Latencies in ns; CPU in µs per operation.
 struct Figures {
     p50: u64,
@@ -186,29 +200,9 @@ fn main() {
             "operation", "mem p50", "mem p99", "mem cpu", "redis p50", "redis p99", "redis cpu", "p50 ratio"
         );
         for ((op, m), (_, r)) in mem.iter().zip(red.iter()) {
-            println!(
-                "{op:<10} | {:>6.2}µs {:>6.2}µs {:>7.1}µs | {:>7.1}µs {:>7.1}µs {:>7.1}µs | {:>9.0}",
-                m.p50 as f64 / 1e3,
-                m.p99 as f64 / 1e3,
-                m.cpu_us,
-                r.p50 as f64 / 1e3,
-                r.p99 as f64 / 1e3,
-                r.cpu_us,
-                r.p50 as f64 / m.p50.max(1) as f64
-            );
+            print_row(op, m, r);
         }
-        let (m, r) = (&local, &routed);
-        println!(
-            "{:<10} | {:>6.2}µs {:>6.2}µs {:>7.1}µs | {:>7.1}µs {:>7.1}µs {:>7.1}µs | {:>9.0}",
-            "forward",
-            m.p50 as f64 / 1e3,
-            m.p99 as f64 / 1e3,
-            m.cpu_us,
-            r.p50 as f64 / 1e3,
-            r.p99 as f64 / 1e3,
-            r.cpu_us,
-            r.p50 as f64 / m.p50.max(1) as f64
-        );
+        print_row("forward", &local, &routed);
         println!("forward: mem = the signal handed to the local runs; redis = to another node and its ack back");
     });
 }

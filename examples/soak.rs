@@ -163,15 +163,9 @@ fn main() {
 mod driver;
 use driver::drive;
 
-/// A process's resident set in KiB (`VmRSS` of `/proc/PID/status`).
-pub fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
+#[path = "common/sampling.rs"]
+mod sampling;
+pub use sampling::rss_kib;
 
 /// The JSON-RPC body of a legacy request.
 pub fn request(id: u64, method: &str, params: Value) -> Value {

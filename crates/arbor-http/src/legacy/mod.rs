@@ -29,6 +29,7 @@ pub(crate) mod stream;
 use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::reflect::clamp_bytes;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use arbor_server::exchange::{BodyKind, OnClose, Outgoing, Parsed, Route};
@@ -60,6 +61,13 @@ fn session_not_found() -> Response<Body> {
 
 fn unavailable(err: &McpError) -> Response<Body> {
     reject(StatusCode::SERVICE_UNAVAILABLE, err, None)
+}
+
+/// 503 with -32000 "Service Unavailable: {reason}": a resource this request needs (a
+/// supervised pump's place, the session store) is not to be had now; `id` when known.
+pub(crate) fn service_unavailable(reason: impl std::fmt::Display, id: Option<RequestId>) -> Response<Body> {
+    let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {reason}"), data: None };
+    reject(StatusCode::SERVICE_UNAVAILABLE, &err, id)
 }
 
 /// The session a request names: `Err` is the 404 (or 400 for a malformed id). With a
@@ -187,8 +195,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
     if let (Some(store), Some(params)) = (&store, params) {
         if let Err(e) = shared::save(store, inner, &session, params).await {
             session.endpoint.close();
-            let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
-            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
+            return service_unavailable(e, request_id);
         }
         shared::ensure_deliveries(inner);
     }
@@ -233,11 +240,7 @@ async fn local_endpoint(
     });
     if let Err(e) = spawned {
         endpoint.close();
-        return Err(unavailable(&McpError::Other {
-            code: -32000,
-            message: format!("Service Unavailable: {e}"),
-            data: None,
-        }));
+        return Err(service_unavailable(e, None));
     }
     // Until a GET stream reads it, the standalone queue is not read: a 2025-11-25 task's
     // input request then waits for that GET or the task's tasks/result stream.
@@ -366,8 +369,7 @@ async fn serve(
     if let Err(e) = spawned {
         // The request runs on; its answers are lost with the route, as on a dropped POST.
         stream.finish();
-        let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
-        return unavailable(&err);
+        return service_unavailable(e, None);
     }
     sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()))
 }
@@ -458,8 +460,7 @@ pub(crate) async fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> 
     };
     if let (true, Some(store)) = (session.shared, shared::store(inner)) {
         if let Err(e) = store.end(&session.id).await {
-            let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
-            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, None);
+            return service_unavailable(e, None);
         }
     }
     inner.sessions.remove(&session.id);

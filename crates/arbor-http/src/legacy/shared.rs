@@ -54,8 +54,7 @@ fn ttl(inner: &Inner) -> Duration {
 }
 
 fn unavailable(err: &SessionStoreError) -> Response<Body> {
-    let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {err}"), data: None };
-    reject(StatusCode::SERVICE_UNAVAILABLE, &err, None)
+    super::service_unavailable(err, None)
 }
 
 /// The principal key a record names as its owner.
@@ -152,8 +151,7 @@ pub(crate) async fn open(
         Ok::<(), ()>(())
     }) {
         endpoint.close();
-        let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
-        return Err(reject(StatusCode::SERVICE_UNAVAILABLE, &err, None));
+        return Err(super::service_unavailable(e, None));
     }
     // The session-wide stream is kept in the store whether or not a GET reads it now, so
     // a 2025-11-25 task's input request never waits for a reader on this node.
@@ -389,10 +387,7 @@ async fn spawn_follower(
             Ok::<(), ()>(())
         })
         .map(drop)
-        .map_err(|e| {
-            let err = McpError::Other { code: -32000, message: format!("Service Unavailable: {e}"), data: None };
-            reject(StatusCode::SERVICE_UNAVAILABLE, &err, None)
-        })
+        .map_err(|e| super::service_unavailable(e, None))
 }
 
 /// What a shared session does with a POSTed body before (or instead of) submitting it
