@@ -22,6 +22,9 @@ use crate::cluster::SessionStore;
 use crate::health::HealthConfig;
 use crate::observer::Observer;
 
+/// [`HttpConfig::idle_timeout`]'s default (and [`serve`](crate::serve)'s).
+pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Picks the tenant and identity of a request from its head (for example from an
 /// `Authorization` header already checked by a layer in front). Called once per POST (and
 /// 2024-11-05 `GET /sse`) that names no live session, before its body is read, so the
@@ -69,10 +72,16 @@ pub struct HttpConfig {
     /// Largest request body, in bytes; larger ones get 413. Default 4 MiB.
     pub max_body_bytes: usize,
     /// A request's head (request line and headers) must arrive whole within this, from
-    /// the connection's start or the end of its previous exchange; past it the connection
-    /// is closed (hyper answers 408 when nothing of the head has arrived yet). Bounds the
-    /// header slowloris. Default 30 s.
+    /// its first byte (a new connection's first head: from the accept); past it the
+    /// connection is closed. Bounds the header slowloris. Default 30 s.
     pub header_read_timeout: Duration,
+    /// A keep-alive connection with no exchange in progress for this long is closed (an
+    /// open SSE stream is an exchange in progress). Default 120 s: longer than common
+    /// clients keep idle pooled connections (reqwest and Go 90 s; Python's httpx and
+    /// Node's 4–5 s), because a server that closes first can do so just as the client
+    /// sends its next request on that connection, and that request is lost with no
+    /// answer. Set it above your clients' and balancer's idle timeouts.
+    pub idle_timeout: Duration,
     /// A request body must arrive whole within this after its head; past it the request
     /// gets 408 and the connection is closed. Default 30 s (the header read timeout).
     pub body_read_timeout: Duration,
@@ -199,6 +208,7 @@ impl Default for HttpConfig {
             max_body_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
             header_read_timeout: Duration::from_secs(30),
+            idle_timeout: IDLE_TIMEOUT,
             body_read_timeout: Duration::from_secs(30),
             body_min_rate: 256,
             body_rate_window: Duration::from_secs(5),
@@ -240,6 +250,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_json_depth", &self.max_json_depth)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("body_min_rate", &self.body_min_rate)
             .field("body_rate_window", &self.body_rate_window)

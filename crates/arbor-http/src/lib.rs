@@ -50,6 +50,7 @@ mod drain;
 pub mod fuzzing;
 mod guard;
 mod health;
+mod idle;
 mod legacy;
 mod listener;
 pub mod metrics;

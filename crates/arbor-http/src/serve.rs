@@ -22,7 +22,9 @@ use axum::extract::{ConnectInfo, Request};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::config::IDLE_TIMEOUT;
 use crate::guard::ListenerAddr;
+use crate::idle;
 use crate::listener::{Backoff, Connections};
 
 /// Serves `app` on `listener` (HTTP/1.1) until the future given to
@@ -51,7 +53,14 @@ use crate::listener::{Backoff, Connections};
 /// # }
 /// ```
 pub fn serve(listener: TcpListener, app: axum::Router) -> Serve {
-    Serve { listener, app, signal: None, grace: Duration::from_secs(5), header_read_timeout: Duration::from_secs(30) }
+    Serve {
+        listener,
+        app,
+        signal: None,
+        grace: Duration::from_secs(5),
+        header_read_timeout: Duration::from_secs(30),
+        idle_timeout: IDLE_TIMEOUT,
+    }
 }
 
 /// A server being set up by [`serve`]; `.await` it to serve.
@@ -62,6 +71,7 @@ pub struct Serve {
     signal: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     grace: Duration,
     header_read_timeout: Duration,
+    idle_timeout: Duration,
 }
 
 impl std::fmt::Debug for Serve {
@@ -71,6 +81,7 @@ impl std::fmt::Debug for Serve {
             .field("graceful", &self.signal.is_some())
             .field("grace", &self.grace)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -91,10 +102,17 @@ impl Serve {
         self
     }
 
-    /// A request's head must arrive whole within this (the header slowloris bound).
-    /// Default 30 s.
+    /// A request's head must arrive whole within this from its first byte (and a new
+    /// connection's first head from the accept): the header slowloris bound. Default 30 s.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a keep-alive connection may sit idle between exchanges before it is
+    /// closed. Default 120 s (see [`HttpConfig::idle_timeout`](crate::HttpConfig#structfield.idle_timeout)).
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
         self
     }
 
@@ -114,6 +132,7 @@ impl IntoFuture for Serve {
             let signal = self.signal.unwrap_or_else(|| Box::pin(std::future::pending()));
             let options = Accept {
                 header_read_timeout: self.header_read_timeout,
+                idle_timeout: self.idle_timeout,
                 grace: self.grace,
                 listener_addr: Some(local),
                 cap: None,
@@ -127,6 +146,7 @@ impl IntoFuture for Serve {
 /// How [`accept_loop`] serves.
 pub(crate) struct Accept {
     pub(crate) header_read_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     pub(crate) grace: Duration,
     /// Stamped on each request as [`ListenerAddr`] (by [`serve`]; `Bound::run` has set its
     /// policy when it bound instead, which costs nothing per request).
@@ -144,8 +164,7 @@ pub(crate) async fn accept_loop(
     options: Accept,
 ) {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-    let Accept { header_read_timeout, grace, listener_addr, cap } = options;
+    let Accept { header_read_timeout, idle_timeout, grace, listener_addr, cap } = options;
     tokio::pin!(stop);
     // Each connection holds a sender; `recv` returns `None` once all are gone.
     let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
@@ -188,19 +207,28 @@ pub(crate) async fn accept_loop(
         if let Err(err) = tcp.set_nodelay(true) {
             tracing::debug!(%err, "TCP_NODELAY could not be set");
         }
+        // The connection's own clock: the head timeout and the idle keep-alive timeout
+        // apart (see `idle.rs`: hyper's one timer closed idle connections under clients).
+        let clock = idle::Clock::new();
         // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
         // would give it: the per-requester bounds read it (see `peer_addr`).
-        let service = TowerToHyperService::new(tower::ServiceExt::map_request(
-            router.clone(),
+        let service = hyper::service::service_fn({
+            let router = router.clone();
+            let clock = clock.clone();
             move |mut request: Request<hyper::body::Incoming>| {
+                let exchange = clock.begin();
                 let extensions = request.extensions_mut();
                 extensions.insert(ConnectInfo(peer));
                 if let Some(addr) = listener_addr {
                     extensions.insert(ListenerAddr(addr));
                 }
-                request
-            },
-        ));
+                let answered = tower::ServiceExt::oneshot(router.clone(), request);
+                async move {
+                    let response = answered.await?;
+                    Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))
+                }
+            }
+        });
         let mut stopping = stopping.subscribe();
         let mut force = force.subscribe();
         let drain = drain.clone();
@@ -208,12 +236,17 @@ pub(crate) async fn accept_loop(
             let _counted = (slot, drain);
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(header_read_timeout)
-                .serve_connection(TokioIo::new(tcp), service);
+                // Timed by `clock` instead, from a head's first byte (see `idle.rs`).
+                .header_read_timeout(None)
+                .serve_connection(TokioIo::new(idle::Watched::new(tcp, clock.clone())), service);
             tokio::pin!(connection);
             let stop = tokio::select! {
                 _ = connection.as_mut() => false,
                 _ = stopping.wait_for(|stop| *stop) => true,
+                why = clock.expired(header_read_timeout, idle_timeout) => {
+                    tracing::debug!(?why, %peer, "connection closed by its clock");
+                    return;
+                }
             };
             if stop {
                 connection.as_mut().graceful_shutdown();

@@ -389,6 +389,7 @@ impl Bound {
         };
         let options = Accept {
             header_read_timeout: inner.config.header_read_timeout,
+            idle_timeout: inner.config.idle_timeout,
             grace,
             listener_addr: None,
             cap: Some((connections, refusal)),

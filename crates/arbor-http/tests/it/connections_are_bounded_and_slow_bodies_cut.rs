@@ -1,7 +1,9 @@
 //! Issue 11, item 2: a body that arrives too slowly is answered 408 (a JSON-RPC error) and
 //! its connection closed; past `max_connections` a connection is answered 503 with
 //! `Retry-After` and closed, and the count of open connections is exact; shutdown ends
-//! within `shutdown_grace` even while a client holds a connection mid-body.
+//! within `shutdown_grace` even while a client holds a connection mid-body. Issue 19: an
+//! idle keep-alive connection is closed by the idle timeout (120 s), not the head timeout
+//! (30 s), which runs from a head's first byte.
 //!
 //! Raw loopback sockets against a real `Bound::run`; the timeouts run on tokio's paused
 //! clock, so the waits they name cost no wall time.
@@ -129,4 +131,98 @@ async fn wait_for_connections(s: &crate::support::Served, done: impl Fn(usize) -
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     s.http.stats().connections_open
+}
+
+/// A 2026-07-28 `tools/list` on `tcp`, and its whole answer (the connection stays open).
+async fn list_on(tcp: &mut TcpStream, port: u16, id: u64) -> String {
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\",\"params\":{{\"_meta\":{{\
+         \"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\
+         \"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}"
+    );
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: tools/list\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // Until the head and the body its Content-Length names (or a chunked body's end).
+    loop {
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let lower = head.to_ascii_lowercase();
+            let length = lower
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .and_then(|n| n.trim().parse::<usize>().ok());
+            match length {
+                Some(n) if body.len() >= n => return text,
+                None if body.ends_with("0\r\n\r\n") => return text,
+                _ => {}
+            }
+        }
+        let n = tokio::time::timeout(PATIENCE, tcp.read(&mut chunk)).await.expect("an answer").unwrap();
+        assert!(n > 0, "the connection closed before the answer: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_keep_alive_connection_outlives_the_head_timeout_and_closes_after_the_idle_timeout() {
+    // The one-hour soak lost a request when hyper's header timer (30 s) closed a pooled
+    // connection just as reqwest (90 s pools) sent on it: idle is now timed on its own.
+    let s = serve(HttpConfig::default()).await;
+    let mut tcp = TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+    let first = list_on(&mut tcp, s.port, 1).await;
+    assert!(first.starts_with("HTTP/1.1 200 "), "{first}");
+    // 100 s idle: past the 30 s head timeout, within the 120 s idle timeout.
+    tokio::time::sleep(Duration::from_secs(100)).await;
+    let second = list_on(&mut tcp, s.port, 2).await;
+    assert!(second.starts_with("HTTP/1.1 200 "), "the same connection serves after 100 s idle: {second}");
+    let idle_from = tokio::time::Instant::now();
+    let rest = until_closed(&mut tcp).await;
+    // `until_closed` waits at most PATIENCE (10 s) of paused time; sleep past 120 s first.
+    let rest = match rest {
+        Some(rest) => rest,
+        None => {
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            until_closed(&mut tcp).await.expect("closed once idle past 120 s")
+        }
+    };
+    assert!(rest.is_empty(), "closed without a word: {rest:?}");
+    let idle = idle_from.elapsed();
+    assert!(idle >= Duration::from_secs(120), "not before the idle timeout: {idle:?}");
+    s.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_head_trickled_after_an_exchange_is_cut_at_the_head_timeout_counted_from_its_first_byte() {
+    let s = serve(HttpConfig::default()).await;
+    let mut tcp = TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
+    assert!(list_on(&mut tcp, s.port, 1).await.starts_with("HTTP/1.1 200 "));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    // A head begun after 60 s idle, never finished: one byte every 5 s.
+    let started = tokio::time::Instant::now();
+    let mut closed = false;
+    for byte in b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".iter() {
+        if tcp.write_all(&[*byte]).await.is_err() {
+            closed = true;
+            break;
+        }
+        let mut probe = [0u8; 64];
+        if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut probe)).await {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "a trickled head is cut");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(30) && waited <= Duration::from_secs(36),
+        "cut 30 s after its first byte, not at the idle timeout: {waited:?}"
+    );
+    s.finish().await;
 }
