@@ -107,6 +107,7 @@ pub struct Fleet {
     pub ledger: Arc<Mutex<Ledger>>,
     baseline: Live,
     wire: Wire,
+    max_frame: Option<usize>,
 }
 
 impl Fleet {
@@ -118,12 +119,50 @@ impl Fleet {
 
     /// [`Fleet::start`] with its connections carried by `wire`.
     pub async fn start_on(name: &str, config: ServerConfig, n: usize, wire: Wire) -> (Fleet, Vec<ScriptedPeer>) {
+        let build = |config| Server::with_config(TestHandler::new(), config);
+        Fleet::start_full(name, config, n, wire, None, build).await
+    }
+
+    /// [`Fleet::start`] with each connection's frames capped at `max_frame` bytes.
+    pub async fn start_framed(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        max_frame: usize,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        let build = |config| Server::with_config(TestHandler::new(), config);
+        Fleet::start_full(name, config, n, Wire::Memory, Some(max_frame), build).await
+    }
+
+    /// [`Fleet::start`] serving the server `build` makes of the configuration it is given
+    /// (a `Router`, say, where the test handler would answer for itself).
+    pub async fn start_serving(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_full(name, config, n, Wire::Memory, None, build).await
+    }
+
+    async fn start_full(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        wire: Wire,
+        max_frame: Option<usize>,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
         let gauge = Gauge::new();
-        let server = Server::with_config(TestHandler::new(), config.gauge(gauge.clone()));
+        let server = build(config.gauge(gauge.clone()));
         let mut connections = Vec::new();
         let mut peers = Vec::new();
         for _ in 0..n {
             let (server_side, client_side) = wire.pair();
+            let server_side = match max_frame {
+                Some(max) => server_side.with_max_frame_bytes(max),
+                None => server_side,
+            };
             connections.push(server.connect(server_side, ConnectOptions::default()).await.unwrap());
             peers.push(ready(ScriptedPeer::new(client_side)).await);
         }
@@ -134,6 +173,7 @@ impl Fleet {
             ledger: Arc::new(Mutex::new(Ledger::new(name))),
             baseline: Live::default(),
             wire,
+            max_frame,
         };
         fleet.baseline = fleet.live().await;
         (fleet, peers)
@@ -143,6 +183,10 @@ impl Fleet {
     /// end); returns its number in the ledger and its peer.
     pub async fn connect(&mut self) -> (usize, ScriptedPeer) {
         let (server_side, client_side) = self.wire.pair();
+        let server_side = match self.max_frame {
+            Some(max) => server_side.with_max_frame_bytes(max),
+            None => server_side,
+        };
         self.connections.push(self.server.connect(server_side, ConnectOptions::default()).await.unwrap());
         (self.connections.len() - 1, ready(ScriptedPeer::new(client_side)).await)
     }
