@@ -160,8 +160,14 @@ pub enum Era {
 /// Invalid params for a typed client request (method, params, code): each is -32602,
 /// but an unknown resource, which is -32002 on the legacy wire; `text` is hostile text
 /// placed where the server may reflect it. The server must advertise every method used
-/// (tools, prompts, resources with subscriptions, tasks), else -32601 comes first.
-pub fn invalid_params(rng: &mut fastrand::Rng, text: &str, era: Era) -> (&'static str, Value, i64) {
+/// (tools, prompts, resources with subscriptions, tasks), else -32601 comes first:
+/// `served` says which methods the server under test has, and only those are drawn.
+pub fn invalid_params(
+    rng: &mut fastrand::Rng,
+    text: &str,
+    era: Era,
+    served: impl Fn(&str) -> bool,
+) -> (&'static str, Value, i64) {
     let cases: [(&str, Value); 17] = [
         ("tools/call", json!({"arguments": {}})),
         ("tools/call", json!({"name": 7})),
@@ -181,6 +187,7 @@ pub fn invalid_params(rng: &mut fastrand::Rng, text: &str, era: Era) -> (&'stati
         ("tasks/get", json!({"taskId": text})),
         ("tasks/cancel", json!({})),
     ];
+    let cases: Vec<_> = cases.into_iter().filter(|(method, _)| served(method)).collect();
     let (method, params) = cases[rng.usize(..cases.len())].clone();
     let unknown_resource = method == "resources/read" && params.get("uri").is_some();
     let code = if unknown_resource && era == Era::Legacy { -32002 } else { -32602 };

@@ -12,6 +12,7 @@ mod a_tenant_policy_is_enforced_before_the_body;
 mod auth_verifiers;
 mod bad_requests_are_refused_with_the_spec_status;
 mod connections_are_bounded_and_slow_bodies_cut;
+mod every_hostile_post_is_answered_with_the_spec_status;
 mod every_legacy_request_is_accounted_for_under_peer_faults;
 mod every_request_is_accounted_for_under_faults;
 mod every_request_is_tied_to_a_verified_principal;

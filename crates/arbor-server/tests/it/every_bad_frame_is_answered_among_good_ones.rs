@@ -119,7 +119,7 @@ async fn unknown_methods_and_invalid_params_get_their_codes_with_the_text_clampe
                 }
                 _ => {
                     let text = hostile_text(&mut rng);
-                    let (method, params, code) = invalid_params(&mut rng, &text, Era::Legacy);
+                    let (method, params, code) = invalid_params(&mut rng, &text, Era::Legacy, |_| true);
                     fleet.ledger.lock().sent(conn, &id, &[Kind::Error(code)]);
                     peer.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
                 }
