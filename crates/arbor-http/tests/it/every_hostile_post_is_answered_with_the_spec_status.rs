@@ -31,10 +31,10 @@ const MAX_BODY: usize = 64 * 1024;
 const FIXTURE_HAS: [&str; 4] = ["tools/call", "tools/list", "completion/complete", "logging/setLevel"];
 
 /// How many legacy sessions share the run with the stateless POSTs (ledger connection 0).
-const SESSIONS: usize = 4;
+pub(crate) const SESSIONS: usize = 4;
 
 /// A served fixture with the body cap, its sessions open and pinged, and the baseline.
-async fn start() -> (Served, Vec<String>, Live) {
+pub(crate) async fn start() -> (Served, Vec<String>, Live) {
     let http = HttpConfig { max_body_bytes: MAX_BODY, ..HttpConfig::default() };
     let served = served(ServerConfig::default(), http).await;
     let mut sessions = Vec::new();
@@ -50,18 +50,30 @@ async fn start() -> (Served, Vec<String>, Live) {
 
 /// Sends `text` as a POST: on the 2026-07-28 path (`session` none; `method` names the
 /// `Mcp-Method` header) or in a session. Returns the status and the JSON-RPC answer.
-async fn post(served: &Served, session: Option<&str>, method: &str, text: String) -> (u16, Option<Value>) {
-    let headers: Vec<(&str, &str)> = match session {
+pub(crate) async fn post(served: &Served, session: Option<&str>, method: &str, text: String) -> (u16, Option<Value>) {
+    post_with(served, session, method, text, &[]).await
+}
+
+/// [`post`] with `extra` headers (a `Host`, an `Origin`).
+pub(crate) async fn post_with(
+    served: &Served,
+    session: Option<&str>,
+    method: &str,
+    text: String,
+    extra: &[(&str, &str)],
+) -> (u16, Option<Value>) {
+    let mut headers: Vec<(&str, &str)> = match session {
         None => vec![("mcp-protocol-version", MODERN), ("mcp-method", method)],
         Some(session) => vec![("mcp-session-id", session), ("mcp-protocol-version", "2025-11-25")],
     };
+    headers.extend_from_slice(extra);
     let response = served.post(&Value::Null, &headers).body(text).send().await.expect("the POST was answered");
     let status = response.status().as_u16();
     (status, legacy_answer(response).await)
 }
 
 /// A good call on connection `conn` (0: stateless, else session `conn - 1`), recorded.
-async fn good(served: &Served, sessions: &[String], ledger: &Mutex<Ledger>, conn: usize, id: i64) {
+pub(crate) async fn good(served: &Served, sessions: &[String], ledger: &Mutex<Ledger>, conn: usize, id: i64) {
     ledger.lock().sent(conn, &json!(id), &[Kind::Result]);
     let answer = match conn {
         0 => call(served, id, Fault::None).await,
@@ -71,7 +83,7 @@ async fn good(served: &Served, sessions: &[String], ledger: &Mutex<Ledger>, conn
 }
 
 /// Records an error answer after checking its status and what it reflects.
-fn refused(ledger: &Mutex<Ledger>, conn: usize, status: (u16, u16), answer: Option<Value>, what: &str) {
+pub(crate) fn refused(ledger: &Mutex<Ledger>, conn: usize, status: (u16, u16), answer: Option<Value>, what: &str) {
     let answer = answer.unwrap_or_else(|| panic!("{what}: no JSON-RPC answer"));
     assert_eq!(status.0, status.1, "{what}: {answer}");
     if let Some(fault) = reflection_fault(&answer["error"], MAX_REFLECTED_CHARS + 1, 2) {
@@ -84,7 +96,12 @@ fn refused(ledger: &Mutex<Ledger>, conn: usize, status: (u16, u16), answer: Opti
 }
 
 /// Checks every session still answers, then the ledger and the live counts; shuts down.
-async fn finish_run(served: Served, sessions: Vec<String>, baseline: Live, ledger: Arc<Mutex<Ledger>>) -> String {
+pub(crate) async fn finish_run(
+    served: Served,
+    sessions: Vec<String>,
+    baseline: Live,
+    ledger: Arc<Mutex<Ledger>>,
+) -> String {
     for session in &sessions {
         let ping = json!({"jsonrpc": "2.0", "id": "after", "method": "ping"});
         assert_eq!(legacy(&served, session, &ping).await.expect("a pong")["result"], json!({}), "the session lives");
