@@ -7,6 +7,7 @@ mod support;
 
 mod kit;
 
+mod a_cancel_from_another_principal_stops_nothing;
 mod a_drain_answers_every_admitted_request_by_its_deadline;
 mod a_tenant_policy_is_enforced_before_the_body;
 mod auth_verifiers;
