@@ -49,8 +49,9 @@ fn good(ledger: &Mutex<Ledger>, conn: usize, peer: &ScriptedPeer, rng: &mut test
 
 /// Reads `peer`'s messages into the ledger until it owes nothing, checking that every
 /// error reflects at most the clamp's bound of peer text per member, and nothing hidden;
-/// then checks the connection still answers.
-async fn drain_checked(ledger: Arc<Mutex<Ledger>>, conn: usize, mut peer: ScriptedPeer) -> ScriptedPeer {
+/// then checks the connection still answers (a ping; a 2026-07-28 call when `modern`,
+/// an era without ping).
+async fn drain_checked(ledger: Arc<Mutex<Ledger>>, conn: usize, mut peer: ScriptedPeer, modern: bool) -> ScriptedPeer {
     while ledger.lock().owed(conn) > 0 {
         let message = peer.recv().await;
         assert!(message.get("method").is_none(), "only answers on conn {conn}: {message}");
@@ -62,7 +63,13 @@ async fn drain_checked(ledger: Arc<Mutex<Ledger>>, conn: usize, mut peer: Script
         }
         ledger.lock().received(conn, &message);
     }
-    assert_eq!(peer.call(1, "ping", json!({})).await["result"], json!({}), "conn {conn} carried on");
+    if modern {
+        let params = json!({"name": "fault", "_meta": tests::peer::modern_meta(json!({}), None)});
+        let answer = peer.call(1, "tools/call", params).await;
+        assert!(answer.get("result").is_some(), "conn {conn} carried on: {answer}");
+    } else {
+        assert_eq!(peer.call(1, "ping", json!({})).await["result"], json!({}), "conn {conn} carried on");
+    }
     peer
 }
 
@@ -87,7 +94,7 @@ async fn malformed_oversized_and_deeply_nested_frames_get_the_spec_error_and_goo
             fleet.ledger.lock().sent(conn, &bad.id, &[Kind::Error(bad.code)]);
             peer.send_raw(&bad.text);
         }
-        drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer)));
+        drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer, false)));
     }
     let mut peers = Vec::new();
     for driver in drivers {
@@ -125,7 +132,48 @@ async fn unknown_methods_and_invalid_params_get_their_codes_with_the_text_clampe
                 }
             }
         }
-        drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer)));
+        drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer, false)));
+    }
+    let mut peers = Vec::new();
+    for driver in drivers {
+        peers.push(driver.await.expect("the driver ran"));
+    }
+    let summary = fleet.finish(peers).await;
+    assert!(summary.requests >= 1000, "{summary}");
+    for kind in [Kind::Result, Kind::Error(-32601), Kind::Error(-32602)] {
+        assert!(summary.outcomes.get(&kind).is_some_and(|n| *n > 0), "no {kind}: {summary}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn unknown_methods_and_invalid_params_get_their_codes_with_the_text_clamped_in_the_2026_era() {
+    let name = "unknown methods and invalid params, 2026-07-28";
+    let seed = Seed::for_test(name);
+    let (fleet, peers) = Fleet::start_modern(name, ServerConfig::default(), 8, router).await;
+    // What 2026-07-28 removed is an unknown method there, not invalid params.
+    let removed = ["logging/setLevel", "resources/subscribe", "tasks/get", "tasks/cancel"];
+    let mut drivers = Vec::new();
+    for (conn, peer) in peers.into_iter().enumerate() {
+        let mut rng = seed.rng(conn as u64);
+        for n in 0..150 {
+            let id = json!(1000 + n);
+            let meta = tests::peer::modern_meta(json!({}), None);
+            let (method, mut params, code) = match rng.u8(..3) {
+                0 => ("tools/call".to_owned(), json!({"name": "fault"}), None),
+                1 => (unknown_method(&mut rng), json!({}), Some(-32601)),
+                _ => {
+                    let text = hostile_text(&mut rng);
+                    let (method, params, code) =
+                        invalid_params(&mut rng, &text, Era::Modern, |m| !removed.contains(&m));
+                    (method.to_owned(), params, Some(code))
+                }
+            };
+            params["_meta"] = meta;
+            let expect = code.map_or(Kind::Result, Kind::Error);
+            fleet.ledger.lock().sent(conn, &id, &[expect]);
+            peer.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        }
+        drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer, true)));
     }
     let mut peers = Vec::new();
     for driver in drivers {

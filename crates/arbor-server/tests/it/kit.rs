@@ -99,6 +99,15 @@ async fn ready(mut peer: ScriptedPeer) -> ScriptedPeer {
     peer
 }
 
+/// `peer` speaking 2026-07-28 (no handshake): known to be served once a
+/// `server/discover` carrying the terms is answered.
+async fn ready_modern(mut peer: ScriptedPeer) -> ScriptedPeer {
+    let meta = tests::peer::modern_meta(json!({}), None);
+    let discover = peer.call(0, "server/discover", json!({"_meta": meta})).await;
+    assert!(discover["result"]["supportedVersions"].is_array(), "{discover}");
+    peer
+}
+
 /// One server, its connections and the ledger of everything sent on them.
 pub struct Fleet {
     pub server: Server,
@@ -108,6 +117,7 @@ pub struct Fleet {
     baseline: Live,
     wire: Wire,
     max_frame: Option<usize>,
+    modern: bool,
 }
 
 impl Fleet {
@@ -120,7 +130,7 @@ impl Fleet {
     /// [`Fleet::start`] with its connections carried by `wire`.
     pub async fn start_on(name: &str, config: ServerConfig, n: usize, wire: Wire) -> (Fleet, Vec<ScriptedPeer>) {
         let build = |config| Server::with_config(TestHandler::new(), config);
-        Fleet::start_full(name, config, n, wire, None, build).await
+        Fleet::start_full(name, config, n, (wire, false), None, build).await
     }
 
     /// [`Fleet::start`] with each connection's frames capped at `max_frame` bytes.
@@ -131,7 +141,7 @@ impl Fleet {
         max_frame: usize,
     ) -> (Fleet, Vec<ScriptedPeer>) {
         let build = |config| Server::with_config(TestHandler::new(), config);
-        Fleet::start_full(name, config, n, Wire::Memory, Some(max_frame), build).await
+        Fleet::start_full(name, config, n, (Wire::Memory, false), Some(max_frame), build).await
     }
 
     /// [`Fleet::start`] serving the server `build` makes of the configuration it is given
@@ -142,14 +152,25 @@ impl Fleet {
         n: usize,
         build: impl FnOnce(ServerConfig) -> Server,
     ) -> (Fleet, Vec<ScriptedPeer>) {
-        Fleet::start_full(name, config, n, Wire::Memory, None, build).await
+        Fleet::start_full(name, config, n, (Wire::Memory, false), None, build).await
+    }
+
+    /// [`Fleet::start_serving`] with 2026-07-28 peers: no handshake, every request
+    /// carries its terms.
+    pub async fn start_modern(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_full(name, config, n, (Wire::Memory, true), None, build).await
     }
 
     async fn start_full(
         name: &str,
         config: ServerConfig,
         n: usize,
-        wire: Wire,
+        (wire, modern): (Wire, bool),
         max_frame: Option<usize>,
         build: impl FnOnce(ServerConfig) -> Server,
     ) -> (Fleet, Vec<ScriptedPeer>) {
@@ -164,7 +185,8 @@ impl Fleet {
                 None => server_side,
             };
             connections.push(server.connect(server_side, ConnectOptions::default()).await.unwrap());
-            peers.push(ready(ScriptedPeer::new(client_side)).await);
+            let peer = ScriptedPeer::new(client_side);
+            peers.push(if modern { ready_modern(peer).await } else { ready(peer).await });
         }
         let mut fleet = Fleet {
             server,
@@ -174,6 +196,7 @@ impl Fleet {
             baseline: Live::default(),
             wire,
             max_frame,
+            modern,
         };
         fleet.baseline = fleet.live().await;
         (fleet, peers)
@@ -188,7 +211,9 @@ impl Fleet {
             None => server_side,
         };
         self.connections.push(self.server.connect(server_side, ConnectOptions::default()).await.unwrap());
-        (self.connections.len() - 1, ready(ScriptedPeer::new(client_side)).await)
+        let peer = ScriptedPeer::new(client_side);
+        let peer = if self.modern { ready_modern(peer).await } else { ready(peer).await };
+        (self.connections.len() - 1, peer)
     }
 
     /// The live counts now.
