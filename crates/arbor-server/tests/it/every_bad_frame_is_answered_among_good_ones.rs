@@ -19,7 +19,7 @@ use tests::kit::ledger::{Kind, Ledger};
 use tests::kit::plan::Fault;
 use tests::kit::Seed;
 
-use crate::kit::{fault_call, Fleet};
+use crate::kit::{fault_call, Fleet, Wire};
 use crate::support::ScriptedPeer;
 
 /// The frame cap of the connections: small, so an oversized frame costs little.
@@ -73,11 +73,11 @@ async fn drain_checked(ledger: Arc<Mutex<Ledger>>, conn: usize, mut peer: Script
     peer
 }
 
-#[tokio::test(start_paused = true)]
-async fn malformed_oversized_and_deeply_nested_frames_get_the_spec_error_and_good_calls_their_result() {
-    let name = "bad frames among good ones";
+/// Sends 150 frames on each of 8 connections carried by `wire`, half of them bad, all
+/// pipelined, and accounts for every answer.
+async fn bad_frames(name: &str, wire: Wire) {
     let seed = Seed::for_test(name);
-    let (fleet, peers) = Fleet::start_framed(name, ServerConfig::default(), 8, MAX_FRAME).await;
+    let (fleet, peers) = Fleet::start_framed(name, ServerConfig::default(), 8, wire, MAX_FRAME).await;
     let mut shapes = std::collections::HashMap::<BadFrame, usize>::new();
     let mut drivers = Vec::new();
     for (conn, peer) in peers.into_iter().enumerate() {
@@ -105,6 +105,17 @@ async fn malformed_oversized_and_deeply_nested_frames_get_the_spec_error_and_goo
     assert!(summary.requests >= 1000, "{summary}");
     assert_eq!(shapes.len(), BadFrame::ALL.len(), "every shape was sent: {shapes:?}");
     assert!(summary.outcomes[&Kind::Result] > 0 && summary.outcomes[&Kind::Error(-32700)] > 0, "{summary}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn malformed_oversized_and_deeply_nested_frames_get_the_spec_error_and_good_calls_their_result() {
+    bad_frames("bad frames among good ones", Wire::Memory).await;
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_oversized_and_deeply_nested_frames_over_os_pipes_get_the_spec_error() {
+    bad_frames("bad frames among good ones over OS pipes", Wire::Pipes).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -133,15 +133,16 @@ impl Fleet {
         Fleet::start_full(name, config, n, (wire, false), None, build).await
     }
 
-    /// [`Fleet::start`] with each connection's frames capped at `max_frame` bytes.
+    /// [`Fleet::start_on`] with each connection's frames capped at `max_frame` bytes.
     pub async fn start_framed(
         name: &str,
         config: ServerConfig,
         n: usize,
+        wire: Wire,
         max_frame: usize,
     ) -> (Fleet, Vec<ScriptedPeer>) {
         let build = |config| Server::with_config(TestHandler::new(), config);
-        Fleet::start_full(name, config, n, (Wire::Memory, false), Some(max_frame), build).await
+        Fleet::start_full(name, config, n, (wire, false), Some(max_frame), build).await
     }
 
     /// [`Fleet::start`] serving the server `build` makes of the configuration it is given
