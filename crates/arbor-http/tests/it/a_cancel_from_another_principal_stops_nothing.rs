@@ -3,7 +3,8 @@
 //! session, in his own, and on the 2026-07-28 path) and `tasks/cancel` for alice's task
 //! ids, while alice's requests run. Every alice request ends with its own result (her task
 //! is still working after bob's cancel), bob gets the spec's answer each time (404 in a
-//! session that is not his, 202 for a notification, -32602 for a task that is not his),
+//! session that is not his, 202 for a notification, -32602 for a task that is not his, of
+//! either era),
 //! and alice's own cancels still work: her hung request in her session gets no answer,
 //! her task ends `cancelled`. Over 1,000 requests, each accounted for by the kit's ledger.
 
@@ -111,7 +112,7 @@ fn rpc(id: &Value, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
-/// One unit of the run: alice's request (or task) and bob's cancel for it, in one of five
+/// One unit of the run: alice's request (or task) and bob's cancel for it, in one of six
 /// ways, and alice's own cancel where the unit says so.
 async fn unit(f: &Fixture, sessions: &(String, String), ledger: &Mutex<Ledger>, n: usize, way: u8) {
     let (alice_session, bob_session) = (sessions.0.as_str(), sessions.1.as_str());
@@ -144,26 +145,37 @@ async fn unit(f: &Fixture, sessions: &(String, String), ledger: &Mutex<Ledger>, 
             let answer = legacy_answer(head).await.expect("alice's answer");
             ledger.lock().received(ALICE_MODERN, &answer);
         }
-        // Alice's task: bob's `tasks/cancel` is -32602 (not his) and it is still working;
-        // alice's own cancel ends it `cancelled`.
-        3 => {
+        // Alice's task (the extension's on the 2026-07-28 path, a 2025-11-25 core task in
+        // her session): bob's `tasks/cancel` (in his own session) is -32602, not his, and
+        // it is still working; alice's own cancel ends it `cancelled`.
+        3 | 5 => {
+            let legacy = way == 5;
             let ask = |conn: usize, token: &'static str, id: Value, method: &'static str, params: Value| async move {
+                let session = match (legacy, token) {
+                    (false, _) => None,
+                    (true, ALICE) => Some(alice_session),
+                    (true, _) => Some(bob_session),
+                };
                 ledger.lock().sent(conn, &id, &[]);
-                let (_, answer) = f.send(token, None, rpc(&id, method, params)).await;
+                let (_, answer) = f.send(token, session, rpc(&id, method, params)).await;
                 let answer = answer.expect("an answer");
                 ledger.lock().received(conn, &answer);
                 answer
             };
-            let created = ask(ALICE_MODERN, ALICE, id.clone(), "tools/call", json!({"name": "forever"})).await;
-            let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+            let alice = if legacy { ALICE_SESSION } else { ALICE_MODERN };
+            let call =
+                if legacy { json!({"name": "forever", "task": {"ttl": 60_000}}) } else { json!({"name": "forever"}) };
+            let created = ask(alice, ALICE, id.clone(), "tools/call", call).await;
+            let task = if legacy { &created["result"]["task"]["taskId"] } else { &created["result"]["taskId"] };
+            let task = task.as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
             let theirs = ask(BOB_CONN, BOB, bob_id, "tasks/cancel", json!({"taskId": task})).await;
             assert_eq!(theirs["error"]["code"], -32602, "bob cannot cancel alice's task: {theirs}");
             let get = json!({"taskId": task});
-            let still = ask(ALICE_MODERN, ALICE, json!(format!("get-{n}")), "tasks/get", get.clone()).await;
+            let still = ask(alice, ALICE, json!(format!("get-{n}")), "tasks/get", get.clone()).await;
             assert_eq!(still["result"]["status"], "working", "{still}");
-            let own = ask(ALICE_MODERN, ALICE, json!(format!("cancel-{n}")), "tasks/cancel", get.clone()).await;
+            let own = ask(alice, ALICE, json!(format!("cancel-{n}")), "tasks/cancel", get.clone()).await;
             assert!(own.get("result").is_some(), "alice cancels her own task: {own}");
-            let ended = ask(ALICE_MODERN, ALICE, json!(format!("end-{n}")), "tasks/get", get).await;
+            let ended = ask(alice, ALICE, json!(format!("end-{n}")), "tasks/get", get).await;
             assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
         }
         // Alice's own cancel in her session, of a call that never ends: accepted, no answer.
@@ -194,7 +206,7 @@ async fn another_principals_cancels_stop_nothing_and_ones_own_still_work() {
     let baseline = crate::kit::live_of(&f.http).await;
     let ledger = Mutex::new(Ledger::new(name));
     let mut rng = seed.rng(0);
-    let ways: Vec<u8> = (0..600).map(|_| rng.u8(..5)).collect();
+    let ways: Vec<u8> = (0..600).map(|_| rng.u8(..6)).collect();
     let (f_ref, sessions_ref, ledger_ref) = (&f, &sessions, &ledger);
     let units = ways.into_iter().enumerate().map(|(n, way)| unit(f_ref, sessions_ref, ledger_ref, n, way));
     futures::stream::iter(units).buffer_unordered(16).collect::<Vec<()>>().await;
