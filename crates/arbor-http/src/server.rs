@@ -553,8 +553,9 @@ pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
     parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0)
 }
 
-/// Reads a POST body within its bounds: 413 beyond the cap, 408 (and the connection
-/// closed) when it arrives too slowly or not by the deadline, 400 when it breaks off.
+/// Reads a POST body within its bounds: 413 beyond the cap and 408 when it arrives too
+/// slowly or not by the deadline (each closing the connection: the rest of the body is
+/// never read), 400 when it breaks off.
 /// The cap is the transport's (`HttpConfig::max_body_bytes`), or the request's tenant's
 /// when that is lower (`TenantQuota::max_body_bytes`); the 413 says which.
 pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Result<Bytes, Response<Body>> {
@@ -566,7 +567,11 @@ pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Resul
             message: format!("Payload Too Large: the body exceeds {max} bytes ({whose})"),
             data: None,
         };
-        reject(StatusCode::PAYLOAD_TOO_LARGE, &err, None)
+        let mut answer = reject(StatusCode::PAYLOAD_TOO_LARGE, &err, None);
+        // Reading stops at the cap, so the rest of the body is unread: without this the
+        // client pools the connection the server then closes, and loses its next request.
+        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        answer
     };
     let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|len| len > max as u64) {

@@ -6,7 +6,9 @@
 //! outcomes it may end in. At [`Ledger::finish`] every request must have exactly one
 //! outcome: a [`Kind`] received, or, for a request whose cancel the server must have
 //! accepted, none at all ("cancelled: no answer"), or none because its client went away
-//! ("disconnected"). The live counts ([`Live`]) taken after the run must be back to the
+//! ("disconnected"). A frame whose id the server cannot read (not JSON, an id of the wrong
+//! type) is recorded with the id `null`: the error that answers it carries no id, or a
+//! `null` one, and is matched to it. The live counts ([`Live`]) taken after the run must be back to the
 //! baseline taken before it. It is not a linearizability checker: it accounts for
 //! answers, not for the order or content of results.
 //!
@@ -176,13 +178,21 @@ impl Ledger {
     }
 
     /// Records a message received on `conn`; notifications and server requests are not
-    /// outcomes and are ignored. Returns the outcome's kind.
+    /// outcomes and are ignored. Returns the outcome's kind. An error without an id (or
+    /// with a `null` one) answers a request recorded with the id `null`.
     pub fn received(&mut self, conn: usize, message: &Value) -> Option<Kind> {
         if message.get("method").is_some() {
             return None;
         }
-        let id = message.get("id")?;
         let kind = Kind::of(message);
+        let id = match message.get("id") {
+            Some(id) => id,
+            None if message.get("error").is_some() => &Value::Null,
+            None => {
+                self.violations.push(format!("conn {conn}: a result without an id: {message}"));
+                return Some(kind);
+            }
+        };
         let Some(requests) = self.requests.get_mut(&(conn, id.to_string())) else {
             self.violations.push(format!("conn {conn}: an answer ({kind}) to id {id}, never sent: {message}"));
             return Some(kind);
@@ -338,6 +348,21 @@ mod tests {
         assert_eq!(ledger.owed(0), 0, "the first, still running, is the one cancelled");
         let summary = ledger.finish(Live::default(), Live::default());
         assert_eq!(summary.cancelled_unanswered, 1);
+    }
+
+    #[test]
+    fn an_error_without_an_id_answers_a_request_whose_id_was_unreadable() {
+        let mut ledger = Ledger::new("anonymous");
+        ledger.sent(0, &Value::Null, &[Kind::Error(-32700)]);
+        ledger.sent(0, &Value::Null, &[Kind::Error(-32600)]);
+        ledger.received(0, &json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": "bad"}}));
+        ledger.received(0, &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "bad"}}));
+        let summary = ledger.finish(Live::default(), Live::default());
+        assert_eq!(summary.outcomes.values().sum::<usize>(), 2);
+        let extra = violations(|l| {
+            l.received(0, &json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "bad"}}));
+        });
+        assert!(extra.contains("never sent"), "{extra}");
     }
 
     #[test]

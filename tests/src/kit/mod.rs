@@ -6,13 +6,16 @@
 //! the test knows the outcome to expect and a handler in the crate under test applies it);
 //! a [`ledger::Ledger`] records what was sent and what came back and checks the
 //! accounting; [`peer`] scripts the misbehaving client sides (cancel races, duplicate ids,
-//! disconnects at random points, slow reads). Driving a transport stays with the crate
+//! disconnects at random points, slow reads); [`hostile`] draws the bad input (malformed,
+//! oversized and deeply nested frames, unknown methods, invalid params) with the error each
+//! must get. Driving a transport stays with the crate
 //! whose server is under test. It is not a simulator: faults run on the real runtime.
 //!
 //! Invariant: a run is a function of its [`Seed`]. Every random choice comes from the
 //! seed's generator, and the seed is printed first, so a failure replays with
 //! `ARBOR_KIT_SEED=<seed>`.
 
+pub mod hostile;
 pub mod ledger;
 pub mod peer;
 pub mod plan;

@@ -350,13 +350,19 @@ impl HttpLink {
                 for data in parser.feed(&chunk) {
                     shared.inbound(&data, origin);
                 }
+                for _ in 0..parser.take_oversized() {
+                    shared.count_malformed(
+                        "event",
+                        &format_args!("an SSE event over {MAX_FRAME_BYTES} bytes was skipped"),
+                    );
+                }
             }
             let retry_ms = parser.retry_ms().or(before.as_ref().and_then(|b| b.retry_ms));
             return match parser.last_event_id() {
                 Some(last) => Some(Resume { last_id: last.to_owned(), retry_ms }),
                 None => before.map(|b| Resume { retry_ms, ..b }),
             };
-        } else if let Ok(bytes) = response.bytes().await {
+        } else if let Some(bytes) = capped_body(shared, response).await {
             if !bytes.iter().all(u8::is_ascii_whitespace) {
                 shared.inbound(&bytes, origin);
             }
@@ -460,4 +466,25 @@ impl HttpLink {
 /// A configured header that is not valid HTTP: named, its value never shown.
 fn header_error(name: &str) -> ConnectError {
     ConnectError::Transport(OpenError::Header { name: name.to_owned() })
+}
+
+/// The most bytes one message may take over HTTP (a JSON body, an SSE event's data): the
+/// transport's frame cap, as over stdio, so a server cannot make the client buffer more.
+const MAX_FRAME_BYTES: usize = arbor_transport::DEFAULT_MAX_FRAME_BYTES;
+
+/// A JSON body read up to [`MAX_FRAME_BYTES`]; past it the rest is not read (the
+/// connection goes with the response), the message is counted as malformed and `None`
+/// returned, as a frame over the cap is on stdio. `None` too when the body breaks off.
+async fn capped_body(shared: &Shared, response: Response) -> Option<bytes::Bytes> {
+    let mut body = response.bytes_stream();
+    let mut bytes = bytes::BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.ok()?;
+        if bytes.len() + chunk.len() > MAX_FRAME_BYTES {
+            shared.count_malformed("body", &format_args!("a body over {MAX_FRAME_BYTES} bytes was skipped"));
+            return None;
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Some(bytes.freeze())
 }

@@ -3,10 +3,13 @@
 //! It implements what MCP needs of the SSE format: `data` lines (joined by newlines),
 //! `event` types (only the default `message` type carries JSON-RPC), the last event `id`
 //! and the `retry` delay remembered for resuming a stream (SEP-1699), comment lines
-//! (keep-alives) skipped, CRLF or LF line ends.
-//! Invariant: bytes split anywhere across chunks give the same events as one chunk.
+//! (keep-alives) skipped, CRLF or LF line ends. An event whose data (or any of whose
+//! lines) is longer than the frame cap, the same cap a stdio frame has, is dropped and
+//! counted ([`SseParser::take_oversized`]), never buffered past the cap.
+//! Invariant: bytes split anywhere across chunks give the same events as one chunk, and
+//! the parser holds at most about twice the cap whatever the server sends.
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseParser {
     line: Vec<u8>,
     data: Vec<u8>,
@@ -15,24 +18,68 @@ pub(crate) struct SseParser {
     id: Option<String>,
     last_id: Option<String>,
     retry: Option<u64>,
+    /// The most bytes an event's data, or one line, may hold.
+    max: usize,
+    /// The line being read went past `max`: the rest of it is skipped.
+    long_line: bool,
+    /// The event being read went past `max`: it is dropped when it ends.
+    oversized: bool,
+    /// Events dropped for their size, not yet taken.
+    dropped: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser::with_max(arbor_transport::DEFAULT_MAX_FRAME_BYTES)
+    }
 }
 
 impl SseParser {
+    /// A parser that drops events over `max` bytes of data.
+    pub(crate) fn with_max(max: usize) -> Self {
+        SseParser {
+            line: Vec::new(),
+            data: Vec::new(),
+            has_data: false,
+            event: None,
+            id: None,
+            last_id: None,
+            retry: None,
+            max,
+            long_line: false,
+            oversized: false,
+            dropped: 0,
+        }
+    }
+
     /// Feeds a chunk; returns the data of every `message` event it completed.
     pub(crate) fn feed(&mut self, chunk: &[u8]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for &b in chunk {
             if b == b'\n' {
                 let mut line = std::mem::take(&mut self.line);
+                if std::mem::take(&mut self.long_line) {
+                    // Whatever field it was, the event cannot be trusted whole.
+                    self.oversized = true;
+                    continue;
+                }
                 if line.last() == Some(&b'\r') {
                     line.pop();
                 }
                 self.line_done(&line, &mut out);
-            } else {
+            } else if self.line.len() < self.max {
                 self.line.push(b);
+            } else {
+                self.long_line = true;
+                self.line.clear();
             }
         }
         out
+    }
+
+    /// How many events were dropped for their size since last asked.
+    pub(crate) fn take_oversized(&mut self) -> usize {
+        std::mem::take(&mut self.dropped)
     }
 
     /// The id of the last event completed (a priming event with empty data counts), to
@@ -54,8 +101,10 @@ impl SseParser {
                 self.last_id = Some(id);
             }
             let event = self.event.take();
+            if std::mem::take(&mut self.oversized) {
+                self.dropped += 1;
             // An event with empty data (a 2025-11-25 priming event) carries no message.
-            if self.has_data && !self.data.is_empty() && event.as_deref().is_none_or(|e| e == "message") {
+            } else if self.has_data && !self.data.is_empty() && event.as_deref().is_none_or(|e| e == "message") {
                 out.push(std::mem::take(&mut self.data));
             }
             self.data.clear();
@@ -74,6 +123,11 @@ impl SseParser {
         };
         match field {
             b"data" => {
+                if self.oversized || self.data.len() + value.len() + 1 > self.max {
+                    self.oversized = true;
+                    self.data = Vec::new();
+                    return;
+                }
                 if self.has_data {
                     self.data.push(b'\n');
                 }
@@ -94,6 +148,22 @@ impl SseParser {
 #[cfg(test)]
 mod tests {
     use super::SseParser;
+
+    #[test]
+    fn an_event_over_the_cap_is_dropped_and_counted_and_the_next_one_read() {
+        let mut p = SseParser::with_max(16);
+        // One line too long, then one event whose data lines add up past the cap.
+        let text = b"data: {\"x\":\"0123456789abcdef\"}\n\ndata: 0123456789\ndata: 0123456789\n\ndata: {}\n\n";
+        for split in 0..text.len() {
+            let mut p = SseParser::with_max(16);
+            let mut got = p.feed(&text[..split]);
+            got.extend(p.feed(&text[split..]));
+            assert_eq!((got, p.take_oversized()), (vec![b"{}".to_vec()], 2), "split at {split}");
+        }
+        assert_eq!(p.feed(text), vec![b"{}".to_vec()]);
+        assert_eq!((p.take_oversized(), p.take_oversized()), (2, 0));
+        assert!(p.line.capacity() <= 64 && p.data.capacity() <= 64, "nothing buffered past the cap");
+    }
 
     #[test]
     fn events_split_anywhere_come_out_whole() {

@@ -16,6 +16,8 @@ mod calls_are_typed_in_both_eras;
 mod cancelling_a_call_tells_the_server;
 mod dpop_binds_tokens_and_follows_nonces;
 mod era_detection_falls_back_on_any_error_or_silence;
+mod every_call_is_accounted_for_against_a_hostile_server;
+mod every_http_call_is_accounted_for_against_malformed_streams;
 mod input_is_answered_by_the_handler_in_both_eras;
 mod oauth_logs_in_to_a_real_authorization_server;
 mod streamable_http_serves_both_eras;

@@ -51,6 +51,11 @@ impl Script {
         self.writer.send(&serde_json::to_vec(&frame).unwrap()).expect("sends");
     }
 
+    /// Sends raw bytes as one frame (a hostile server's garbage).
+    pub fn send_raw(&self, frame: &[u8]) {
+        self.writer.send(frame).expect("sends");
+    }
+
     /// Sends request `id` to the client, without waiting.
     pub fn ask(&self, id: i64, method: &str, params: Value) {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -90,7 +95,17 @@ impl Script {
 /// Connects a client (2025-11-25, by `initialize`) to a script; returns the client, the
 /// script and the `initialize` params the client sent.
 pub async fn connect(options: ClientOptions) -> (Client, Script, Value) {
+    connect_framed(options, None).await
+}
+
+/// [`connect`] with the client's frames capped at `max_frame` bytes (its transport's
+/// default when `None`).
+pub async fn connect_framed(options: ClientOptions, max_frame: Option<usize>) -> (Client, Script, Value) {
     let (server_side, client_side) = Transport::memory_pair();
+    let client_side = match max_frame {
+        Some(max) => client_side.with_max_frame_bytes(max),
+        None => client_side,
+    };
     let slot = Arc::new(Mutex::new(Some(client_side)));
     let target = ServerTarget::transport_factory(None, move || {
         let transport = slot.lock().take();

@@ -75,3 +75,28 @@ async fn foreign_hosts_and_origins_and_malformed_bodies_get_their_status() {
     }
     s.finish().await;
 }
+
+#[tokio::test]
+async fn a_body_over_the_cap_closes_its_connection_so_the_next_post_is_served() {
+    // The server stops reading at the cap: the rest of the body may still be in flight, so
+    // the connection cannot carry another request, and the 413 must say so, or the client
+    // pools it and loses its next POST to a closed socket.
+    let s = serve(HttpConfig { max_body_bytes: 1024, ..HttpConfig::default() }).await;
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(64 * 1024)}});
+    for n in 0..20 {
+        // Declared too long (Content-Length), then streamed with no length at all.
+        let response = if n % 2 == 0 {
+            s.post(&big, &[]).send().await.unwrap()
+        } else {
+            let chunks = futures::stream::iter(vec![Ok::<_, std::io::Error>(big.to_string())]);
+            s.post(&json!(null), &[]).body(reqwest::Body::wrap_stream(chunks)).send().await.unwrap()
+        };
+        assert_eq!(response.status(), 413);
+        assert_eq!(response.headers().get("connection").map(|v| v.as_bytes()), Some(&b"close"[..]), "round {n}");
+        let init = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let good = s.post(&init, &[]).send().await.expect("the next POST is served");
+        assert_eq!(good.status(), 200, "round {n}");
+    }
+    s.finish().await;
+}

@@ -119,7 +119,12 @@ pub async fn legacy_answer(response: reqwest::Response) -> Option<Value> {
 
 /// The served server's live counts now.
 pub async fn live(served: &Served) -> Live {
-    let server = served.http.server();
+    live_of(&served.http).await
+}
+
+/// [`live`] of any `HttpServer` (one a test built itself, with OAuth say).
+pub async fn live_of(http: &arbor_http::HttpServer) -> Live {
+    let server = http.server();
     let view = serde_json::to_value(server.observe().await.expect("a request was served")).unwrap();
     let gauge = server.gauge();
     Live::from_view(&view, gauge.alive_actors(), gauge.alive_tasks())
@@ -127,12 +132,17 @@ pub async fn live(served: &Served) -> Live {
 
 /// Waits (bounded) for the live counts to come back to `baseline`; returns the last count.
 pub async fn settle(served: &Served, baseline: Live) -> Live {
+    settle_of(&served.http, baseline).await
+}
+
+/// [`settle`] of any `HttpServer`.
+pub async fn settle_of(http: &arbor_http::HttpServer, baseline: Live) -> Live {
     for _ in 0..200 {
-        let now = live(served).await;
+        let now = live_of(http).await;
         if now == baseline {
             return now;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    live(served).await
+    live_of(http).await
 }

@@ -99,6 +99,15 @@ async fn ready(mut peer: ScriptedPeer) -> ScriptedPeer {
     peer
 }
 
+/// `peer` speaking 2026-07-28 (no handshake): known to be served once a
+/// `server/discover` carrying the terms is answered.
+async fn ready_modern(mut peer: ScriptedPeer) -> ScriptedPeer {
+    let meta = tests::peer::modern_meta(json!({}), None);
+    let discover = peer.call(0, "server/discover", json!({"_meta": meta})).await;
+    assert!(discover["result"]["supportedVersions"].is_array(), "{discover}");
+    peer
+}
+
 /// One server, its connections and the ledger of everything sent on them.
 pub struct Fleet {
     pub server: Server,
@@ -107,6 +116,8 @@ pub struct Fleet {
     pub ledger: Arc<Mutex<Ledger>>,
     baseline: Live,
     wire: Wire,
+    max_frame: Option<usize>,
+    modern: bool,
 }
 
 impl Fleet {
@@ -118,14 +129,65 @@ impl Fleet {
 
     /// [`Fleet::start`] with its connections carried by `wire`.
     pub async fn start_on(name: &str, config: ServerConfig, n: usize, wire: Wire) -> (Fleet, Vec<ScriptedPeer>) {
+        let build = |config| Server::with_config(TestHandler::new(), config);
+        Fleet::start_full(name, config, n, (wire, false), None, build).await
+    }
+
+    /// [`Fleet::start_on`] with each connection's frames capped at `max_frame` bytes.
+    pub async fn start_framed(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        wire: Wire,
+        max_frame: usize,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        let build = |config| Server::with_config(TestHandler::new(), config);
+        Fleet::start_full(name, config, n, (wire, false), Some(max_frame), build).await
+    }
+
+    /// [`Fleet::start`] serving the server `build` makes of the configuration it is given
+    /// (a `Router`, say, where the test handler would answer for itself).
+    pub async fn start_serving(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_full(name, config, n, (Wire::Memory, false), None, build).await
+    }
+
+    /// [`Fleet::start_serving`] with 2026-07-28 peers: no handshake, every request
+    /// carries its terms.
+    pub async fn start_modern(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_full(name, config, n, (Wire::Memory, true), None, build).await
+    }
+
+    async fn start_full(
+        name: &str,
+        config: ServerConfig,
+        n: usize,
+        (wire, modern): (Wire, bool),
+        max_frame: Option<usize>,
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
         let gauge = Gauge::new();
-        let server = Server::with_config(TestHandler::new(), config.gauge(gauge.clone()));
+        let server = build(config.gauge(gauge.clone()));
         let mut connections = Vec::new();
         let mut peers = Vec::new();
         for _ in 0..n {
             let (server_side, client_side) = wire.pair();
+            let server_side = match max_frame {
+                Some(max) => server_side.with_max_frame_bytes(max),
+                None => server_side,
+            };
             connections.push(server.connect(server_side, ConnectOptions::default()).await.unwrap());
-            peers.push(ready(ScriptedPeer::new(client_side)).await);
+            let peer = ScriptedPeer::new(client_side);
+            peers.push(if modern { ready_modern(peer).await } else { ready(peer).await });
         }
         let mut fleet = Fleet {
             server,
@@ -134,6 +196,8 @@ impl Fleet {
             ledger: Arc::new(Mutex::new(Ledger::new(name))),
             baseline: Live::default(),
             wire,
+            max_frame,
+            modern,
         };
         fleet.baseline = fleet.live().await;
         (fleet, peers)
@@ -143,8 +207,14 @@ impl Fleet {
     /// end); returns its number in the ledger and its peer.
     pub async fn connect(&mut self) -> (usize, ScriptedPeer) {
         let (server_side, client_side) = self.wire.pair();
+        let server_side = match self.max_frame {
+            Some(max) => server_side.with_max_frame_bytes(max),
+            None => server_side,
+        };
         self.connections.push(self.server.connect(server_side, ConnectOptions::default()).await.unwrap());
-        (self.connections.len() - 1, ready(ScriptedPeer::new(client_side)).await)
+        let peer = ScriptedPeer::new(client_side);
+        let peer = if self.modern { ready_modern(peer).await } else { ready(peer).await };
+        (self.connections.len() - 1, peer)
     }
 
     /// The live counts now.
