@@ -2,6 +2,7 @@
 //! loopback socket, a thousand requests and
 //! more per scenario, each accounted for by the kit's ledger.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tests::kit::ledger::{Kind, Ledger};
 use tests::kit::plan::{Fault, FaultPlan};
 use tests::kit::Seed;
 
-use crate::kit::{call, legacy, live, served, settle};
+use crate::kit::{call, call_with, legacy, live, served, settle, RELEASED};
 use crate::support::Served;
 use crate::support::SseReader;
 
@@ -171,15 +172,17 @@ async fn busy_loops_in_blocking_sections_leave_a_legacy_session_responsive_over_
     assert!(legacy(&served, &session, &ready).await.is_some());
     let baseline = live(&served).await;
     let ledger = Mutex::new(Ledger::new(name));
-    // Each round: two calls spin 200 ms each, as many as the runtime has workers, and
-    // while they are known to run, 100 pings on a legacy session, 8 at a time. A spin on a
-    // worker would hold the pings until it ends; in a blocking section it does not, so
-    // every ping is answered before either spinning call is.
-    for round in 0..10 {
-        let ids = [round * 2, round * 2 + 1].map(|k| 1000 + k);
+    // Each round: two calls spin in blocking sections, as many as the runtime has workers,
+    // until the test releases them; while they are known to run, 100 pings on a legacy
+    // session, 8 at a time. A spin on a worker would hold the pings until released, which
+    // happens only after every ping is answered: the pings would never end (the bound
+    // below fails the test). No clock decides: the spinners end when released.
+    for round in 0..10u64 {
+        let ids = [round * 2, round * 2 + 1].map(|k| 1000 + k as i64);
         let spinning = ids.map(|id| {
             ledger.lock().sent(0, &json!(id), &[Kind::Result]);
-            call(&served, id, Fault::Busy { ms: 200 })
+            let args = json!({"fault": "busy", "ms": 0, "until": round + 1});
+            call_with(&served, id, args)
         });
         let spun = async {
             let answers = futures::future::join_all(spinning).await;
@@ -199,8 +202,13 @@ async fn busy_loops_in_blocking_sections_leave_a_legacy_session_responsive_over_
                     ledger.lock().received(1, &answer);
                 }
             });
-            futures::stream::iter(pings).buffer_unordered(8).collect::<Vec<()>>().await;
-            assert_eq!(ledger.lock().owed(0), 2, "round {round}: a spinning call ended before the pings did");
+            let all = futures::stream::iter(pings).buffer_unordered(8).collect::<Vec<()>>();
+            // A liveness bound, not a timing: held pings never end.
+            tokio::time::timeout(Duration::from_secs(30), all)
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: the spinning calls held the pings"));
+            assert_eq!(ledger.lock().owed(0), 2, "round {round}: a spinning call ended before its release");
+            RELEASED.store(round + 1, Ordering::Release);
         };
         tokio::join!(spun, pings);
     }

@@ -27,11 +27,21 @@ use crate::support::{serve_with, Served, SseReader};
 pub struct FaultArgs {
     fault: String,
     ms: Option<u64>,
+    /// For a `busy` fault: spin until [`RELEASED`] reaches this instead of for `ms`.
+    until: Option<u64>,
 }
+
+/// How far gated busy loops are released (a `busy` call with `until: n` spins in its
+/// blocking section until this is at least `n`): a test can then tell a call that holds
+/// others up from one that is merely slow without reading a clock. Only one test gates.
+pub static RELEASED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A gated busy loop gives up after this, so a test that never releases it still ends.
+const GATE_BOUND: Duration = Duration::from_secs(60);
 
 /// Acts out the fault in a `fault` call's arguments.
 pub async fn act(args: FaultArgs) -> Result<String, McpError> {
-    let fault = Fault::from_arguments(&json!({"fault": args.fault, "ms": args.ms}))
+    let fault = Fault::from_arguments(&json!({"fault": &args.fault, "ms": args.ms}))
         .ok_or_else(|| McpError::invalid_params("not a fault"))?;
     match fault {
         Fault::None => {}
@@ -39,14 +49,22 @@ pub async fn act(args: FaultArgs) -> Result<String, McpError> {
         Fault::Error => return Err(McpError::invalid_params("injected error")),
         Fault::Hang => std::future::pending().await,
         Fault::Busy { ms } => {
-            let end = std::time::Instant::now() + Duration::from_millis(ms);
-            tokio::task::spawn_blocking(move || {
+            let gate = args.until;
+            let end = std::time::Instant::now() + gate.map_or(Duration::from_millis(ms), |_| GATE_BOUND);
+            let released = tokio::task::spawn_blocking(move || {
                 while std::time::Instant::now() < end {
+                    if gate.is_some_and(|n| RELEASED.load(std::sync::atomic::Ordering::Acquire) >= n) {
+                        return true;
+                    }
                     std::hint::spin_loop();
                 }
+                gate.is_none()
             })
             .await
             .expect("the busy loop ran");
+            if !released {
+                return Err(McpError::internal("a gated busy loop was never released"));
+            }
         }
         Fault::Delay { ms } => tokio::time::sleep(Duration::from_millis(ms)).await,
     }
@@ -61,7 +79,12 @@ pub fn fault_body(id: &Value, fault: Fault) -> Value {
 /// POSTs a 2026-07-28 `fault` call with `id` carrying `fault`, and returns the JSON-RPC
 /// response, from a JSON body or from the SSE body's response event.
 pub async fn call(served: &Served, id: i64, fault: Fault) -> Value {
-    let params = json!({"name": "fault", "arguments": fault.arguments()});
+    call_with(served, id, fault.arguments()).await
+}
+
+/// [`call`] with the `fault` tool's arguments as given (a gated `busy`, say).
+pub async fn call_with(served: &Served, id: i64, arguments: Value) -> Value {
+    let params = json!({"name": "fault", "arguments": arguments});
     let response = served.modern(id, "tools/call", params, &[]).send().await.expect("the POST was answered");
     let sse = response.headers().get("content-type").is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if !sse {
