@@ -1,4 +1,7 @@
-//! Test fixtures: a scriptable worker actor, an event log, and leak checks.
+//! Test fixtures: a scriptable worker actor, an event log, and leak checks; `storm`, the
+//! restart-storm harness (an OTP reference model of a whole tree and its driver).
+
+pub mod storm;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
