@@ -23,6 +23,7 @@ mod core_tasks_share_a_store_notify_and_fail;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
 mod every_message_matches_the_negotiated_schema;
+mod every_request_is_accounted_for_across_tenant_restarts;
 mod every_request_is_accounted_for_under_faults;
 mod every_request_is_accounted_for_under_peer_faults;
 mod handshake_era_negotiates_once;
