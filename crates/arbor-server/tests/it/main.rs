@@ -29,6 +29,7 @@ mod every_request_is_accounted_for_under_peer_faults;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
 mod old_revisions_get_only_what_they_define;
+mod ordered_shutdown_answers_every_request_and_outwaits_a_slow_child;
 mod overload_is_refused_at_once;
 mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
