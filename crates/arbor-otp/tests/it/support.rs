@@ -1,6 +1,7 @@
-//! Test fixtures: a scriptable worker actor, an event log, and leak checks; `storm`, the
-//! restart-storm harness (an OTP reference model of a whole tree and its driver).
+//! Test fixtures: a scriptable worker actor, an event log, and leak checks; the restart
+//! storms' OTP reference model of a whole tree (`otp_model`) and driver (`storm`).
 
+pub mod otp_model;
 pub mod storm;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
