@@ -58,9 +58,23 @@ impl SubscriptionHandler for Closer {
         let tenant = channel.connection().tenant.clone();
         self.log.lock().push((tenant.clone(), "close", Instant::now()));
         if tenant == "slow" {
+            // Notes the moment the runtime drops this close, unfinished: the stream killed.
+            let _killed = Killed { tenant: tenant.clone(), log: self.log.clone() };
             std::future::pending::<()>().await;
         }
         self.log.lock().push((tenant, "closed", Instant::now()));
+    }
+}
+
+/// Dropped with a slow `handle_close` that never finished: notes `killed`.
+struct Killed {
+    tenant: String,
+    log: Arc<Mutex<Vec<Closing>>>,
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        self.log.lock().push((self.tenant.clone(), "killed", Instant::now()));
     }
 }
 
@@ -143,7 +157,11 @@ async fn a_drained_shutdown_answers_every_request_and_outwaits_a_slow_child_in_r
         log.iter().filter(|(t, w, _)| t == tenant && *w == what).map(|(_, _, i)| *i - began).collect()
     };
     assert_eq!(at("slow", "close"), vec![Duration::ZERO; PER_TENANT], "the last tenant started is told first");
-    assert!(at("slow", "closed").is_empty(), "the slow streams never finished: they were killed");
+    assert!(at("slow", "closed").is_empty(), "the slow streams never finished");
+    assert_eq!(at("slow", "killed"), vec![STREAM_GRACE; PER_TENANT], "they were killed at their grace");
+    let killed_last = log.iter().rposition(|(t, w, _)| t == "slow" && *w == "killed");
+    let fast_first = log.iter().position(|(t, _, _)| t == "fast");
+    assert!(killed_last < fast_first, "the slow streams were gone before the earlier tenant was told: {log:?}");
     assert_eq!(at("fast", "close"), vec![STREAM_GRACE; PER_TENANT], "the earlier tenant only after the grace");
     assert_eq!(at("fast", "closed"), vec![STREAM_GRACE; PER_TENANT]);
     assert_eq!(took, STREAM_GRACE, "one grace for the slow tenant's streams, none for the fast");
@@ -167,4 +185,36 @@ async fn a_drained_shutdown_answers_every_request_and_outwaits_a_slow_child_in_r
     assert!(summary.requests >= 1000);
     assert!(summary.outcomes.get(&Kind::Error(-32603)).is_some_and(|n| *n > 0), "{summary}");
     assert!(summary.outcomes.get(&Kind::Result).is_some_and(|n| *n > 0), "{summary}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_child_is_gone_when_the_shutdown_returns() {
+    // The slow streams are on the only tenant, so nothing is stopped after them: the
+    // shutdown must still not return before they are.
+    let gauge = Gauge::new();
+    let closer = Closer::default();
+    let server = Server::with_config(TestHandler::new(), ServerConfig::default().gauge(gauge.clone()))
+        .subscription_handler(closer.clone());
+    let mut peers = Vec::new();
+    for _ in 0..2 {
+        let (server_side, client_side) = Transport::memory_pair();
+        server.connect(server_side, ConnectOptions::tenant("slow")).await.unwrap();
+        let mut peer = ScriptedPeer::new(client_side);
+        peer.initialize("2025-11-25", json!({})).await;
+        assert_eq!(peer.call(0, "ping", json!({})).await["result"], json!({}));
+        peers.push(peer);
+    }
+    let began = Instant::now();
+    server.shutdown().await;
+    let killed: Vec<Duration> =
+        closer.log.lock().iter().filter(|(_, w, _)| *w == "killed").map(|(_, _, at)| *at - began).collect();
+    assert_eq!(
+        killed,
+        vec![STREAM_GRACE; 2],
+        "each slow stream was stopped at its grace, before the shutdown returned"
+    );
+    assert_eq!((gauge.alive_actors(), gauge.alive_tasks()), (0, 0));
+    for mut peer in peers {
+        assert_eq!(peer.recv_or_end().await, None, "the connection's output ended");
+    }
 }
