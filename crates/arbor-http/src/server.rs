@@ -310,8 +310,10 @@ impl HttpServer {
     /// Shuts a mounted endpoint down in order, in one call: every SSE stream ends and
     /// waiting POSTs are answered 503 (new requests too), then, once the open streams'
     /// bodies are gone (or `shutdown_grace` passed), every session and endpoint closes and
-    /// the `Server` shuts down (bounded by `shutdown_grace` too). Afterwards
-    /// [`HttpServer::stats`] counts no session, stream or endpoint. Idempotent; a
+    /// the `Server` shuts down in order, to its end: that step is bounded by the tree's own
+    /// shutdown timeouts (a connection's streams get their close grace, then are killed),
+    /// not by `shutdown_grace`. Afterwards [`HttpServer::stats`] counts no session, stream
+    /// or endpoint, and no actor or task of the `Server` is alive. Idempotent; a
     /// [`Bound::run`] serving this server stops accepting on it and returns.
     pub async fn shutdown(&self) {
         self.shutdown_handle().shutdown();
@@ -330,9 +332,7 @@ impl HttpServer {
             }
         })
         .await;
-        if tokio::time::timeout(grace, finish(inner)).await.is_err() {
-            tracing::warn!(?grace, "the server did not finish shutting down within the shutdown grace");
-        }
+        finish(inner, grace).await;
     }
 
     /// The `arbor_server::Server` behind the endpoint.
@@ -369,7 +369,7 @@ impl Bound {
     /// for delayed ACKs) and serves HTTP/1.1 on each, then on shutdown stops accepting,
     /// ends every stream, lets each connection finish its exchange for at most
     /// `shutdown_grace` (then drops those still open), closes every session and endpoint
-    /// and shuts the `Server` down (bounded by `shutdown_grace` too).
+    /// and shuts the `Server` down in order (see [`HttpServer::shutdown`]).
     ///
     /// Bounded: at most `max_connections` are served at once, and a connection past it is
     /// answered 503 with `Retry-After` and closed; a failing `accept` (out of descriptors)
@@ -395,9 +395,7 @@ impl Bound {
             cap: Some((connections, refusal)),
         };
         accept_loop(self.listener, self.server.router(), stop, options).await;
-        if tokio::time::timeout(grace, finish(&inner)).await.is_err() {
-            tracing::warn!(?grace, "the server did not finish shutting down within the shutdown grace");
-        }
+        finish(&inner, grace).await;
         Ok(())
     }
 }
@@ -425,13 +423,19 @@ impl ShutdownHandle {
     }
 }
 
-/// What shutdown does once no connection is served any more.
-async fn finish(inner: &Arc<Inner>) {
+/// What shutdown does once no connection is served any more: the HTTP side (sessions,
+/// endpoints, the legacy streams' pumps) within `grace`, then the `Server`'s ordered
+/// shutdown to its end. That one is not cut at the grace: it is bounded by its children's
+/// own shutdown timeouts (a connection's, its streams' close grace), and cut short it
+/// returned with connections still stopping and their slow streams not yet killed.
+async fn finish(inner: &Arc<Inner>, grace: Duration) {
     inner.sessions.close_all();
     inner.sse_sessions.close_all();
     inner.modern.close_all();
     if let Some(tasks) = inner.streams.get() {
-        tasks.shutdown().await;
+        if tokio::time::timeout(grace, tasks.shutdown()).await.is_err() {
+            tracing::warn!(?grace, "the HTTP streams did not stop within the shutdown grace");
+        }
     }
     inner.server.shutdown().await;
 }

@@ -1,4 +1,8 @@
-//! Test fixtures: a scriptable worker actor, an event log, and leak checks.
+//! Test fixtures: a scriptable worker actor, an event log, and leak checks; the restart
+//! storms' OTP reference model of a whole tree (`otp_model`) and driver (`storm`).
+
+pub mod otp_model;
+pub mod storm;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -11,6 +11,7 @@
 //! before any faulted request, and [`Fleet::finish`] compares the live counts with it
 //! only once nothing is owed, then closes everything and checks nothing outlived it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,11 +26,15 @@ use tests::kit::plan::Fault;
 
 use crate::support::{ScriptedPeer, TestHandler};
 
-/// Acts out the fault in a `fault` call's arguments.
+/// Acts out the fault in a `fault` call's arguments; a call that carries a `trace` (see
+/// [`traced`]) is noted as started first.
 pub async fn act(arguments: Value) -> Result<Reply<CallToolResult>, McpError> {
     let Some(fault) = Fault::from_arguments(&arguments) else {
         return Err(McpError::invalid_params(format!("no fault in {arguments}")));
     };
+    if let Some(trace) = arguments.get("trace").and_then(Value::as_str) {
+        STARTED.lock().get_or_insert_with(HashSet::new).insert(trace.to_owned());
+    }
     match fault {
         Fault::None => {}
         Fault::Panic => panic!("injected panic"),
@@ -55,6 +60,24 @@ async fn busy(wall: Duration) {
         tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(spin),
         _ => tokio::task::spawn_blocking(spin).await.expect("the busy loop ran"),
     }
+}
+
+/// The traces of the `fault` calls whose handler started, over the whole test binary
+/// (traces name their test, so tests running side by side do not mix).
+static STARTED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// A `tools/call` of the `fault` tool carrying `fault` and `trace`, a name unique in the
+/// binary: [`started`] then says whether its handler ran, so a test can tell a request
+/// that was never read from one that ran and must be answered.
+pub fn traced(id: &Value, fault: Fault, trace: &str) -> Value {
+    let mut arguments = fault.arguments();
+    arguments["trace"] = json!(trace);
+    tests::kit::peer::call(id, "fault", arguments)
+}
+
+/// Whether the handler of the call traced `trace` started.
+pub fn started(trace: &str) -> bool {
+    STARTED.lock().as_ref().is_some_and(|s| s.contains(trace))
 }
 
 /// A `tools/call` of the `fault` tool carrying `fault`.

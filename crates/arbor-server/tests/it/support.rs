@@ -192,6 +192,14 @@ impl ScriptedPeer {
         serde_json::from_slice(&frame.unwrap()).unwrap()
     }
 
+    /// The next message from the server, or `None` once it closed the connection;
+    /// panics after 30 s (of the test's clock).
+    pub async fn recv_or_end(&mut self) -> Option<Value> {
+        let next = tokio::time::timeout(Duration::from_secs(30), self.reader.recv()).await;
+        let frame = next.expect("no message within 30 s").unwrap()?;
+        Some(serde_json::from_slice(&frame.unwrap()).unwrap())
+    }
+
     /// The next message that is not a notification.
     pub async fn recv_response(&mut self) -> Value {
         Exchange::next_response(self).await
