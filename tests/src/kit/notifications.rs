@@ -174,6 +174,16 @@ impl NotificationLedger {
         log.contains(&Seen::End) || (last.is_some() && log.contains(&last.unwrap()))
     }
 
+    /// Whether `subscriber` was told its source failed after the last event published:
+    /// its stream ended, or it received a gap marker after that event (or after its
+    /// last event, when that one was lost too).
+    pub fn signalled(&self, subscriber: &str) -> bool {
+        let Some(log) = self.received.get(subscriber) else { return false };
+        let last = self.published.last().map(|(seq, _)| *seq).unwrap_or(0);
+        let after = log.iter().rposition(|s| matches!(s, Seen::Event(seq) if *seq <= last)).map_or(0, |p| p + 1);
+        log.contains(&Seen::End) || log[after..].contains(&Seen::Gap)
+    }
+
     /// Whether `subscriber`'s stream ended.
     pub fn ended(&self, subscriber: &str) -> bool {
         self.received.get(subscriber).is_some_and(|log| log.contains(&Seen::End))

@@ -64,6 +64,8 @@ async fn slow_consumer(test: &str, era: Era, options: SubscribeOptions, policy: 
         pace: SlowReads::pick(&mut seed.rng(1)),
         echo_every: ECHO_EVERY,
         published_all: published_all.clone(),
+        until_signalled: false,
+        delay_ms: None,
     };
     println!("[kit] {test}: reads paced {:?}", consumer.pace);
     let pad = Value::from("x".repeat(PAD));

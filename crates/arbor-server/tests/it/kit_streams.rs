@@ -120,6 +120,15 @@ pub fn echo(era: Era, id: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
+/// A `fault` call of `era` with `id` that answers after `ms`.
+pub fn delayed(era: Era, id: &Value, ms: u64) -> Value {
+    let mut call = crate::kit::fault_call(id, tests::kit::plan::Fault::Delay { ms });
+    if era == Era::Modern {
+        call["params"]["_meta"] = modern_meta(json!({}));
+    }
+    call
+}
+
 /// Opens the numbered stream on `peer` (connection `conn` of `ledger`): sends the opening
 /// request and reads until the stream is open (the acknowledgement, or the subscribe's
 /// answer).
@@ -145,8 +154,14 @@ pub struct Consumer {
     pub pace: SlowReads,
     /// An echo request every this many messages read (0: none).
     pub echo_every: usize,
+    /// When set, the requests are `fault` calls that answer after this many ms (of the
+    /// test's clock) instead of echoes, so some are in flight whenever a fault strikes.
+    pub delay_ms: Option<u64>,
     /// Set once the publisher is done: before, the last event published is not the last.
     pub published_all: Arc<AtomicBool>,
+    /// Read on past the last event until the stream ends or reports a gap after it (a
+    /// source that failed must say so).
+    pub until_signalled: bool,
 }
 
 impl Consumer {
@@ -160,7 +175,12 @@ impl Consumer {
     ) -> (ScriptedPeer, usize) {
         let (mut read, mut echoes) = (0usize, 0usize);
         loop {
-            let done = self.published_all.load(Ordering::SeqCst) && notes.lock().is_done(&self.name);
+            let done = self.published_all.load(Ordering::SeqCst)
+                && if self.until_signalled {
+                    notes.lock().signalled(&self.name)
+                } else {
+                    notes.lock().is_done(&self.name)
+                };
             if done && ledger.lock().owed(self.conn) == 0 {
                 break;
             }
@@ -170,6 +190,12 @@ impl Consumer {
             read += 1;
             if let Some(seen) = classify(&message) {
                 notes.lock().seen(&self.name, seen);
+            } else if message["method"] == "notifications/resources/updated" && message["params"]["uri"] == FEED {
+                // The runtime's own handler telling the client to re-read the resource:
+                // the product's resync signal, a gap as far as the events are concerned.
+                notes.lock().seen(&self.name, Seen::Gap);
+            } else if message["method"].as_str().is_some_and(|m| m.ends_with("/list_changed")) {
+                // A legacy session's list stream, resyncing after its bus ended.
             } else if message["method"] == "notifications/cancelled" {
                 // On stdio a server that ends a listen also cancels it; the answer is the end.
                 assert_eq!(Some(&message["params"]["requestId"]), self.listen.as_ref(), "{message}");
@@ -186,7 +212,10 @@ impl Consumer {
                 echoes += 1;
                 let id = json!(format!("echo-{echoes}"));
                 ledger.lock().sent(self.conn, &id, &[Kind::Result]);
-                peer.send(echo(self.era, &id));
+                peer.send(match self.delay_ms {
+                    None => echo(self.era, &id),
+                    Some(ms) => delayed(self.era, &id, ms),
+                });
             }
             if let Some(pause) = self.pace.pause_after(read) {
                 tokio::time::sleep(pause).await;

@@ -28,6 +28,7 @@ mod every_message_matches_the_negotiated_schema;
 mod every_notification_is_accounted_for_under_slow_consumers;
 mod every_request_is_accounted_for_under_faults;
 mod every_request_is_accounted_for_under_peer_faults;
+mod every_stream_hears_that_its_bus_failed;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
 mod old_revisions_get_only_what_they_define;
