@@ -153,6 +153,12 @@ impl NotificationLedger {
         self.published.push((seq, key.map(str::to_owned)));
     }
 
+    /// Takes back event `seq`, recorded as published but refused at the source (a full
+    /// outbound queue): nobody owes it.
+    pub fn refused(&mut self, seq: u64) {
+        self.published.retain(|(s, _)| *s != seq);
+    }
+
     /// Registers `subscriber` (so a subscriber that received nothing is still checked).
     pub fn subscriber(&mut self, subscriber: &str) {
         self.received.entry(subscriber.to_owned()).or_default();

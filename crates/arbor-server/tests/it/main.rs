@@ -24,6 +24,7 @@ mod core_tasks_share_a_store_notify_and_fail;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
 mod every_bad_frame_is_answered_among_good_ones;
+mod every_event_survives_a_redis_restart_or_is_reported;
 mod every_message_matches_the_negotiated_schema;
 mod every_notification_is_accounted_for_under_slow_consumers;
 mod every_request_is_accounted_for_under_faults;
