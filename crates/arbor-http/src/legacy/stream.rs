@@ -10,8 +10,8 @@
 //! event), so an id names its stream and is unique in the session; the buffer never holds
 //! more than `event_buffer` events (the oldest go first); at most one reader is attached
 //! (a newer one supersedes it), and no lock is held across an await. While a reader is
-//! attached the pump never pushes out an event it has not been handed: it waits, so a
-//! slow reader holds the route back (and, past the server's unread-output bound, the
+//! attached the standalone stream's pump never pushes out an event it has not been
+//! handed: it waits, so a slow reader holds the route back (and, past the server's unread-output bound, the
 //! stream's bus queue, whose overflow the client is told of) instead of losing events
 //! in silence.
 
@@ -253,10 +253,23 @@ impl EventStream {
 
 /// Moves a route's messages into `stream` until `expected` responses arrived (or the
 /// route ends), then finishes it. Runs as a supervised task.
-pub(crate) async fn pump(mut rx: RouteReceiver, stream: Arc<EventStream>, mut expected: usize, cap: usize) {
+///
+/// With `hold_back` (the standalone stream) it waits for room while a reader is attached
+/// ([`EventStream::room`]): what writes there (subscription streams) holds back in turn
+/// past the server's unread-output bound, so a slow reader costs bounded memory and
+/// reported gaps, not silent loss. A POST's stream does not wait: the request's progress
+/// and logs do not hold back, so waiting would only move its backlog into the route.
+pub(crate) async fn pump(
+    mut rx: RouteReceiver,
+    stream: Arc<EventStream>,
+    mut expected: usize,
+    cap: usize,
+    hold_back: bool,
+) {
     while expected > 0 {
-        // A slow reader holds the route back rather than losing what it was not handed.
-        stream.room(cap).await;
+        if hold_back {
+            stream.room(cap).await;
+        }
         let Some(out) = rx.recv().await else { break };
         match out {
             Outgoing::Response(json) => {
