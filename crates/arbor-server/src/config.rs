@@ -86,7 +86,9 @@ pub struct ServerConfig {
     /// The bus queue of each topic the runtime joins for a stream (`list_changed`,
     /// `resources/updated`): its bound and what happens when a slow client lets it fill.
     /// Default: 256 entries, coalescing changes of the same list or URI (a client that
-    /// falls behind hears each change once, not every time).
+    /// falls behind hears each change once, not every time). `EndStream` ends a listen;
+    /// a legacy session's streams, which cannot tell their client they ended, drop the
+    /// oldest and report the gap instead (`Channel::join`).
     pub subscription_options: SubscribeOptions,
     /// The task store of the tasks extension: TTL, polling interval, bounds.
     pub tasks: TaskConfig,

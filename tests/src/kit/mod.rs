@@ -5,7 +5,9 @@
 //! by seed and weight, which [`plan::Fault`] each call carries (as the call's arguments, so
 //! the test knows the outcome to expect and a handler in the crate under test applies it);
 //! a [`ledger::Ledger`] records what was sent and what came back and checks the
-//! accounting; [`peer`] scripts the misbehaving client sides (cancel races, duplicate ids,
+//! accounting; a [`notifications::NotificationLedger`] does the same for streams (every
+//! event published against what each subscriber received, gaps and ends included);
+//! [`peer`] scripts the misbehaving client sides (cancel races, duplicate ids,
 //! disconnects at random points, slow reads); [`hostile`] draws the bad input (malformed,
 //! oversized and deeply nested frames, unknown methods, invalid params) with the error each
 //! must get. Driving a transport stays with the crate
@@ -17,6 +19,7 @@
 
 pub mod hostile;
 pub mod ledger;
+pub mod notifications;
 pub mod peer;
 pub mod plan;
 

@@ -235,7 +235,7 @@ async fn local_endpoint(
     let cap = inner.config.event_buffer;
     let pumped = standalone.clone();
     let spawned = tasks.spawn(async move {
-        stream::pump(rx, pumped, usize::MAX, cap).await;
+        stream::pump(rx, pumped, usize::MAX, cap, true).await;
         Ok::<(), ()>(())
     });
     if let Err(e) = spawned {
@@ -360,7 +360,7 @@ async fn serve(
             .map(drop),
         (_, None) => tasks
             .spawn(async move {
-                stream::pump(rx, pumped, expected, cap).await;
+                stream::pump(rx, pumped, expected, cap, false).await;
                 drop(admitted);
                 Ok::<(), ()>(())
             })

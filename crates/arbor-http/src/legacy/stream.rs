@@ -9,7 +9,11 @@
 //! Invariants: event ids are `<stream>-<seq>`, `seq` counting from 1 (`0` is the priming
 //! event), so an id names its stream and is unique in the session; the buffer never holds
 //! more than `event_buffer` events (the oldest go first); at most one reader is attached
-//! (a newer one supersedes it), and no lock is held across an await.
+//! (a newer one supersedes it), and no lock is held across an await. While a reader is
+//! attached the standalone stream's pump never pushes out an event it has not been
+//! handed: it waits, so a slow reader holds the route back (and, past the server's unread-output bound, the
+//! stream's bus queue, whose overflow the client is told of) instead of losing events
+//! in silence.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -32,6 +36,8 @@ pub(crate) struct EventStream {
     pub(crate) id: u64,
     state: Mutex<State>,
     changed: Notify,
+    /// Told when a reader took events or went away: the pump may have room again.
+    taken: Notify,
     /// Told whether a reader is attached, on each change (the standalone stream tells its
     /// endpoint, for a 2025-11-25 task's input requests: `Endpoint::set_standalone_read`).
     on_reader: OnceLock<OnReader>,
@@ -75,7 +81,13 @@ enum Read {
 
 impl EventStream {
     pub(crate) fn new(id: u64) -> EventStream {
-        EventStream { id, state: Mutex::new(State::default()), changed: Notify::new(), on_reader: OnceLock::new() }
+        EventStream {
+            id,
+            state: Mutex::new(State::default()),
+            changed: Notify::new(),
+            taken: Notify::new(),
+            on_reader: OnceLock::new(),
+        }
     }
 
     /// Sets the hook told whether a reader is attached (once; later calls are ignored).
@@ -103,6 +115,25 @@ impl EventStream {
         };
         self.changed.notify_waiters();
         seq
+    }
+
+    /// Completes once one more event fits in the buffer without pushing out one the
+    /// attached reader has not been handed, or once no reader is attached (the buffer is
+    /// then the replay window, and keeps the latest `cap`).
+    pub(crate) async fn room(&self, cap: usize) {
+        loop {
+            let taken = self.taken.notified();
+            tokio::pin!(taken);
+            taken.as_mut().enable();
+            {
+                let state = self.state.lock();
+                let unread = state.events.iter().filter(|(seq, _)| *seq > state.delivered).count();
+                if !state.attached || unread < cap.max(1) {
+                    return;
+                }
+            }
+            taken.await;
+        }
     }
 
     /// Appends an event another node numbered (`cluster`: a stream followed from the
@@ -186,6 +217,7 @@ impl EventStream {
         };
         // Told outside the lock: the hook may take locks of its own.
         if detached {
+            self.taken.notify_waiters();
             self.tell(false);
         }
     }
@@ -208,6 +240,9 @@ impl EventStream {
             *cursor = state.last_seq;
         }
         state.delivered = state.delivered.max(*cursor);
+        if wrote {
+            self.taken.notify_waiters();
+        }
         match (wrote, state.done && *cursor >= state.last_seq) {
             (_, true) if !wrote => Read::Finished,
             (true, _) => Read::Some,
@@ -218,8 +253,23 @@ impl EventStream {
 
 /// Moves a route's messages into `stream` until `expected` responses arrived (or the
 /// route ends), then finishes it. Runs as a supervised task.
-pub(crate) async fn pump(mut rx: RouteReceiver, stream: Arc<EventStream>, mut expected: usize, cap: usize) {
+///
+/// With `hold_back` (the standalone stream) it waits for room while a reader is attached
+/// ([`EventStream::room`]): what writes there (subscription streams) holds back in turn
+/// past the server's unread-output bound, so a slow reader costs bounded memory and
+/// reported gaps, not silent loss. A POST's stream does not wait: the request's progress
+/// and logs do not hold back, so waiting would only move its backlog into the route.
+pub(crate) async fn pump(
+    mut rx: RouteReceiver,
+    stream: Arc<EventStream>,
+    mut expected: usize,
+    cap: usize,
+    hold_back: bool,
+) {
     while expected > 0 {
+        if hold_back {
+            stream.room(cap).await;
+        }
         let Some(out) = rx.recv().await else { break };
         match out {
             Outgoing::Response(json) => {

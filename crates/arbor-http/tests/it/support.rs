@@ -27,7 +27,7 @@ pub const MODERN: &str = "2026-07-28";
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EchoArgs {
-    message: String,
+    pub message: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -72,19 +72,22 @@ impl Output {
         }
     }
 
-    /// Bytes queued and not yet taken by the peer; routes are drained by their reader and
-    /// count as empty.
+    /// Bytes queued and not yet taken by the peer: a writer's buffer, or what a route's
+    /// reader (an HTTP response body, which a slow client holds back) has not taken.
     pub(crate) fn buffered(&self) -> usize {
         match self {
             Output::Frames(writer) => writer.buffered(),
-            _ => 0,
+            Output::Route(route) => route.unread(),
+            Output::Standalone(route) => route.load().unread(),
         }
     }
 
-    /// Completes once the queued output is below `limit`.
+    /// Completes once the queued output is below `limit` (or a route's reader is gone).
     pub(crate) async fn drained_below(&self, limit: usize) {
-        if let Output::Frames(writer) = self {
-            writer.drained_below(limit).await;
+        match self {
+            Output::Frames(writer) => writer.drained_below(limit).await,
+            Output::Route(route) => route.drained_below(limit).await,
+            Output::Standalone(route) => route.load_full().drained_below(limit).await,
         }
     }
 

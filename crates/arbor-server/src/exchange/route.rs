@@ -3,15 +3,20 @@
 //! A route is the sending half of an unbounded channel of [`Outgoing`] messages, each
 //! already serialised and tagged with what it is, so an HTTP layer can decide per message
 //! (an SSE event, a JSON body, an HTTP status) without parsing it again. It is not a
-//! buffer for resumption or a bound on memory: the HTTP layer drains it promptly and keeps
-//! whatever it must replay.
+//! buffer for resumption: the HTTP layer keeps whatever it must replay. It counts the
+//! bytes sent and not yet received, so that what writes without an answer to wait for (a
+//! subscription stream) can hold back while a slow reader has too much unread, as it does
+//! on a byte stream; the channel itself never refuses.
 //!
 //! Invariant: the server holds clones of a submission's route only while something that
 //! submission caused can still write to it (the actor's turn, request tasks and their
 //! sinks, pending server→client requests, listen streams), so [`RouteReceiver::recv`]
 //! returning `None` means nothing more will ever come for that submission.
 
-use tokio::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Notify};
 
 /// One server→client message, tagged with what it is (already serialised compact JSON,
 /// no newline).
@@ -63,11 +68,13 @@ impl Outgoing {
 }
 
 /// The sending half of a route; cheap to clone. Unbounded: the HTTP side drains it
-/// promptly (bounded buffering for resumability is the HTTP layer's job).
+/// (bounded buffering for resumability is the HTTP layer's job); what it holds unread is
+/// counted ([`Route::unread`]).
 #[derive(Clone, Debug)]
 pub struct Route {
     /// `None` for a route that discards everything.
     tx: Option<mpsc::UnboundedSender<Outgoing>>,
+    unread: Arc<Unread>,
 }
 
 /// The receiving half of a route. Dropping it closes the route, which cancels the
@@ -75,19 +82,77 @@ pub struct Route {
 #[derive(Debug)]
 pub struct RouteReceiver {
     rx: mpsc::UnboundedReceiver<Outgoing>,
+    unread: Arc<Unread>,
+}
+
+/// Bytes sent on a route and not yet received, and the writers waiting for them to drain.
+#[derive(Debug, Default)]
+struct Unread {
+    bytes: AtomicUsize,
+    /// Writers in `drained_below`: a receive wakes them only when there are some, so the
+    /// answer path pays one load, not a notification.
+    waiters: AtomicUsize,
+    drained: Notify,
+}
+
+impl Unread {
+    fn took(&self, message: &Outgoing) {
+        self.bytes.fetch_sub(message.bytes().len(), Ordering::AcqRel);
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.drained.notify_waiters();
+        }
+    }
 }
 
 impl Route {
     /// A connected pair.
     pub fn channel() -> (Route, RouteReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Route { tx: Some(tx) }, RouteReceiver { rx })
+        let unread = Arc::new(Unread::default());
+        (Route { tx: Some(tx), unread: unread.clone() }, RouteReceiver { rx, unread })
     }
 
     /// A route that discards everything (e.g. the standalone route of a modern-only
     /// endpoint). It never counts as closed.
     pub fn discard() -> Route {
-        Route { tx: None }
+        Route { tx: None, unread: Arc::default() }
+    }
+
+    /// Bytes sent and not yet taken by the receiver; none once the receiver is gone
+    /// (what it left is dropped with it).
+    pub(crate) fn unread(&self) -> usize {
+        if self.is_closed() {
+            return 0;
+        }
+        self.unread.bytes.load(Ordering::Acquire)
+    }
+
+    /// Completes once fewer than `limit` bytes are unread, or the receiver is gone.
+    pub(crate) async fn drained_below(&self, limit: usize) {
+        self.unread.waiters.fetch_add(1, Ordering::AcqRel);
+        // Counted out however this ends, a drop included.
+        struct Out<'a>(&'a AtomicUsize);
+        impl Drop for Out<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _out = Out(&self.unread.waiters);
+        let drained = async {
+            loop {
+                let notified = self.unread.drained.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.unread() < limit {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::select! {
+            () = drained => {}
+            () = self.closed() => {}
+        }
     }
 
     /// Whether the receiver was dropped.
@@ -98,10 +163,15 @@ impl Route {
     /// Sends one message; `false` when the receiver is gone (a discarding route takes
     /// everything).
     pub(crate) fn send(&self, message: Outgoing) -> bool {
-        match &self.tx {
-            Some(tx) => tx.send(message).is_ok(),
-            None => true,
+        let Some(tx) = &self.tx else { return true };
+        let len = message.bytes().len();
+        // Counted before it can be received, so the count never goes below zero.
+        self.unread.bytes.fetch_add(len, Ordering::AcqRel);
+        let sent = tx.send(message).is_ok();
+        if !sent {
+            self.unread.bytes.fetch_sub(len, Ordering::AcqRel);
         }
+        sent
     }
 
     /// Completes when the receiver is dropped; never for a discarding route.
@@ -117,11 +187,47 @@ impl RouteReceiver {
     /// The next message; `None` once every [`Route`] clone is dropped, that is once
     /// nothing the submission caused can write any more.
     pub async fn recv(&mut self) -> Option<Outgoing> {
-        self.rx.recv().await
+        let message = self.rx.recv().await?;
+        self.unread.took(&message);
+        Some(message)
     }
 
     /// The next message if one is queued.
     pub fn try_recv(&mut self) -> Option<Outgoing> {
-        self.rx.try_recv().ok()
+        let message = self.rx.try_recv().ok()?;
+        self.unread.took(&message);
+        Some(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a slow reader has not taken is counted, and a writer waiting for it to drain
+    /// is woken by the receive that brings it below its limit, or by the reader leaving.
+    #[tokio::test(start_paused = true)]
+    async fn unread_bytes_are_counted_until_received_and_wake_a_waiting_writer() {
+        let (route, mut rx) = Route::channel();
+        assert!(route.send(Outgoing::Notification(vec![b'x'; 600])));
+        assert!(route.send(Outgoing::Notification(vec![b'y'; 600])));
+        assert_eq!(route.unread(), 1200);
+        let writer = route.clone();
+        let waiting = tokio::spawn(async move { writer.drained_below(1000).await });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "1200 unread is not below 1000");
+        assert_eq!(rx.recv().await.unwrap().bytes().len(), 600);
+        waiting.await.unwrap();
+        assert_eq!(route.unread(), 600);
+        assert!(rx.try_recv().is_some());
+        assert_eq!(route.unread(), 0);
+        assert!(route.send(Outgoing::Notification(vec![b'z'; 2000])));
+        let writer = route.clone();
+        let waiting = tokio::spawn(async move { writer.drained_below(1000).await });
+        drop(rx);
+        waiting.await.unwrap();
+        assert_eq!(route.unread(), 0, "a gone reader leaves nothing unread");
+        assert!(Route::discard().send(Outgoing::Notification(vec![0; 10])));
+        assert_eq!(Route::discard().unread(), 0);
     }
 }

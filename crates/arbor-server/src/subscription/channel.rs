@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use arbor_bus::{Bus, QueueProbe, SubscribeOptions, Subscription};
+use arbor_bus::{Bus, Overflow, QueueProbe, SubscribeOptions, Subscription};
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta::SUBSCRIPTION_ID;
 use arbor_protocol::method::NotificationFrame;
@@ -256,10 +256,18 @@ impl Channel {
     /// Subscribes this stream to bus `topic` with its own bounded queue and overflow
     /// policy; its messages reach this handler's `handle_message`. The runtime holds the
     /// bus subscription and drops it when the stream ends, however it ends.
-    pub fn join(&self, topic: &str, options: SubscribeOptions) -> Result<(), ChannelError> {
+    ///
+    /// On a legacy session's stream (no subscription id) [`Overflow::EndStream`] is
+    /// applied as [`Overflow::DropOldest`]: such a stream has no message that could tell
+    /// its client it ended (the session stays subscribed as far as the client knows), so a
+    /// full queue is reported as a gap (`handle_gap`) and the stream goes on.
+    pub fn join(&self, topic: &str, mut options: SubscribeOptions) -> Result<(), ChannelError> {
         let mut state = self.shared.state.lock();
         if state.phase == Phase::Closed {
             return Err(ChannelError::Closed);
+        }
+        if self.shared.id.is_none() && options.overflow == Overflow::EndStream {
+            options.overflow = Overflow::DropOldest;
         }
         let subscription = self.shared.bus.subscribe(topic, options);
         state.probes.push(subscription.probe());

@@ -16,8 +16,9 @@
 //! acknowledgement (modern streams), then bus events to the handler that joined their
 //! topic. It ends by a handler's `Stop` (complete result, then `notifications/cancelled`
 //! for the listen id as the stdio cancellation page asks; no `handle_close` for that
-//! handler), by the bus ending a subscription (`Overflow::EndStream`: the same graceful
-//! end, the handlers closed from outside), by the server's drain (a listen only:
+//! handler), by the bus ending a subscription (`Overflow::EndStream`, or the bus closed:
+//! the same graceful end, the handlers closed from outside; a legacy stream, which has no
+//! message for an end, first reports a gap on each topic to its handlers), by the server's drain (a listen only:
 //! `Server::end_listens`, the same graceful end), or by the control mailbox (the handlers'
 //! `handle_close`, and nothing sent: a cancelled request gets no further message).
 //!
@@ -257,6 +258,13 @@ impl Stream {
             let owner = subs[index].0;
             let Some(event) = event else {
                 // Ended by the bus (`Overflow::EndStream`, or the bus closed).
+                if self.shared.id.is_none() {
+                    // A legacy session's stream has no message for its end, and its
+                    // client stays subscribed as far as it knows: its handlers are told
+                    // of a gap on every topic first, so the client hears "re-read"
+                    // rather than nothing.
+                    self.gap_everywhere(&subs).await;
+                }
                 break End::Graceful(None);
             };
             let channel = self.channel(owner);
@@ -297,6 +305,19 @@ impl Stream {
         self.close_all().await;
         // `subs` drops here: the stream's bus subscriptions end with it.
         drop(subs);
+    }
+
+    /// `handle_gap` of every topic joined, for the handlers still streaming.
+    async fn gap_everywhere(&mut self, subs: &[(usize, Subscription)]) {
+        for (owner, subscription) in subs {
+            let channel = self.channel(*owner);
+            let handler = self.handlers[*owner].clone();
+            let Some(state) = self.states[*owner].as_mut() else { continue };
+            let gap = AssertUnwindSafe(handler.handle_gap(subscription.topic(), &channel, state));
+            if gap.catch_unwind().await.is_err() {
+                tracing::error!("subscription handler panicked in handle_gap");
+            }
+        }
     }
 
     /// Answers the listen request: the complete result, or an error.

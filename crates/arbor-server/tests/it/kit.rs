@@ -131,6 +131,15 @@ async fn ready_modern(mut peer: ScriptedPeer) -> ScriptedPeer {
     peer
 }
 
+/// What a fleet's connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// Initialized at 2025-11-25 (its session's `list_changed` stream started).
+    Legacy,
+    /// 2026-07-28: no handshake, the terms in every request's `_meta`.
+    Modern,
+}
+
 /// One server, its connections and the ledger of everything sent on them.
 pub struct Fleet {
     pub server: Server,
@@ -153,7 +162,7 @@ impl Fleet {
     /// [`Fleet::start`] with its connections carried by `wire`.
     pub async fn start_on(name: &str, config: ServerConfig, n: usize, wire: Wire) -> (Fleet, Vec<ScriptedPeer>) {
         let build = |config| Server::with_config(TestHandler::new(), config);
-        Fleet::start_full(name, config, n, (wire, false), None, build).await
+        Fleet::start_full(name, config, &vec![Era::Legacy; n], wire, None, build).await
     }
 
     /// [`Fleet::start_on`] with each connection's frames capped at `max_frame` bytes.
@@ -165,7 +174,7 @@ impl Fleet {
         max_frame: usize,
     ) -> (Fleet, Vec<ScriptedPeer>) {
         let build = |config| Server::with_config(TestHandler::new(), config);
-        Fleet::start_full(name, config, n, (wire, false), Some(max_frame), build).await
+        Fleet::start_full(name, config, &vec![Era::Legacy; n], wire, Some(max_frame), build).await
     }
 
     /// [`Fleet::start`] serving the server `build` makes of the configuration it is given
@@ -176,7 +185,7 @@ impl Fleet {
         n: usize,
         build: impl FnOnce(ServerConfig) -> Server,
     ) -> (Fleet, Vec<ScriptedPeer>) {
-        Fleet::start_full(name, config, n, (Wire::Memory, false), None, build).await
+        Fleet::start_full(name, config, &vec![Era::Legacy; n], Wire::Memory, None, build).await
     }
 
     /// [`Fleet::start_serving`] with 2026-07-28 peers: no handshake, every request
@@ -187,14 +196,25 @@ impl Fleet {
         n: usize,
         build: impl FnOnce(ServerConfig) -> Server,
     ) -> (Fleet, Vec<ScriptedPeer>) {
-        Fleet::start_full(name, config, n, (Wire::Memory, true), None, build).await
+        Fleet::start_full(name, config, &vec![Era::Modern; n], Wire::Memory, None, build).await
+    }
+
+    /// [`Fleet::start_serving`] with one in-memory connection per entry of `eras`, each
+    /// of that era (a fleet of both eras on one server).
+    pub async fn start_eras(
+        name: &str,
+        config: ServerConfig,
+        eras: &[Era],
+        build: impl FnOnce(ServerConfig) -> Server,
+    ) -> (Fleet, Vec<ScriptedPeer>) {
+        Fleet::start_full(name, config, eras, Wire::Memory, None, build).await
     }
 
     async fn start_full(
         name: &str,
         config: ServerConfig,
-        n: usize,
-        (wire, modern): (Wire, bool),
+        eras: &[Era],
+        wire: Wire,
         max_frame: Option<usize>,
         build: impl FnOnce(ServerConfig) -> Server,
     ) -> (Fleet, Vec<ScriptedPeer>) {
@@ -202,7 +222,9 @@ impl Fleet {
         let server = build(config.gauge(gauge.clone()));
         let mut connections = Vec::new();
         let mut peers = Vec::new();
-        for _ in 0..n {
+        // A connection made later (`connect`) is modern when every one here is.
+        let modern = !eras.is_empty() && eras.iter().all(|era| *era == Era::Modern);
+        for era in eras {
             let (server_side, client_side) = wire.pair();
             let server_side = match max_frame {
                 Some(max) => server_side.with_max_frame_bytes(max),
@@ -210,7 +232,10 @@ impl Fleet {
             };
             connections.push(server.connect(server_side, ConnectOptions::default()).await.unwrap());
             let peer = ScriptedPeer::new(client_side);
-            peers.push(if modern { ready_modern(peer).await } else { ready(peer).await });
+            peers.push(match era {
+                Era::Modern => ready_modern(peer).await,
+                Era::Legacy => ready(peer).await,
+            });
         }
         let mut fleet = Fleet {
             server,
@@ -224,6 +249,12 @@ impl Fleet {
         };
         fleet.baseline = fleet.live().await;
         (fleet, peers)
+    }
+
+    /// Changes the baseline the run must come back to, for a fault that rightly ends
+    /// what was live at the start (a closed bus ends every stream).
+    pub fn rebase(&mut self, change: impl FnOnce(&mut Live)) {
+        change(&mut self.baseline);
     }
 
     /// Another initialized connection, made after the baseline (it must be gone by the

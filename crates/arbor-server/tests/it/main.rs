@@ -1,6 +1,7 @@
 //! Integration tests for arbor-server: one binary, one module per behaviour, raw JSON at the boundary.
 
 mod kit;
+mod kit_streams;
 mod schema;
 mod support;
 
@@ -23,10 +24,13 @@ mod core_tasks_share_a_store_notify_and_fail;
 mod deadline_stops_a_hung_handler;
 mod end_of_input_drains_requests_in_flight;
 mod every_bad_frame_is_answered_among_good_ones;
+mod every_event_survives_a_redis_restart_or_is_reported;
 mod every_message_matches_the_negotiated_schema;
+mod every_notification_is_accounted_for_under_slow_consumers;
 mod every_request_is_accounted_for_across_tenant_restarts;
 mod every_request_is_accounted_for_under_faults;
 mod every_request_is_accounted_for_under_peer_faults;
+mod every_stream_hears_that_its_bus_failed;
 mod handshake_era_negotiates_once;
 mod input_required_works_in_both_eras;
 mod old_revisions_get_only_what_they_define;
