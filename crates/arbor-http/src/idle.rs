@@ -20,12 +20,13 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
+use parking_lot::{Mutex, MutexGuard};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
@@ -66,9 +67,8 @@ impl Clock {
         Clock(Arc::new(Shared { state: Mutex::new(State::Head(Instant::now())), idle: AtomicBool::new(false) }))
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        // A poisoned lock only means a panic elsewhere mid-update of a Copy value.
-        self.0.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock()
     }
 
     /// Bytes arrived: on an idle connection, the next head has begun.

@@ -86,8 +86,10 @@ impl Output {
     pub(crate) async fn drained_below(&self, limit: usize) {
         match self {
             Output::Frames(writer) => writer.drained_below(limit).await,
-            Output::Route(route) => route.drained_below(limit).await,
-            Output::Standalone(route) => route.load_full().drained_below(limit).await,
+            // Boxed: only a backed-up stream waits, and every idle stream's future would
+            // otherwise carry room for the wait (see `an_idle_stream_future_stays_small`).
+            Output::Route(route) => Box::pin(route.drained_below(limit)).await,
+            Output::Standalone(route) => Box::pin(route.load_full().drained_below(limit)).await,
         }
     }
 

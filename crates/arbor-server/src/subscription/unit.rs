@@ -262,8 +262,9 @@ impl Stream {
                     // A legacy session's stream has no message for its end, and its
                     // client stays subscribed as far as it knows: its handlers are told
                     // of a gap on every topic first, so the client hears "re-read"
-                    // rather than nothing.
-                    self.gap_everywhere(&subs).await;
+                    // rather than nothing. Boxed: a rare path must not grow every idle
+                    // stream's future (see `an_idle_stream_future_stays_small`).
+                    Box::pin(self.gap_everywhere(&subs)).await;
                 }
                 break End::Graceful(None);
             };
