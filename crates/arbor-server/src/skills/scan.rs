@@ -152,7 +152,7 @@ fn read_skill(
     let snap = &files[&format!("{key}/{SKILL_FILE}")];
     let text = std::str::from_utf8(snap.bytes()).map_err(|_| SkillError::Frontmatter {
         path: skill_md.clone(),
-        source: super::error::FrontmatterError::Yaml("the file is not UTF-8".into()),
+        source: super::error::FrontmatterError::NotUtf8,
     })?;
     let fm = frontmatter::parse(text).map_err(|source| SkillError::Frontmatter { path: skill_md.clone(), source })?;
     let folder = key.rsplit('/').next().unwrap_or(key);
