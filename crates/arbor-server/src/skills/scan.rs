@@ -99,7 +99,9 @@ fn find_skills(
     found: &mut Vec<(String, PathBuf)>,
 ) -> Result<(), SkillError> {
     if depth > limits.max_depth {
-        return Err(SkillError::TooDeep { path: dir.to_owned(), max: limits.max_depth });
+        // Folders this deep are not searched for skills (a `node_modules` beside the
+        // skills is no reason to refuse them); inside a skill, depth is an error (`walk`).
+        return Ok(());
     }
     let mut subdirs = Vec::new();
     for entry in fs::read_dir(dir).map_err(io(dir))? {
