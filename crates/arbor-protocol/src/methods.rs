@@ -1,5 +1,5 @@
 //! The method table: every MCP method of every revision (2024-11-05 to 2026-07-28)
-//! and of the tasks extension, as a marker type, a [`MethodName`], and a variant of
+//! and of the tasks and skills extensions, as a marker type, a [`MethodName`], and a variant of
 //! the closed enums [`ClientRequest`], [`ServerRequest`], [`ClientNotification`]
 //! and [`ServerNotification`].
 //!
@@ -16,8 +16,8 @@ use crate::jsonrpc::{RawMessage, RequestId};
 use crate::method::{Notification, NotificationFrame, Request, RequestFrame};
 use crate::model::common::{EmptyResult, NotificationParams, PaginatedRequestParams, RequestParams};
 use crate::model::{
-    completion, elicitation, lifecycle, logging, mrtr, prompts, resources, roots, sampling, subscriptions, tasks,
-    tools, utilities,
+    completion, elicitation, lifecycle, logging, mrtr, prompts, resources, roots, sampling, skills, subscriptions,
+    tasks, tools, utilities,
 };
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
@@ -85,7 +85,7 @@ impl MethodError {
 
 macro_rules! method_names {
     ($( $(#[$doc:meta])* $variant:ident = $name:literal, )*) => {
-        /// Every method name of every revision and of the tasks extension.
+        /// Every method name of every revision and of the tasks and skills extensions.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum MethodName {
             $( $(#[$doc])* $variant, )*
@@ -160,6 +160,12 @@ method_names! {
     CancelTask = "tasks/cancel",
     /// `tasks/update` (the tasks extension).
     UpdateTask = "tasks/update",
+    /// `skills/list` (the skills extension).
+    ListSkills = "skills/list",
+    /// `skills/get` (the skills extension).
+    GetSkill = "skills/get",
+    /// `resources/directory/read` (the skills extension, with `directoryRead`).
+    ReadDirectory = "resources/directory/read",
     /// `notifications/initialized` (up to 2025-11-25).
     Initialized = "notifications/initialized",
     /// `notifications/cancelled`.
@@ -300,6 +306,12 @@ requests! {
     CancelTask: tasks::TaskIdParams => tasks::CancelTaskResult;
     /// `tasks/update` (the tasks extension).
     UpdateTask: tasks::UpdateTaskRequestParams => EmptyResult;
+    /// `skills/list` (the skills extension).
+    ListSkills: PaginatedRequestParams => skills::ListSkillsResult;
+    /// `skills/get` (the skills extension).
+    GetSkill: skills::GetSkillRequestParams => skills::GetSkillResult;
+    /// `resources/directory/read` (the skills extension).
+    ReadDirectory: skills::ReadDirectoryRequestParams => skills::ReadDirectoryResult;
 }
 
 notifications! {
@@ -407,7 +419,7 @@ message_enum! {
     pub enum ClientRequest: Request, "request" {
         Initialize, Ping, Discover, ListTools, CallTool, ListResources, ListResourceTemplates, ReadResource,
         Subscribe, Unsubscribe, SubscriptionsListen, ListPrompts, GetPrompt, Complete, SetLevel, GetTask,
-        GetTaskPayload, ListTasks, CancelTask, UpdateTask,
+        GetTaskPayload, ListTasks, CancelTask, UpdateTask, ListSkills, GetSkill, ReadDirectory,
     }
 }
 
@@ -504,7 +516,7 @@ mod tests {
             assert!(seen.insert(m.as_str()), "{m} appears twice");
             assert_eq!(m.as_str().parse::<MethodName>().unwrap(), m);
         }
-        assert_eq!(MethodName::ALL.len(), 36);
+        assert_eq!(MethodName::ALL.len(), 39);
     }
 
     #[test]

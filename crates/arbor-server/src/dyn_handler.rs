@@ -26,11 +26,14 @@ use arbor_protocol::model::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
     ResourceSubscriptionParams,
 };
+use arbor_protocol::model::skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams, ReadDirectoryResult,
+};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use futures::future::BoxFuture;
 
 use crate::context::{ConnectionInfo, RequestContext};
-use crate::handler::{ListChanges, ServerHandler, ServerInfo};
+use crate::handler::{ListChanges, ResourceUpdates, ServerHandler, ServerInfo};
 use crate::reply::Reply;
 use crate::tasks::TaskPolicy;
 
@@ -45,6 +48,7 @@ pub(crate) trait DynServerHandler: Send + Sync + 'static {
     fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>>;
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy;
     fn list_changes(&self) -> Option<ListChanges>;
+    fn resource_updates(&self) -> Option<ResourceUpdates>;
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
     fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>>;
     fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult>;
@@ -60,6 +64,10 @@ pub(crate) trait DynServerHandler: Send + Sync + 'static {
     ) -> Answer<'_, Reply<ReadResourceResult>>;
     fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()>;
     fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()>;
+    fn list_skills(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListSkillsResult>;
+    fn get_skill(&self, params: GetSkillRequestParams, cx: RequestContext) -> Answer<'_, GetSkillResult>;
+    fn read_directory(&self, params: ReadDirectoryRequestParams, cx: RequestContext)
+        -> Answer<'_, ReadDirectoryResult>;
     fn list_prompts(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListPromptsResult>;
     fn get_prompt(&self, params: GetPromptRequestParams, cx: RequestContext) -> Answer<'_, Reply<GetPromptResult>>;
     fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Answer<'_, CompleteResult>;
@@ -96,6 +104,10 @@ impl<H: ServerHandler> DynServerHandler for H {
         ServerHandler::list_changes(self)
     }
 
+    fn resource_updates(&self) -> Option<ResourceUpdates> {
+        ServerHandler::resource_updates(self)
+    }
+
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult> {
         Box::pin(ServerHandler::list_tools(self, params, cx))
     }
@@ -130,6 +142,22 @@ impl<H: ServerHandler> DynServerHandler for H {
 
     fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()> {
         Box::pin(ServerHandler::unsubscribe(self, params, cx))
+    }
+
+    fn list_skills(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListSkillsResult> {
+        Box::pin(ServerHandler::list_skills(self, params, cx))
+    }
+
+    fn get_skill(&self, params: GetSkillRequestParams, cx: RequestContext) -> Answer<'_, GetSkillResult> {
+        Box::pin(ServerHandler::get_skill(self, params, cx))
+    }
+
+    fn read_directory(
+        &self,
+        params: ReadDirectoryRequestParams,
+        cx: RequestContext,
+    ) -> Answer<'_, ReadDirectoryResult> {
+        Box::pin(ServerHandler::read_directory(self, params, cx))
     }
 
     fn list_prompts(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListPromptsResult> {

@@ -25,11 +25,15 @@ use arbor_protocol::model::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
     ResourceSubscriptionParams,
 };
+use arbor_protocol::model::skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams, ReadDirectoryResult,
+};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use std::future::Future;
 use std::time::Duration;
 
 pub use crate::list_changes::{ListChangeSender, ListChanges};
+pub use crate::resource_updates::{ResourceUpdateSender, ResourceUpdates};
 
 /// What the server says about itself in `initialize` and `server/discover`.
 #[derive(Clone, Debug, PartialEq)]
@@ -174,6 +178,16 @@ pub trait ServerHandler: Send + Sync + 'static {
         None
     }
 
+    /// The resources whose contents change, as they change: the runtime sends
+    /// `notifications/resources/updated` for each URI to its subscribers, as
+    /// [`Server::notify_resource_updated`](crate::Server::notify_resource_updated) does.
+    /// Read once, when the server starts; the [`Router`](crate::Router) announces its
+    /// watched skill folders' changes here. Only the server's own handler is heard (not a
+    /// tenant's, see [`Server::set_tenant_handler`](crate::Server::set_tenant_handler)).
+    fn resource_updates(&self) -> Option<ResourceUpdates> {
+        None
+    }
+
     /// `tools/list`.
     fn list_tools(
         &self,
@@ -248,6 +262,38 @@ pub trait ServerHandler: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), McpError>> + Send {
         let _ = (params, cx);
         async { Ok(()) }
+    }
+
+    /// `skills/list` (the skills extension): offered once `capabilities` declares
+    /// `extensions["io.modelcontextprotocol/skills"]`.
+    fn list_skills(
+        &self,
+        params: PaginatedRequestParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<ListSkillsResult, McpError>> + Send {
+        let _ = (params, cx);
+        async { Err(not_offered(MethodName::ListSkills)) }
+    }
+
+    /// `skills/get` (the skills extension). A URI that is not a served skill is -32602.
+    fn get_skill(
+        &self,
+        params: GetSkillRequestParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<GetSkillResult, McpError>> + Send {
+        let _ = (params, cx);
+        async { Err(not_offered(MethodName::GetSkill)) }
+    }
+
+    /// `resources/directory/read` (the skills extension): offered once the extension's
+    /// settings say `"directoryRead": true`.
+    fn read_directory(
+        &self,
+        params: ReadDirectoryRequestParams,
+        cx: RequestContext,
+    ) -> impl Future<Output = Result<ReadDirectoryResult, McpError>> + Send {
+        let _ = (params, cx);
+        async { Err(not_offered(MethodName::ReadDirectory)) }
     }
 
     /// `prompts/list`.

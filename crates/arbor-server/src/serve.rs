@@ -209,7 +209,17 @@ impl Shared {
     /// that revision has.
     pub(crate) fn legacy_capabilities(&self, version: ProtocolVersion) -> ServerCapabilities {
         let mut caps = self.capabilities.clone();
-        caps.extensions = None;
+        // Extensions are 2026-07-28 capabilities, except the skills extension, which rides
+        // on plain resources and is read from `initialize` in the handshake era (SEP-2640).
+        // The tasks extension has the 2025-11-25 core tasks as its legacy form instead.
+        caps.extensions = caps
+            .extensions
+            .take()
+            .map(|mut extensions| {
+                extensions.retain(|id, _| id == crate::skills::SKILLS_EXTENSION);
+                extensions
+            })
+            .filter(|extensions| !extensions.is_empty());
         if !version.supports(Feature::CompletionsCapability) {
             caps.completions = None;
         }
@@ -482,13 +492,29 @@ impl Server {
 
     /// Publishes the handler's list changes (`ServerHandler::list_changes`) on the bus,
     /// once per server, so every stream that asked for them hears them.
+    /// Its resource updates (`ServerHandler::resource_updates`) go the same way.
     fn start_forwarder(&self) {
-        let Some(mut changes) = self.shared.handler.list_changes() else { return };
+        let mut changes = self.shared.handler.list_changes();
+        let mut updates = self.shared.handler.resource_updates();
+        if changes.is_none() && updates.is_none() {
+            return;
+        }
         let bus = self.shared.bus.clone();
         let task = tokio::spawn(async move {
-            // A lagging `ListChanges` yields every kind once: every list may have changed.
-            while let Some(kind) = changes.recv().await {
-                if bus.publish(topics::list_changed_message(kind)).is_err() {
+            loop {
+                let message = tokio::select! {
+                    // A lagging `ListChanges` yields every kind once: every list may have changed.
+                    kind = next_change(&mut changes), if changes.is_some() => match kind {
+                        Some(kind) => topics::list_changed_message(kind),
+                        None => { changes = None; continue; }
+                    },
+                    uri = next_update(&mut updates), if updates.is_some() => match uri {
+                        Some(uri) => topics::resource_updated_message(&uri),
+                        None => { updates = None; continue; }
+                    },
+                    else => return,
+                };
+                if bus.publish(message).is_err() {
                     return;
                 }
             }
@@ -616,5 +642,19 @@ impl Server {
             Some(tree) => tree.gauge().clone(),
             None => self.shared.config.gauge.clone().unwrap_or_else(Gauge::global),
         }
+    }
+}
+
+async fn next_change(changes: &mut Option<crate::ListChanges>) -> Option<ListKind> {
+    match changes {
+        Some(changes) => changes.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_update(updates: &mut Option<crate::ResourceUpdates>) -> Option<std::sync::Arc<str>> {
+    match updates {
+        Some(updates) => updates.recv().await,
+        None => std::future::pending().await,
     }
 }

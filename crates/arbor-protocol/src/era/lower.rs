@@ -43,6 +43,7 @@ use crate::model::mrtr::InputRequest;
 use crate::model::prompts::{GetPromptResult, ListPromptsResult};
 use crate::model::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
 use crate::model::sampling::SamplingMessageContent;
+use crate::model::skills::{GetSkillResult, ListSkillsResult, ReadDirectoryResult};
 use crate::model::tools::{CallToolResult, ListToolsResult, Tool, ToolAnnotations};
 use crate::version::{Feature, ProtocolVersion};
 use serde_json::Value;
@@ -287,4 +288,12 @@ macro_rules! already_low {
     )*};
 }
 
-already_low!(ReadResourceResult, CompleteResult, EmptyResult, DiscoverResult);
+already_low!(ReadResourceResult, CompleteResult, EmptyResult, DiscoverResult, ListSkillsResult, GetSkillResult);
+
+impl Lower for ReadDirectoryResult {
+    fn lower(&mut self, version: ProtocolVersion) {
+        for r in &mut self.resources {
+            display(&mut r.title, &mut r.icons, version);
+        }
+    }
+}

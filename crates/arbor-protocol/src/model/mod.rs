@@ -52,6 +52,7 @@ pub mod prompts;
 pub mod resources;
 pub mod roots;
 pub mod sampling;
+pub mod skills;
 pub mod subscriptions;
 pub mod tasks;
 pub mod timestamp;

@@ -26,6 +26,7 @@ use arbor_protocol::method::encode_response;
 use arbor_protocol::methods::{ClientRequest, MethodName};
 use arbor_protocol::model::common::{EmptyResult, Implementation};
 use arbor_protocol::model::lifecycle::{InitializeRequestParams, InitializeResult};
+use arbor_protocol::model::skills;
 use arbor_protocol::version::{Feature, ProtocolVersion};
 
 use super::inbound::Inbound;
@@ -60,7 +61,8 @@ fn take_meta(request: &mut ClientRequest) -> Option<Meta> {
         | ClientRequest::ListResources(p)
         | ClientRequest::ListResourceTemplates(p)
         | ClientRequest::ListPrompts(p)
-        | ClientRequest::ListTasks(p) => p.meta.take(),
+        | ClientRequest::ListTasks(p)
+        | ClientRequest::ListSkills(p) => p.meta.take(),
         ClientRequest::CallTool(p) => p.meta.take(),
         ClientRequest::ReadResource(p) => p.meta.take(),
         ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => p.meta.take(),
@@ -70,6 +72,8 @@ fn take_meta(request: &mut ClientRequest) -> Option<Meta> {
         ClientRequest::SetLevel(p) => p.meta.take(),
         ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.take(),
         ClientRequest::UpdateTask(p) => p.meta.take(),
+        ClientRequest::GetSkill(p) => p.meta.take(),
+        ClientRequest::ReadDirectory(p) => p.meta.take(),
     }
 }
 
@@ -194,6 +198,17 @@ impl ConnState {
             | MethodName::ListTasks => {
                 caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION))
             }
+            // The skills extension's methods, once it is advertised; the directory read
+            // only with its `directoryRead` setting (`crate::skills`).
+            MethodName::ListSkills | MethodName::GetSkill => {
+                caps.extensions.as_ref().is_some_and(|e| e.contains_key(skills::SKILLS_EXTENSION))
+            }
+            MethodName::ReadDirectory => caps
+                .extensions
+                .as_ref()
+                .and_then(|e| e.get(skills::SKILLS_EXTENSION))
+                .and_then(|s| s.get(skills::DIRECTORY_READ))
+                .is_some_and(|flag| flag == true),
             _ => false,
         }
     }

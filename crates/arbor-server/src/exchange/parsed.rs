@@ -233,7 +233,8 @@ fn request_meta(request: &ClientRequest) -> Option<&Meta> {
         | ClientRequest::ListResources(p)
         | ClientRequest::ListResourceTemplates(p)
         | ClientRequest::ListPrompts(p)
-        | ClientRequest::ListTasks(p) => p.meta.as_ref(),
+        | ClientRequest::ListTasks(p)
+        | ClientRequest::ListSkills(p) => p.meta.as_ref(),
         ClientRequest::CallTool(p) => p.meta.as_ref(),
         ClientRequest::ReadResource(p) => p.meta.as_ref(),
         ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => p.meta.as_ref(),
@@ -243,6 +244,8 @@ fn request_meta(request: &ClientRequest) -> Option<&Meta> {
         ClientRequest::SetLevel(p) => p.meta.as_ref(),
         ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.as_ref(),
         ClientRequest::UpdateTask(p) => p.meta.as_ref(),
+        ClientRequest::GetSkill(p) => p.meta.as_ref(),
+        ClientRequest::ReadDirectory(p) => p.meta.as_ref(),
     }
 }
 

@@ -210,6 +210,21 @@ impl RequestJob {
                     .await?;
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
+            ClientRequest::ListSkills(p) => {
+                let mut r = handler.list_skills(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::GetSkill(p) => {
+                let mut r = handler.get_skill(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
+            ClientRequest::ReadDirectory(p) => {
+                let mut r = handler.read_directory(p, cx).await?;
+                finish(&mut r, &cache);
+                Ok(encode_response(&id, &r))
+            }
             ClientRequest::ListPrompts(p) => {
                 let mut r = handler.list_prompts(p, cx).await?;
                 finish(&mut r, &cache);

@@ -20,6 +20,7 @@ use arbor_protocol::model::completion::CompleteResult;
 use arbor_protocol::model::lifecycle::DiscoverResult;
 use arbor_protocol::model::prompts::{GetPromptResult, ListPromptsResult};
 use arbor_protocol::model::resources::{ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult};
+use arbor_protocol::model::skills::{GetSkillResult, ListSkillsResult, ReadDirectoryResult};
 use arbor_protocol::model::tools::{CallToolResult, ListToolsResult};
 use arbor_protocol::version::{Era, ProtocolVersion};
 
@@ -78,12 +79,16 @@ macro_rules! cacheable {
     )*};
 }
 
-plain!(CallToolResult, GetPromptResult, CompleteResult, EmptyResult);
+// `resources/directory/read` is not in the 2026-07-28 schema, so nothing asks for cache
+// hints on it: it gets `resultType` only, like any result of an unknown method.
+plain!(CallToolResult, GetPromptResult, CompleteResult, EmptyResult, ReadDirectoryResult);
 cacheable!(
     ListToolsResult,
     ListResourcesResult,
     ListResourceTemplatesResult,
     ReadResourceResult,
     ListPromptsResult,
-    DiscoverResult
+    DiscoverResult,
+    ListSkillsResult,
+    GetSkillResult
 );

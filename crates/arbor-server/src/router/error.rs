@@ -209,4 +209,7 @@ pub enum RouterError {
         /// The variable that was named.
         variable: String,
     },
+    /// A skill source was refused (see [`crate::skills`]); the error names the file.
+    #[error(transparent)]
+    Skills(crate::skills::SkillsRefused),
 }

@@ -28,6 +28,8 @@ pub(crate) const RESOURCES: u8 = 4;
 pub(crate) const COMPLETIONS: u8 = 8;
 /// A tool that may run as a task (the tasks extension) has been registered.
 pub(crate) const TASKS: u8 = 16;
+/// A skill source has been registered (the skills extension).
+pub(crate) const SKILLS: u8 = 32;
 
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -43,6 +45,10 @@ pub(crate) struct Shared {
     /// Capabilities that have been served at some point. Sticky, so that a capability
     /// advertised to a client does not turn into -32601 when its last entry is removed.
     served: AtomicU8,
+    /// The skill sources (`crate::skills`), shared with every fork: forks serve the
+    /// same skill files, and a watched source's rescans update the original router's
+    /// listed `SKILL.md` resources only.
+    pub(crate) skills: Arc<crate::skills::Skills>,
 }
 
 impl Default for Shared {
@@ -56,6 +62,7 @@ impl Default for Shared {
             changes: ListChangeSender::default(),
             dynamic: AtomicBool::new(false),
             served: AtomicU8::new(0),
+            skills: Arc::default(),
         }
     }
 }
@@ -75,12 +82,18 @@ impl Shared {
             changes: ListChangeSender::default(),
             dynamic: AtomicBool::new(self.dynamic.load(Ordering::Acquire)),
             served: AtomicU8::new(self.served.load(Ordering::Acquire)),
+            skills: self.skills.clone(),
         }
     }
 
     /// Removes the tool `name`; whether there was one (announced like any change).
     pub(crate) fn remove_tool(&self, name: &str) -> bool {
         self.update(&self.tools, ListKind::Tools, |r| r.remove(name))
+    }
+
+    /// Removes the resource at `uri`; whether there was one (announced like any change).
+    pub(crate) fn remove_resource(&self, uri: &str) -> bool {
+        self.update(&self.resources, ListKind::Resources, |r| r.remove(uri))
     }
 
     pub(crate) fn serves(&self, bit: u8) -> bool {

@@ -22,7 +22,7 @@
 
 pub mod completion;
 mod error;
-mod handle;
+pub(crate) mod handle;
 mod handler_fn;
 mod pagination;
 mod prompt;
@@ -65,9 +65,13 @@ use arbor_protocol::model::resources::{
     ListResourceTemplatesResult, ListResourcesResult, ReadResourceRequestParams, ReadResourceResult,
     ResourceSubscriptionParams,
 };
+use arbor_protocol::model::skills::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadDirectoryRequestParams, ReadDirectoryResult,
+    DIRECTORY_READ, SKILLS_EXTENSION,
+};
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use completion::{CompletionRequest, IntoCompletion};
-use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, TASKS, TOOLS};
+use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, SKILLS, TASKS, TOOLS};
 use pagination::ListId;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -118,9 +122,9 @@ pub struct Router {
     info: ServerInfo,
     page_size: usize,
     max_uri_bytes: usize,
-    subscriptions: bool,
+    pub(crate) subscriptions: bool,
     hide_unauthorized: bool,
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Router {
@@ -514,11 +518,17 @@ impl ServerHandler for Router {
             tools.list_changed = list_changed;
             tools
         });
-        caps.extensions = serves(TASKS).then(|| {
-            let mut extensions = JsonObject::new();
+        let mut extensions = JsonObject::new();
+        if serves(TASKS) {
             extensions.insert(crate::tasks::TASKS_EXTENSION.to_owned(), Value::Object(Default::default()));
-            extensions
-        });
+        }
+        if serves(SKILLS) {
+            // Settings inline (SEP-2133); every skill is served as files, so every one of
+            // its directories can be read.
+            let settings = serde_json::json!({ DIRECTORY_READ: true });
+            extensions.insert(SKILLS_EXTENSION.to_owned(), settings);
+        }
+        caps.extensions = (!extensions.is_empty()).then_some(extensions);
         caps
     }
 
@@ -542,6 +552,35 @@ impl ServerHandler for Router {
 
     fn list_changes(&self) -> Option<ListChanges> {
         self.shared.dynamic.load(Ordering::Acquire).then(|| self.shared.subscribe())
+    }
+
+    fn resource_updates(&self) -> Option<crate::ResourceUpdates> {
+        self.shared.serves(SKILLS).then(|| self.shared.skills.updates.subscribe())
+    }
+
+    async fn list_skills(
+        &self,
+        params: PaginatedRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ListSkillsResult, McpError> {
+        self.not_offered(SKILLS, MethodName::ListSkills)?;
+        self.shared.skills.list(params.cursor.as_deref(), self.page_size)
+    }
+
+    async fn get_skill(&self, params: GetSkillRequestParams, _cx: RequestContext) -> Result<GetSkillResult, McpError> {
+        self.not_offered(SKILLS, MethodName::GetSkill)?;
+        resource::check_uri_len(&params.uri, self.max_uri_bytes)?;
+        self.shared.skills.get(&params.uri)
+    }
+
+    async fn read_directory(
+        &self,
+        params: ReadDirectoryRequestParams,
+        _cx: RequestContext,
+    ) -> Result<ReadDirectoryResult, McpError> {
+        self.not_offered(SKILLS, MethodName::ReadDirectory)?;
+        resource::check_uri_len(&params.uri, self.max_uri_bytes)?;
+        self.shared.skills.read_directory(&params.uri, params.cursor.as_deref(), self.page_size)
     }
 
     async fn list_tools(
@@ -624,6 +663,11 @@ impl ServerHandler for Router {
         // built while the lists are loaded and awaited after they are released.
         let read = match self.shared.resources.load().get(&uri) {
             Some(resource) => Some(resource.read(cx.clone())),
+            // Skill files come from their snapshot, checked there (`..`, empty segments and
+            // percent-encoding are -32602 whichever template would have matched).
+            None if self.shared.serves(SKILLS) && uri.starts_with(crate::skills::URI_PREFIX) => {
+                return self.shared.skills.read(&uri, cx.connection().protocol_version).map(Reply::Complete);
+            }
             None => self.shared.templates.load().iter().find_map(|t| t.read(&uri, cx.clone())),
         };
         match read {

@@ -68,5 +68,6 @@ mod forms;
 mod lifecycle;
 mod sampling;
 mod server;
+mod skills;
 mod tasks;
 mod utilities;
