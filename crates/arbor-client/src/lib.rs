@@ -57,6 +57,7 @@ pub mod metrics;
 mod notification;
 mod options;
 mod shared;
+pub mod skills;
 mod subscription;
 mod target;
 pub mod tasks;
