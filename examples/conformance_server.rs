@@ -30,6 +30,9 @@
 //! - the tasks extension's fixtures (`greet`, `slow_compute`, `failing_job`,
 //!   `protocol_error_job`, `confirm_delete`, `multi_input`, `test_tool_with_task`), in
 //!   `conformance_tasks.rs`: plain tools whose routes opt into tasks;
+//! - the skills extension (`io.modelcontextprotocol/skills`): the skill folders in
+//!   `tests/fixtures/skills` (`pdf-processing` and `acme/billing/refunds`), served by
+//!   `Router::skills_dir` for the `sep-2640-skills-*` scenarios;
 //! - list changes: dynamic items appear two seconds after start, and
 //!   `test_trigger_tool_change` / `test_trigger_prompt_change` toggle an item on demand,
 //!   both through the router's `RouterHandle`, so clients get `list_changed`.
@@ -696,6 +699,9 @@ async fn prompt_with_image(_: NoArgs) -> Vec<PromptMessage> {
 
 // ===== the router =====
 
+/// The skill folders the `sep-2640-*` scenarios read (`tests/fixtures/skills`).
+const SKILLS_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/skills");
+
 fn router() -> (Router, RouterHandle) {
     let router = Router::new("mcp-conformance-test-server", "1.0.0")
         .instructions("The MCP conformance suite's test surface, served by Arbor.")
@@ -852,7 +858,10 @@ fn router() -> (Router, RouterHandle) {
         .prompt_route(
             PromptRoute::new("test_input_required_result_prompt", input_required_prompt)
                 .description("MRTR: prompt that requires elicitation input"),
-        );
+        )
+        // The skills extension's fixture (the sep-2640 scenarios): `pdf-processing`, listed
+        // first and with subdirectories, and the nested `acme/billing/refunds`.
+        .skills_dir(SKILLS_FIXTURE);
     let router = tasks::routes().into_iter().fold(router, Router::tool_route);
     // Taken before serving, so `listChanged` is advertised from the first connection.
     let handle = router.handle();

@@ -25,6 +25,10 @@
 //! when cancelled (`slow_count`), a static resource, a resource template with completions,
 //! and a prompt with completions.
 //!
+//! It serves a skill too (the skills extension, `io.modelcontextprotocol/skills`): the
+//! folder `examples/skills` (`release-notes`), through `Router::skills_dir`, so clients
+//! find it with `skills/list` and read its files as `skill://release-notes/...` resources.
+//!
 //! Two tools run as tasks: `slow_square` may (`TaskSupport::Optional`: a task when the
 //! client asks for one, inline otherwise) and `build_report` must (`Required`). Their
 //! routes opting in is all it takes: the server then advertises the 2025-11-25 `tasks`
@@ -403,7 +407,22 @@ async fn greet(args: GreetArgs) -> String {
     format!("Write {tone} greeting for {}, in one or two sentences.", args.name)
 }
 
+/// The demo's skills folder (the skills extension): `examples/skills`.
+const SKILLS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
+
 fn router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
+    let router = base_router(bus, latest);
+    // A binary moved away from its source tree has no skills folder; it serves the rest.
+    match router.clone().try_skills_dir(SKILLS) {
+        Ok(router) => router,
+        Err(e) => {
+            eprintln!("demo_server: serving no skills: {e}");
+            router
+        }
+    }
+}
+
+fn base_router(bus: Arc<dyn Bus>, latest: Latest) -> Router {
     Router::new("arbor-demo", env!("CARGO_PKG_VERSION"))
         // `resources/subscribe` (and listen URIs) for the registered resources.
         .subscriptions()

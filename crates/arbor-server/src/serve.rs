@@ -209,7 +209,17 @@ impl Shared {
     /// that revision has.
     pub(crate) fn legacy_capabilities(&self, version: ProtocolVersion) -> ServerCapabilities {
         let mut caps = self.capabilities.clone();
-        caps.extensions = None;
+        // Extensions are 2026-07-28 capabilities, except the skills extension, which rides
+        // on plain resources and is read from `initialize` in the handshake era (SEP-2640).
+        // The tasks extension has the 2025-11-25 core tasks as its legacy form instead.
+        caps.extensions = caps
+            .extensions
+            .take()
+            .map(|mut extensions| {
+                extensions.retain(|id, _| id == crate::skills::SKILLS_EXTENSION);
+                extensions
+            })
+            .filter(|extensions| !extensions.is_empty());
         if !version.supports(Feature::CompletionsCapability) {
             caps.completions = None;
         }

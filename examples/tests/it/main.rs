@@ -27,6 +27,7 @@ mod demo_server_metrics_count_every_call_under_load;
 mod demo_server_serves_both_eras_over_http_on_the_port_it_prints;
 #[cfg(unix)]
 mod demo_server_serves_each_tenant_its_limits_and_tools;
+mod demo_server_serves_its_skills_over_http_in_both_eras;
 #[cfg(unix)]
 mod demo_server_serves_the_observer_beside_mcp;
 #[cfg(unix)]

@@ -663,6 +663,11 @@ impl ServerHandler for Router {
         // built while the lists are loaded and awaited after they are released.
         let read = match self.shared.resources.load().get(&uri) {
             Some(resource) => Some(resource.read(cx.clone())),
+            // Skill files come from their snapshot, checked there (`..`, empty segments and
+            // percent-encoding are -32602 whichever template would have matched).
+            None if self.shared.serves(SKILLS) && uri.starts_with(crate::skills::URI_PREFIX) => {
+                return self.shared.skills.read(&uri, cx.connection().protocol_version).map(Reply::Complete);
+            }
             None => self.shared.templates.load().iter().find_map(|t| t.read(&uri, cx.clone())),
         };
         match read {

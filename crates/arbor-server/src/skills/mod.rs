@@ -43,6 +43,9 @@ use parking_lot::{Mutex, RwLock};
 pub use arbor_protocol::model::skills::{SKILLS_EXTENSION, SKILL_FILE};
 pub use error::{FrontmatterError, SkillError, SkillsRefused};
 
+/// The prefix of every skill URI (`skill://`).
+pub const URI_PREFIX: &str = catalog::PREFIX;
+
 use crate::resource_updates::ResourceUpdateSender;
 use catalog::Catalog;
 use scan::Shape;

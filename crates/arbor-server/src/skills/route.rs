@@ -1,10 +1,12 @@
 //! How a [`Router`] takes skill sources: the builder methods, and the resource routes
-//! that make each `SKILL.md` a listed resource and every skill file readable through the
-//! template `skill://{+path}`.
+//! that make each `SKILL.md` a listed resource and announce every skill file through the
+//! template `skill://{+path}` (`resources/templates/list`, subscriptions).
 //!
 //! The routes hold the router's [`Skills`] and read the current snapshot on every call,
 //! so a rescan needs to replace only the listed `SKILL.md` routes (their name,
-//! description and size may change). This module does not scan or serve the extension's
+//! description and size may change). A `resources/read` of a `skill://` URI that no
+//! static resource has goes to the snapshot directly (the router's `read_resource`), so
+//! a URI the template would not match is still refused as the extension says. This module does not scan or serve the extension's
 //! own methods (the router's `ServerHandler` impl calls `serve`). Invariant: a source is
 //! registered whole or not at all, and the template is registered once per router.
 

@@ -43,7 +43,14 @@ pub(crate) fn start(set: &Arc<SkillSet>, shared: Weak<Shared>) -> Result<notify:
 }
 
 fn run(events: Events, set: Weak<SkillSet>, shared: Weak<Shared>) {
-    while events.recv().is_ok() {
+    loop {
+        // Reading a file is an event too on some platforms; the rescan's own reads
+        // must not start another rescan.
+        match events.recv() {
+            Ok(event) if !changes(&event) => continue,
+            Ok(_) => {}
+            Err(_) => return,
+        }
         loop {
             match events.recv_timeout(QUIET) {
                 Ok(_) => continue,
@@ -54,6 +61,11 @@ fn run(events: Events, set: Weak<SkillSet>, shared: Weak<Shared>) {
         let (Some(set), Some(shared)) = (set.upgrade(), shared.upgrade()) else { return };
         rescan(&set, &shared);
     }
+}
+
+/// Whether an event may have changed what a scan reads (an error counts: rescan to be sure).
+fn changes(event: &notify::Result<notify::Event>) -> bool {
+    event.as_ref().map_or(true, |e| !e.kind.is_access())
 }
 
 /// Rescans `set` and applies the result to the router whose state is `shared`.
@@ -86,5 +98,50 @@ pub(crate) fn rescan(set: &SkillSet, shared: &Shared) {
     }
     for uri in new.changed_uris(&old) {
         shared.skills.updates.send(&uri);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Router;
+    use std::fs;
+
+    fn notes_digest(set: &SkillSet) -> String {
+        set.catalog.load().file("w/notes.md").expect("served").digest.clone()
+    }
+
+    #[tokio::test]
+    async fn a_refused_rescan_keeps_the_last_good_snapshot_and_a_good_one_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("w")).unwrap();
+        fs::write(dir.path().join("w/SKILL.md"), "---\nname: w\ndescription: d\n---\n").unwrap();
+        fs::write(dir.path().join("w/notes.md"), "one").unwrap();
+        let router = Router::new("skills", "1.0.0").skills_dir(dir.path());
+        let shared = router.shared.clone();
+        let set = shared.skills.sets.read()[0].clone();
+        let mut updates = shared.skills.updates.subscribe();
+        let before = notes_digest(&set);
+
+        // A malformed SKILL.md refuses the whole rescan: the changed notes are not served.
+        fs::write(dir.path().join("w/SKILL.md"), "no front matter\n").unwrap();
+        fs::write(dir.path().join("w/notes.md"), "two").unwrap();
+        rescan(&set, &shared);
+        assert_eq!(notes_digest(&set), before);
+        assert!(shared
+            .skills
+            .read("skill://w/notes.md", arbor_protocol::version::ProtocolVersion::LATEST_LEGACY)
+            .is_ok());
+
+        fs::write(dir.path().join("w/SKILL.md"), "---\nname: w\ndescription: d2\n---\n").unwrap();
+        rescan(&set, &shared);
+        assert_ne!(notes_digest(&set), before);
+        assert_eq!(set.catalog.load().file("w/notes.md").unwrap().bytes(), b"two");
+        // Both files changed since the last good snapshot: both are announced, in key order.
+        assert_eq!(updates.recv().await.as_deref(), Some("skill://w/SKILL.md"));
+        assert_eq!(updates.recv().await.as_deref(), Some("skill://w/notes.md"));
+        // The listed SKILL.md follows its new description.
+        let listed = shared.resources.load().get("skill://w/SKILL.md").unwrap().resource.description.clone();
+        assert_eq!(listed.as_deref(), Some("d2"));
     }
 }

@@ -32,9 +32,12 @@ mod overload_is_refused_at_once;
 mod per_request_era_reads_terms_from_meta;
 mod progress_and_logs_reach_the_client;
 mod router_is_served_in_both_eras;
+mod skill_folders_are_refused_whole_and_reads_stay_inside;
+mod skills_are_served_from_snapshots_in_both_eras;
 #[cfg(unix)]
 mod stdio_exits_cleanly_on_eof;
 mod subscriptions_stream_bus_events_in_both_eras;
 mod tasks_outlive_their_request;
 mod tenants_stay_isolated_under_faults;
 mod the_tree_is_root_tenant_connections_connection;
+mod watched_skills_tell_their_subscribers;
