@@ -90,6 +90,11 @@ impl Script {
 /// Connects a client (2025-11-25, by `initialize`) to a script; returns the client, the
 /// script and the `initialize` params the client sent.
 pub async fn connect(options: ClientOptions) -> (Client, Script, Value) {
+    connect_with(options, json!({"tools": {}})).await
+}
+
+/// [`connect`] to a script that declares `capabilities` in its `initialize` result.
+pub async fn connect_with(options: ClientOptions, capabilities: Value) -> (Client, Script, Value) {
     let (server_side, client_side) = Transport::memory_pair();
     let slot = Arc::new(Mutex::new(Some(client_side)));
     let target = ServerTarget::transport_factory(None, move || {
@@ -104,7 +109,7 @@ pub async fn connect(options: ClientOptions) -> (Client, Script, Value) {
     assert_eq!(init["method"], "initialize", "{init}");
     script.send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
+        "capabilities": capabilities,
         "serverInfo": {"name": "script", "version": "1"}
     }}));
     let client = connecting.await.unwrap().expect("connects");
