@@ -17,14 +17,14 @@ use sha2::{Digest as _, Sha256};
 
 use crate::scripted::{connect_with, Script};
 
-const SKILL_URI: &str = "skill://pdf-processing/SKILL.md";
-const FORMS_URI: &str = "skill://pdf-processing/references/FORMS.md";
+pub const SKILL_URI: &str = "skill://pdf-processing/SKILL.md";
+pub const FORMS_URI: &str = "skill://pdf-processing/references/FORMS.md";
 /// The conformance fixture's files.
-const SKILL_MD: &str =
+pub const SKILL_MD: &str =
     "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nSkill body.\n";
-const FORMS_MD: &str = "Supporting content.\n";
+pub const FORMS_MD: &str = "Supporting content.\n";
 
-fn digest(text: &str) -> String {
+pub fn digest(text: &str) -> String {
     let hex: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
@@ -34,7 +34,7 @@ fn line(uri: &str, text: &str) -> Value {
 }
 
 /// The entry of the fixture's skill, its manifest describing `skill_md` and FORMS.md.
-fn entry(skill_md: &str) -> Value {
+pub fn entry(skill_md: &str) -> Value {
     json!({
         "uri": SKILL_URI,
         "frontmatter": {"name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents"},
