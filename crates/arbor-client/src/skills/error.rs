@@ -15,6 +15,10 @@ pub enum SkillError {
     /// The server did not declare the skills extension, so no `skills/*` call is made.
     #[error("the server does not offer the skills extension (io.modelcontextprotocol/skills)")]
     NotOffered,
+    /// The server did not declare `directoryRead: true` in the extension's settings, so
+    /// no `resources/directory/read` is sent.
+    #[error("the server does not offer resources/directory/read (directoryRead)")]
+    DirectoryReadNotOffered,
     /// A call to the server failed (`skills/list`, `skills/get`, `resources/read`).
     #[error("{method} failed: {source}")]
     Call {
@@ -76,9 +80,12 @@ pub enum SkillError {
         /// What is wrong.
         problem: FrontmatterProblem,
     },
-    /// `skills/list` did not end: a cursor came back twice, or too many pages.
-    #[error("skills/list did not end (after {pages} pages)")]
+    /// A list (`skills/list`, `resources/directory/read`) did not end: a cursor came back
+    /// twice, or too many pages.
+    #[error("{method} did not end (after {pages} pages)")]
     EndlessList {
+        /// The list method.
+        method: &'static str,
         /// Pages read.
         pages: usize,
     },

@@ -12,7 +12,10 @@ use std::collections::HashSet;
 use arbor_protocol::error::ErrorCode;
 use arbor_protocol::methods::{self, MethodName};
 use arbor_protocol::model::common::PaginatedRequestParams;
-use arbor_protocol::model::skills::{GetSkillRequestParams, SkillResources, SKILLS_EXTENSION};
+use arbor_protocol::model::resources::Resource;
+use arbor_protocol::model::skills::{
+    GetSkillRequestParams, ReadDirectoryRequestParams, SkillResources, DIRECTORY_READ, SKILLS_EXTENSION,
+};
 
 use super::error::{Check, SkillError};
 use super::{frontmatter, verify, LoadOptions, Skill, SkillEntry, SkillFileContent};
@@ -21,6 +24,10 @@ use crate::error::ClientError;
 
 /// The bound on `skills/list` pages, as for the other lists.
 const MAX_PAGES: usize = 10_000;
+
+fn endless(method: MethodName, pages: usize) -> SkillError {
+    SkillError::EndlessList { method: method.as_str(), pages }
+}
 
 fn call(method: MethodName) -> impl FnOnce(ClientError) -> SkillError {
     move |source| SkillError::Call { method: method.as_str(), source }
@@ -63,11 +70,45 @@ impl Client {
             all.extend(page.skills);
             match page.next_cursor.filter(|c| !c.is_empty()) {
                 None => return Ok(all),
-                Some(c) if !cursors.insert(c.clone()) => return Err(SkillError::EndlessList { pages }),
+                Some(c) if !cursors.insert(c.clone()) => return Err(endless(MethodName::ListSkills, pages)),
                 Some(c) => cursor = Some(c),
             }
         }
-        Err(SkillError::EndlessList { pages: MAX_PAGES })
+        Err(endless(MethodName::ListSkills, MAX_PAGES))
+    }
+
+    /// Whether the server declared `directoryRead: true` in the skills extension's settings.
+    pub fn offers_directory_read(&self) -> bool {
+        let caps = self.server_capabilities().and_then(|c| c.extensions);
+        caps.and_then(|e| e.get(SKILLS_EXTENSION)?.get(DIRECTORY_READ)?.as_bool()) == Some(true)
+    }
+
+    /// Every direct child of the directory `uri` (`skill://pdf-processing`, no trailing
+    /// slash): `resources/directory/read` page after page, subdirectories with the MIME type
+    /// `inode/directory`. Sent only if the server declared `directoryRead: true`. Reads no
+    /// file: a host that has an entry needs no directory read (its manifest names every
+    /// file); this is for browsing.
+    pub async fn read_directory(&self, uri: &str) -> Result<Vec<Resource>, SkillError> {
+        self.require_skills()?;
+        if !self.offers_directory_read() {
+            return Err(SkillError::DirectoryReadNotOffered);
+        }
+        let mut all = Vec::new();
+        let mut cursors = HashSet::new();
+        let mut params = ReadDirectoryRequestParams::new(uri);
+        for pages in 1..=MAX_PAGES {
+            let page = self
+                .request::<methods::ReadDirectory>(params.clone())
+                .await
+                .map_err(call(MethodName::ReadDirectory))?;
+            all.extend(page.resources);
+            match page.next_cursor.filter(|c| !c.is_empty()) {
+                None => return Ok(all),
+                Some(c) if !cursors.insert(c.clone()) => return Err(endless(MethodName::ReadDirectory, pages)),
+                Some(c) => params.cursor = Some(c),
+            }
+        }
+        Err(endless(MethodName::ReadDirectory, MAX_PAGES))
     }
 
     /// `skills/get`: the entry of the skill whose `SKILL.md` is at `uri`. A server that

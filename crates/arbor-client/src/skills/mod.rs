@@ -18,8 +18,9 @@
 //! against its manifest line, content that fails never returned; the front matter compared
 //! field by field (any difference: the skill is not loaded); `"dynamic"` entries (no
 //! manifest) refused unless the caller opts in ([`LoadOptions::allow_dynamic`]).
-//! Not here: approval, caching by TTL, or `resources/directory/read` (a manifest already
-//! names every file). Invariant: every byte a caller receives from this module was
+//! [`Client::read_directory`] browses a skill's folders with `resources/directory/read`,
+//! only when the server declared `directoryRead: true` (a host loading a skill needs no
+//! directory read: the manifest names every file). Not here: approval, or caching by TTL. Invariant: every byte a caller receives from this module was
 //! verified against the entry it was loaded with, or comes from a dynamic skill the
 //! caller opted into (and [`Skill::is_verified`] says so).
 

@@ -3,7 +3,8 @@
 //! spawned `stdio_test_server --skills DIR`), in both eras (2025-11-25 by `initialize`,
 //! 2026-07-28 per request): every skill listed, loaded by name, by skill path and by URI,
 //! its front matter and body as on disk, every file read and verified byte for byte
-//! against the files on disk; unknown skills and unlisted files refused.
+//! against the files on disk, its folders browsed with `resources/directory/read`; unknown
+//! skills and unlisted files refused.
 
 use std::path::PathBuf;
 
@@ -73,6 +74,29 @@ async fn exercise(client: &Client, how: &str) {
         let email = client.skill_file(&refunds, "templates/refund-email.md").await.unwrap();
         assert_eq!(email.bytes, on_disk("acme/billing/refunds/templates/refund-email.md"));
     }
+
+    // Browsing: the server declares directoryRead, so the folders can be walked.
+    assert!(client.offers_directory_read(), "{how}");
+    let mut children: Vec<(String, Option<String>)> = client
+        .read_directory("skill://pdf-processing")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.uri, r.mime_type))
+        .collect();
+    children.sort();
+    let dir = Some("inode/directory".to_owned());
+    assert_eq!(
+        children,
+        [
+            ("skill://pdf-processing/SKILL.md".to_owned(), Some("text/markdown".to_owned())),
+            ("skill://pdf-processing/references".to_owned(), dir.clone()),
+            ("skill://pdf-processing/templates".to_owned(), dir),
+        ],
+        "{how}"
+    );
+    let refs = client.read_directory("skill://pdf-processing/references").await.unwrap();
+    assert_eq!(refs.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(), [forms.uri.as_str()], "{how}");
 
     // What is not a skill, and what the manifest does not list.
     assert!(matches!(client.load_skill("no-such-skill").await, Err(SkillError::NotFound(_))), "{how}");

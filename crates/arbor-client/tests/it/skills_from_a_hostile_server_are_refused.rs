@@ -215,12 +215,20 @@ async fn dynamic_skills_need_consent_and_bad_entries_are_refused_unread() {
 }
 
 #[tokio::test]
-async fn without_the_declaration_no_skills_call_is_made() {
+async fn without_the_declaration_no_skills_call_or_directory_read_is_made() {
     let (client, mut script) = connect(false).await;
     assert!(!client.offers_skills());
     assert!(matches!(client.list_skills().await, Err(SkillError::NotOffered)));
     assert!(matches!(client.load_skill("pdf-processing").await, Err(SkillError::NotOffered)));
     assert!(matches!(client.get_skill(SKILL_URI).await, Err(SkillError::NotOffered)));
+    assert!(matches!(client.read_directory("skill://pdf-processing").await, Err(SkillError::NotOffered)));
+    nothing_else_sent(&client, &mut script).await;
+
+    // The extension without `directoryRead`: skills, but no directory reads.
+    let (client, mut script) = connect(true).await;
+    assert!(client.offers_skills() && !client.offers_directory_read());
+    let refused = client.read_directory("skill://pdf-processing").await;
+    assert!(matches!(refused, Err(SkillError::DirectoryReadNotOffered)), "{refused:?}");
     nothing_else_sent(&client, &mut script).await;
 }
 
@@ -252,6 +260,6 @@ async fn the_listing_follows_every_cursor_reads_nothing_and_stops_on_a_repeated_
         let page = expect(&mut script, "skills/list").await;
         reply(&script, &page, json!({"skills": [], "nextCursor": "again"}));
     }
-    assert!(matches!(endless.await.unwrap(), Err(SkillError::EndlessList { pages: 2 })));
+    assert!(matches!(endless.await.unwrap(), Err(SkillError::EndlessList { method: "skills/list", pages: 2 })));
     nothing_else_sent(&client, &mut script).await;
 }
