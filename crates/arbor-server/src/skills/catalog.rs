@@ -205,3 +205,33 @@ pub(crate) fn key_of(uri: &str) -> Option<&str> {
     let key = uri.strip_prefix(PREFIX)?;
     key.split('/').all(super::scan::safe_segment).then_some(key)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever follows `skill://`, a key that comes back names no parent, no
+        /// current folder, no empty segment, and needs no decoding: it can only be one
+        /// that a scan produced.
+        #[test]
+        fn a_checked_key_cannot_climb_or_hide(rest in "[a-z./%\\\\A-Z0-9~-]{0,40}") {
+            let uri = format!("{PREFIX}{rest}");
+            if let Some(key) = key_of(&uri) {
+                for segment in key.split('/') {
+                    prop_assert!(!segment.is_empty() && segment != "." && segment != "..", "{key}");
+                    prop_assert!(!segment.contains('%') && !segment.contains('\\'), "{key}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn traversal_and_absolute_keys_are_refused() {
+        for uri in ["skill://x/../y", "skill:///etc/passwd", "skill://x//y", "skill://x/./y", "skill://", "file:///x"] {
+            assert_eq!(key_of(uri), None, "{uri}");
+        }
+        assert_eq!(key_of("skill://acme/billing/refunds/SKILL.md"), Some("acme/billing/refunds/SKILL.md"));
+    }
+}

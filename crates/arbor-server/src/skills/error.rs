@@ -12,6 +12,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrontmatterError {
+    /// The file is not UTF-8 text.
+    #[error("the file is not UTF-8 text")]
+    NotUtf8,
     /// No `---` block opens the file.
     #[error("no front matter: the file must start with a `---` line, then YAML, then a `---` line")]
     Missing,

@@ -100,6 +100,18 @@ mod tests {
         assert!(matches!(parse(&long), Err(FrontmatterError::LongDescription(1025))));
     }
 
+    proptest::proptest! {
+        /// Any text: no panic, and whatever is accepted satisfies the module's invariant.
+        #[test]
+        fn any_text_is_refused_or_accepted_with_a_valid_name(text in "(---\\n)?[a-z: \\n'\"\\[\\]{}#-]{0,120}(\\n---\\n)?") {
+            if let Ok(fm) = parse(&text) {
+                proptest::prop_assert!(valid_name(&fm.name));
+                proptest::prop_assert!(!fm.description.is_empty() && fm.description.chars().count() <= 1024);
+                proptest::prop_assert_eq!(fm.fields.get("name").and_then(Value::as_str), Some(fm.name.as_str()));
+            }
+        }
+    }
+
     #[test]
     fn the_naming_rule_is_the_agent_skills_one() {
         for good in ["a", "pdf-processing", "x1-2", &"a".repeat(64)] {

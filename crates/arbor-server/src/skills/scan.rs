@@ -99,7 +99,9 @@ fn find_skills(
     found: &mut Vec<(String, PathBuf)>,
 ) -> Result<(), SkillError> {
     if depth > limits.max_depth {
-        return Err(SkillError::TooDeep { path: dir.to_owned(), max: limits.max_depth });
+        // Folders this deep are not searched for skills (a `node_modules` beside the
+        // skills is no reason to refuse them); inside a skill, depth is an error (`walk`).
+        return Ok(());
     }
     let mut subdirs = Vec::new();
     for entry in fs::read_dir(dir).map_err(io(dir))? {
@@ -152,7 +154,7 @@ fn read_skill(
     let snap = &files[&format!("{key}/{SKILL_FILE}")];
     let text = std::str::from_utf8(snap.bytes()).map_err(|_| SkillError::Frontmatter {
         path: skill_md.clone(),
-        source: super::error::FrontmatterError::Yaml("the file is not UTF-8".into()),
+        source: super::error::FrontmatterError::NotUtf8,
     })?;
     let fm = frontmatter::parse(text).map_err(|source| SkillError::Frontmatter { path: skill_md.clone(), source })?;
     let folder = key.rsplit('/').next().unwrap_or(key);

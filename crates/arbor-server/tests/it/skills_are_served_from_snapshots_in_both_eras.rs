@@ -226,3 +226,37 @@ async fn a_router_without_skills_offers_none_of_the_methods() {
     }
     served.finish(peer).await;
 }
+
+#[tokio::test]
+async fn one_skill_folder_serves_its_nested_skill_and_binary_files_in_its_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let outer = dir.path().join("outer");
+    std::fs::create_dir_all(outer.join("inner")).unwrap();
+    std::fs::write(outer.join("SKILL.md"), "---\nname: outer\ndescription: Outer\n---\n").unwrap();
+    std::fs::write(outer.join("inner/SKILL.md"), "---\r\nname: inner\r\ndescription: Inner\r\n---\r\n").unwrap();
+    let binary = [0u8, 159, 146, 150, 255, 10];
+    std::fs::write(outer.join("inner/logo.bin"), binary).unwrap();
+    std::fs::write(outer.join(".hidden"), "not part of the skill").unwrap();
+    let (served, mut peer, _) = connect(Router::new("skills", "1.0.0").skill(&outer), Era::Modern).await;
+
+    let list = peer.call(1, "skills/list", Era::Modern.params(json!({}))).await;
+    let skills = list["result"]["skills"].as_array().unwrap();
+    let uris: Vec<&str> = skills.iter().map(|s| s["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["skill://outer/SKILL.md", "skill://outer/inner/SKILL.md"]);
+    let manifest: Vec<&str> =
+        skills[0]["resources"].as_array().unwrap().iter().map(|f| f["uri"].as_str().unwrap()).collect();
+    assert_eq!(manifest, ["skill://outer/SKILL.md", "skill://outer/inner/SKILL.md", "skill://outer/inner/logo.bin"]);
+    assert_eq!(skills[1]["frontmatter"], json!({"name": "inner", "description": "Inner"}), "CRLF reads like LF");
+
+    let logo = &skills[1]["resources"].as_array().unwrap()[1];
+    let read = peer.call(2, "resources/read", Era::Modern.params(json!({"uri": logo["uri"]}))).await;
+    assert_eq!(read["result"]["contents"][0]["mimeType"], "application/octet-stream");
+    let bytes = served_bytes(&read);
+    assert_eq!(bytes, binary, "a file that is not UTF-8 is a blob of its bytes");
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(logo["digest"], format!("sha256:{digest}"));
+    assert_eq!(logo["size"], binary.len());
+    let hidden = peer.call(3, "resources/read", Era::Modern.params(json!({"uri": "skill://outer/.hidden"}))).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    served.finish(peer).await;
+}
