@@ -188,6 +188,32 @@ mod tests {
         assert!(verify(&line(None), evil.into()).is_err());
     }
 
+    proptest::proptest! {
+        /// Any content passes against its own line, and any other content (one byte
+        /// changed, bytes added or removed) fails it, by size or by digest.
+        #[test]
+        fn only_the_listed_bytes_pass(
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512),
+            at in proptest::num::usize::ANY,
+            flip in 1u8..=255,
+            extra in proptest::collection::vec(proptest::num::u8::ANY, 1..8),
+        ) {
+            let line = SkillFile::new("skill://a/f", digest_of(&bytes), bytes.len() as u64);
+            proptest::prop_assert_eq!(verify(&line, bytes.clone()).unwrap(), bytes.clone());
+            let mut longer = bytes.clone();
+            longer.extend(&extra);
+            let is_size = |r: Result<Vec<u8>, SkillError>| matches!(r, Err(SkillError::Verification { check: Check::Size { .. }, .. }));
+            proptest::prop_assert!(is_size(verify(&line, longer)));
+            if !bytes.is_empty() {
+                let mut changed = bytes.clone();
+                changed[at % bytes.len()] ^= flip;
+                let digest_failed = matches!(verify(&line, changed), Err(SkillError::Verification { check: Check::Digest { .. }, .. }));
+                proptest::prop_assert!(digest_failed);
+                proptest::prop_assert!(is_size(verify(&line, bytes[..bytes.len() - 1].to_vec())));
+            }
+        }
+    }
+
     #[test]
     fn blobs_are_decoded_and_other_uris_ignored() {
         let contents: Vec<ResourceContents> = serde_json::from_value(json!([
