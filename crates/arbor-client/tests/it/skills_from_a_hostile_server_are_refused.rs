@@ -4,7 +4,7 @@
 //! more is read; a read of a file the manifest does not list, a `"dynamic"` skill without
 //! the caller's consent and any `skills/*` call to a server that did not declare the
 //! extension are refused before a frame is sent; the listing follows every cursor, reads
-//! nothing, and stops on a repeated cursor.
+//! nothing, and stops on a repeated cursor; a name two skills share is refused as ambiguous.
 //!
 //! "Nothing more was sent" is checked by order: after the refusal the test sends a ping,
 //! and the next frame the script reads must be that ping (frames arrive in order).
@@ -233,7 +233,7 @@ async fn without_the_declaration_no_skills_call_or_directory_read_is_made() {
 }
 
 #[tokio::test]
-async fn the_listing_follows_every_cursor_reads_nothing_and_stops_on_a_repeated_one() {
+async fn the_listing_follows_every_cursor_reads_nothing_and_names_are_not_identities() {
     let (client, mut script) = connect(true).await;
     let other = json!({"uri": "skill://acme/refunds/SKILL.md", "frontmatter": {"name": "refunds", "description": "R"},
         "resources": [{"uri": "skill://acme/refunds/SKILL.md", "digest": digest("x"), "size": 1}]});
@@ -250,6 +250,25 @@ async fn the_listing_follows_every_cursor_reads_nothing_and_stops_on_a_repeated_
     reply(&script, &second, json!({"skills": [other], "nextCursor": ""}));
     let uris: Vec<String> = listing.await.unwrap().unwrap().into_iter().map(|e| e.uri).collect();
     assert_eq!(uris, [SKILL_URI, "skill://acme/refunds/SKILL.md"]);
+    nothing_else_sent(&client, &mut script).await;
+
+    // Two skills with one name: a label, not an identity; the caller must pick a URI.
+    let twin = |uri: &str| {
+        json!({"uri": uri, "frontmatter": {"name": "refunds", "description": "R"},
+            "resources": [{"uri": uri, "digest": digest("x"), "size": 1}]})
+    };
+    let ambiguous = tokio::spawn({
+        let client = client.clone();
+        async move { client.load_skill("refunds").await }
+    });
+    serve_list(&mut script, json!([twin("skill://acme/refunds/SKILL.md"), twin("skill://other/refunds/SKILL.md")]))
+        .await;
+    match ambiguous.await.unwrap() {
+        Err(SkillError::Ambiguous { name, uris }) => {
+            assert_eq!((name.as_str(), uris.len()), ("refunds", 2));
+        }
+        other => panic!("{other:?}"),
+    }
     nothing_else_sent(&client, &mut script).await;
 
     let endless = tokio::spawn({
