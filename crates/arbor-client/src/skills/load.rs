@@ -1,6 +1,6 @@
-//! The skills calls on [`Client`]: listing, resolving, loading and reading files, each
-//! gated on the server's declaration and each read checked by `verify` before its bytes
-//! go anywhere.
+//! The skills calls on [`Client`]: listing, resolving, loading, reading files and browsing
+//! folders, each gated on the server's declaration and each read checked by `verify` before
+//! its bytes go anywhere.
 //!
 //! This module is the only place a skill file is read; it does no caching (a caller that
 //! loads twice reads twice, so a changed server is seen). Invariant: `resources/read` is
