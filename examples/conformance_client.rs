@@ -13,6 +13,11 @@
 //! conformance/run-conformance.sh --client -- target/debug/examples/conformance_client
 //! ```
 //!
+//! The skills extension's scenarios (`sep-2640-client-*`) list the skills and load
+//! `pdf-processing` through `arbor_client::skills`, whose verification refuses the
+//! tampered `SKILL.md` the mock serves: the error (which file, which check) is printed and
+//! the exit status is 1, with no further read.
+//!
 //! `auth/*` scenarios get an HTTP target with OAuth (`arbor_client::auth`): the headless
 //! user agent (the mock authorization endpoint answers at once with a redirect the agent
 //! reads without following it to the redirect URI), plain http on loopback allowed (the
@@ -29,6 +34,7 @@ use arbor_client::auth::{ClientCredentials, HeadlessUserAgent, OAuth};
 use arbor_client::handler::{
     ClientHandler, ElicitationContext, ElicitationHandler, RequestContext, RootsHandler, SamplingHandler,
 };
+use arbor_client::skills::LoadOptions;
 use arbor_client::{Client, ClientOptions, HttpTarget};
 use arbor_protocol::error::McpError;
 use arbor_protocol::model::elicitation::{ElicitRequestParams, ElicitResult};
@@ -350,10 +356,42 @@ async fn run(scenario: &str, url: &str, context: Value) -> Outcome {
         "http-invalid-tool-headers" => basic_all(&client).await,
         "json-schema-ref-no-deref" => basic(&client, false).await,
         "json-schema-2020-12-preservation" => schema_preservation(&client).await,
+        "sep-2640-client-no-prefetch" => skills_listed(&client).await,
+        "sep-2640-client-verify-digest" | "sep-2640-client-verify-size" | "sep-2640-client-verify-frontmatter" => {
+            skill_loaded(&client, "pdf-processing").await
+        }
         other => Err(format!("unknown scenario {other}").into()),
     };
     client.close().await;
     outcome
+}
+
+/// SEP-2640 no-prefetch: connect and list the skills, as a host building its registry
+/// does; nothing is read (the client reads a skill's files only when it is loaded).
+async fn skills_listed(client: &Client) -> Outcome {
+    let skills = client.list_skills().await?;
+    for entry in &skills {
+        eprintln!("conformance_client: skill {} ({})", entry.uri, entry.frontmatter["description"]);
+    }
+    Ok(())
+}
+
+/// SEP-2640 verification: list, then load `name` (its SKILL.md read, size, digest and
+/// front matter checked) and, only when that holds, its other files, each verified. The
+/// scenarios serve a tampered SKILL.md: the load fails, the error names the file and the
+/// check, and nothing else is read.
+async fn skill_loaded(client: &Client, name: &str) -> Outcome {
+    let entries = client.list_skills().await?;
+    let entry = entries
+        .into_iter()
+        .find(|e| e.frontmatter.get("name").and_then(Value::as_str) == Some(name))
+        .ok_or_else(|| format!("the server lists no skill {name}"))?;
+    let skill = client.load_skill_entry(entry, LoadOptions::default()).await?;
+    eprintln!("conformance_client: loaded {} ({} bytes of body)", skill.uri(), skill.body().len());
+    for file in client.skill_files(&skill).await? {
+        eprintln!("conformance_client: read {} ({} bytes, verified)", file.uri, file.bytes.len());
+    }
+    Ok(())
 }
 
 async fn basic_all(client: &Client) -> Outcome {

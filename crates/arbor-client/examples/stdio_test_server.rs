@@ -2,6 +2,8 @@
 //! message back, `exit` ends the process at once (an unexpected exit, as the client sees
 //! it), `whoami` answers the process id (to tell a restarted process from the first).
 //! It writes a line to stderr on start, which the client captures into its logs.
+//! `--skills DIR` also serves the skills below `DIR` (the skills extension, for the
+//! client's skills tests over a real pipe).
 //!
 //! `cargo test -p arbor-client` builds it; the tests find it next to their own binary.
 
@@ -26,6 +28,11 @@ async fn main() {
             String::new()
         })
         .tool("whoami", "The process id", |_: NoArgs| async move { std::process::id().to_string() });
+    let args: Vec<String> = std::env::args().collect();
+    let router = match args.iter().position(|a| a == "--skills").and_then(|i| args.get(i + 1)) {
+        Some(dir) => router.skills_dir(dir),
+        None => router,
+    };
     if let Err(e) = Server::new(router).serve_stdio().await {
         eprintln!("stdio_test_server: {e}");
     }

@@ -15,6 +15,9 @@
 //! [`Client::notifications`] (typed, [`Notification`]; [`Client::raw_notifications`] as
 //! received), [`Client::watch_resource`] (one resource's updates, whichever era the server
 //! speaks), and the era-specific [`Client::listen`] and [`Client::subscribe_resource`].
+//! The skills extension is the [`skills`] module: [`Client::list_skills`],
+//! [`Client::load_skill`] and [`Client::skill_file`], every file verified against the
+//! skill's manifest before it is returned.
 //! Errors are typed enums with their `source()` chain ([`ClientError`], [`ConnectError`],
 //! [`TransportError`], [`ProtocolError`], [`OpenError`]).
 //!
@@ -57,6 +60,7 @@ pub mod metrics;
 mod notification;
 mod options;
 mod shared;
+pub mod skills;
 mod subscription;
 mod target;
 pub mod tasks;

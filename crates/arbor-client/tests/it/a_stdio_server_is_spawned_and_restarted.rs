@@ -9,7 +9,7 @@ use arbor_client::{Client, ClientError, ClientOptions, EraCache, EraMode, Restar
 use arbor_protocol::version::Era;
 use serde_json::json;
 
-fn server_binary() -> PathBuf {
+pub fn server_binary() -> PathBuf {
     // target/debug/deps/it-<hash> → target/debug/examples/stdio_test_server
     let exe = std::env::current_exe().unwrap();
     let path = exe.parent().unwrap().parent().unwrap().join("examples").join("stdio_test_server");

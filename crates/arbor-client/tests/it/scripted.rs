@@ -101,6 +101,16 @@ pub async fn connect(options: ClientOptions) -> (Client, Script, Value) {
 /// [`connect`] with the client's frames capped at `max_frame` bytes (its transport's
 /// default when `None`).
 pub async fn connect_framed(options: ClientOptions, max_frame: Option<usize>) -> (Client, Script, Value) {
+    connect_as(options, json!({"tools": {}}), max_frame).await
+}
+
+/// [`connect`] to a script that declares `capabilities` in its `initialize` result.
+pub async fn connect_with(options: ClientOptions, capabilities: Value) -> (Client, Script, Value) {
+    connect_as(options, capabilities, None).await
+}
+
+/// The one connect the others call: `capabilities` declared, frames capped at `max_frame`.
+async fn connect_as(options: ClientOptions, capabilities: Value, max_frame: Option<usize>) -> (Client, Script, Value) {
     let (server_side, client_side) = Transport::memory_pair();
     let client_side = match max_frame {
         Some(max) => client_side.with_max_frame_bytes(max),
@@ -119,7 +129,7 @@ pub async fn connect_framed(options: ClientOptions, max_frame: Option<usize>) ->
     assert_eq!(init["method"], "initialize", "{init}");
     script.send(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
+        "capabilities": capabilities,
         "serverInfo": {"name": "script", "version": "1"}
     }}));
     let client = connecting.await.unwrap().expect("connects");
