@@ -1,15 +1,15 @@
 //! Skills on the client: the `io.modelcontextprotocol/skills` extension (SEP-2640) as a
-//! host must use it. [`Client::list_skills`] reads every page of `skills/list` (and
-//! nothing else); [`Client::load_skill`] resolves a name or URI to an entry, reads that
+//! host must use it. [`Client::list_skills`](crate::Client::list_skills) reads every page of `skills/list` (and
+//! nothing else); [`Client::load_skill`](crate::Client::load_skill) resolves a name or URI to an entry, reads that
 //! skill's `SKILL.md` (only then), verifies it against the manifest and compares its front
 //! matter with the entry's, and returns a [`Skill`]: the front matter, the body and the
 //! inventory of files. A supporting file is read when the caller asks for it
-//! ([`Client::skill_file`]), verified the same way.
+//! ([`Client::skill_file`](crate::Client::skill_file)), verified the same way.
 //!
 //! Why files are an inventory and not content: the extension says a host retrieves a
 //! skill's files only when needed (not on connection, listing or approval), and a skill
 //! may carry up to 512 files and 16 MiB; most uses of a skill need its `SKILL.md` and one
-//! or two of the files it mentions. [`Client::skill_files`] reads them all (verified) for a
+//! or two of the files it mentions. [`Client::skill_files`](crate::Client::skill_files) reads them all (verified) for a
 //! caller that wants everything at once.
 //!
 //! The rules, each enforced here: no `skills/*` call unless the server declared the
@@ -18,7 +18,7 @@
 //! against its manifest line, content that fails never returned; the front matter compared
 //! field by field (any difference: the skill is not loaded); `"dynamic"` entries (no
 //! manifest) refused unless the caller opts in ([`LoadOptions::allow_dynamic`]).
-//! [`Client::read_directory`] browses a skill's folders with `resources/directory/read`,
+//! [`Client::read_directory`](crate::Client::read_directory) browses a skill's folders with `resources/directory/read`,
 //! only when the server declared `directoryRead: true` (a host loading a skill needs no
 //! directory read: the manifest names every file). Not here: approval, or caching by TTL. Invariant: every byte a caller receives from this module was
 //! verified against the entry it was loaded with, or comes from a dynamic skill the
@@ -143,7 +143,7 @@ pub struct SkillFileInfo<'a> {
     pub digest: &'a str,
 }
 
-/// A file of a skill, read and verified ([`Client::skill_file`](crate::Client::skill_file)).
+/// A file of a skill, read and verified ([`Client::skill_file`](crate::Client::skill_file)(crate::Client::skill_file)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkillFileContent {
     /// The file's URI.

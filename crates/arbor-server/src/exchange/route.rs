@@ -69,7 +69,7 @@ impl Outgoing {
 
 /// The sending half of a route; cheap to clone. Unbounded: the HTTP side drains it
 /// (bounded buffering for resumability is the HTTP layer's job); what it holds unread is
-/// counted ([`Route::unread`]).
+/// counted (`Route::unread`).
 #[derive(Clone, Debug)]
 pub struct Route {
     /// `None` for a route that discards everything.
