@@ -24,7 +24,8 @@ struct Ledger {
 }
 
 impl Ledger {
-    fn violation(&self, what: String) {
+    fn violation(&self, at_min: f64, what: String) {
+        let what = format!("at {at_min:.2} min: {what}");
         self.violations.fetch_add(1, Ordering::Relaxed);
         let mut first = self.first_violations.lock();
         if first.len() < 20 {
@@ -48,6 +49,26 @@ struct Run {
     url: String,
     ledger: Ledger,
     permits: Semaphore,
+    /// Spawned request tasks not yet finished: the end waits for all of them before it
+    /// stops the server, so no request is cut by the driver's own kill.
+    outstanding: AtomicU64,
+    start: Instant,
+}
+
+/// Runs `work` on its own task, counted in `run.outstanding` until it ends.
+fn spawn_counted(run: &Arc<Run>, work: impl std::future::Future<Output = ()> + Send + 'static) {
+    struct Counted(Arc<Run>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.outstanding.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    run.outstanding.fetch_add(1, Ordering::AcqRel);
+    let counted = Counted(run.clone());
+    tokio::spawn(async move {
+        let _counted = counted;
+        work.await;
+    });
 }
 
 impl Run {
@@ -77,7 +98,7 @@ impl Run {
                     why.push_str(&format!(": {inner}"));
                     source = inner.source();
                 }
-                self.ledger.violation(format!("{method}: no answer: {why}"));
+                self.ledger.violation(elapsed_min(self.start), format!("{method}: no answer: {why}"));
                 return None;
             }
         };
@@ -89,7 +110,7 @@ impl Run {
         let text = match response.text().await {
             Ok(text) => text,
             Err(e) => {
-                self.ledger.violation(format!("{method}: the body broke off: {e}"));
+                self.ledger.violation(elapsed_min(self.start), format!("{method}: the body broke off: {e}"));
                 return None;
             }
         };
@@ -106,13 +127,15 @@ impl Run {
             Some(ref v) if v.get("result").is_some() => self.ledger.results.fetch_add(1, Ordering::Relaxed),
             Some(ref v) if v.get("error").is_some() => self.ledger.errors.fetch_add(1, Ordering::Relaxed),
             _ => {
-                self.ledger
-                    .violation(format!("{method}: HTTP {status} without an answer: {}", &text[..text.len().min(200)]));
+                self.ledger.violation(
+                    elapsed_min(self.start),
+                    format!("{method}: HTTP {status} without an answer: {}", &text[..text.len().min(200)]),
+                );
                 return None;
             }
         };
         if status.is_server_error() {
-            self.ledger.violation(format!("{method}: HTTP {status}"));
+            self.ledger.violation(elapsed_min(self.start), format!("{method}: HTTP {status}"));
         }
         Some((id, json.unwrap_or_default()))
     }
@@ -140,8 +163,8 @@ impl Run {
             self.http.delete(&self.url).header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
         match sent.send().await {
             Ok(r) if r.status().as_u16() == 200 => {}
-            Ok(r) => self.ledger.violation(format!("DELETE: HTTP {}", r.status())),
-            Err(e) => self.ledger.violation(format!("DELETE: {e}")),
+            Ok(r) => self.ledger.violation(elapsed_min(self.start), format!("DELETE: HTTP {}", r.status())),
+            Err(e) => self.ledger.violation(elapsed_min(self.start), format!("DELETE: {e}")),
         }
     }
 }
@@ -190,8 +213,10 @@ pub async fn drive(o: Options) -> i32 {
         url: format!("http://127.0.0.1:{port}/mcp"),
         ledger: Ledger::default(),
         permits: Semaphore::new(256),
+        outstanding: AtomicU64::new(0),
+        start: Instant::now(),
     });
-    let start = Instant::now();
+    let start = run.start;
     let end = start + Duration::from_secs(o.minutes * 60);
 
     // The held sessions and their subscriptions.
@@ -242,7 +267,9 @@ pub async fn drive(o: Options) -> i32 {
                     roll = roll.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     let (run, session) = (run.clone(), held[(roll >> 33) as usize % held.len()].clone());
                     let r = roll >> 40;
-                    tokio::spawn(async move { run.call(&session, r).await });
+                    spawn_counted(&run.clone(), async move {
+                        run.call(&session, r).await;
+                    });
                 }
             }
         })
@@ -258,7 +285,7 @@ pub async fn drive(o: Options) -> i32 {
                 tick.tick().await;
                 n += 1;
                 let run = run.clone();
-                tokio::spawn(async move {
+                spawn_counted(&run.clone(), async move {
                     let Some(id) = run.open().await else { return };
                     for k in 0..3 {
                         run.call(&id, n * 3 + k).await;
@@ -293,8 +320,16 @@ pub async fn drive(o: Options) -> i32 {
     }
     let _ = load.await;
     let churned = churn.await.unwrap_or(0);
-    // Let the last requests answer (each is bounded by the client's 30 s).
-    let _ = tokio::time::timeout(Duration::from_secs(40), run.permits.acquire_many(256)).await;
+    // Let every request task end (each request is bounded by the client's 30 s, a churned
+    // session makes five): the server is stopped only after, so none is cut by the kill.
+    let waited = Instant::now();
+    while run.outstanding.load(Ordering::Acquire) > 0 && waited.elapsed() < Duration::from_secs(180) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let left = run.outstanding.load(Ordering::Acquire);
+    if left > 0 {
+        run.ledger.violation(elapsed_min(start), format!("{left} request tasks still running 180 s after the end"));
+    }
     samples.push((elapsed_min(start), rss_kib(pid) as f64));
     let _ = server.kill();
     let _ = server.wait();
