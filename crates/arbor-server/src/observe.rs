@@ -48,6 +48,10 @@ pub enum ViewKind {
     Task,
 }
 
+/// The most bursts a byte-stream connection's reader queues at the connection
+/// ([`ViewNode::inbox`]); each burst is at most 256 frames.
+pub const MAX_INBOX_BURSTS: usize = crate::connection::inbound::MAX_BURSTS;
+
 /// One node of the observed tree.
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
@@ -71,6 +75,13 @@ pub struct ViewNode {
     pub detail: Option<String>,
     /// Messages waiting: a stream's bus queues, a supervisor's mailbox where known.
     pub queue_depth: Option<usize>,
+    /// A byte-stream connection's inbox: bursts of decoded input its reader has queued at
+    /// the connection and the connection has not yet taken, at most
+    /// [`MAX_INBOX_BURSTS`](crate::observe::MAX_INBOX_BURSTS) (the reader waits beyond it,
+    /// so a flood queues in the peer's pipe, not in this process). `None`, and left out of
+    /// the JSON, on every other node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inbox: Option<usize>,
     /// The version of its tenant's handler an in-flight request runs on
     /// ([`Server::tenant_handler_version`](crate::Server::tenant_handler_version): 0 is
     /// the server's handler). `None`, and left out of the JSON, on every other node.
@@ -92,6 +103,7 @@ impl ViewNode {
             last_crash: None,
             detail: None,
             queue_depth: None,
+            inbox: None,
             handler_version: None,
             children: Vec::new(),
         }

@@ -81,8 +81,13 @@ pub(crate) struct Burst {
 }
 
 /// Reads until the transport ends or the writer breaks, then tells the actor which.
-pub(crate) async fn read_loop(mut reader: FrameReader, writer: FrameWriter, actor: ActorRef<ConnMsg>) {
-    let credits = Arc::new(Semaphore::new(MAX_BURSTS));
+/// `credits` holds [`MAX_BURSTS`] permits; the connection reads what is taken as its inbox.
+pub(crate) async fn read_loop(
+    mut reader: FrameReader,
+    writer: FrameWriter,
+    actor: ActorRef<ConnMsg>,
+    credits: Arc<Semaphore>,
+) {
     let mut items = Vec::new();
     // Whether the input ended while the output may still be read (drain), rather than
     // the output breaking (stop).

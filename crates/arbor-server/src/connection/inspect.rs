@@ -19,7 +19,7 @@ use ractor::ActorRef;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::{ConnMsg, ConnState};
+use super::{inbound, ConnMsg, ConnState};
 use crate::observe::{ViewKind, ViewNode, INSPECT_TIMEOUT};
 use crate::requester::Requester;
 use crate::subscription::unit::UnitRef;
@@ -127,6 +127,7 @@ impl ConnState {
         let plural = if open == 1 { "" } else { "s" };
         node.detail = Some(format!("{kind}, requester {requester}, {in_flight} in flight, {open} stream{plural}"));
         node.queue_depth = Some(streams.iter().filter_map(|s| s.queue_depth).sum());
+        node.inbox = self.inbox.as_ref().map(|credits| inbound::MAX_BURSTS - credits.available_permits());
         requests.truncate(MAX_LISTED);
         streams.truncate(MAX_LISTED);
         node.children = requests.into_iter().chain(streams).collect();

@@ -222,6 +222,9 @@ pub(crate) struct ConnState {
     sink: Arc<dyn RequestSink>,
     notifications: Option<mpsc::UnboundedSender<ClientNotification>>,
     workers: Vec<JoinHandle<()>>,
+    /// A byte stream's reader credits (`inbound::MAX_BURSTS`): those taken are the bursts
+    /// queued here and not yet handled, shown as the inbox in tree views.
+    inbox: Option<Arc<tokio::sync::Semaphore>>,
     /// The connection's tracing span, parent of its requests' spans.
     span: tracing::Span,
     /// What every span of the connection shares (`crate::telemetry`).
@@ -262,12 +265,15 @@ impl Actor for ConnectionActor {
             .gauge(gauge.clone());
         let streams = OwnedTaskSupervisor::new(spec);
         let mut me = ConnectionHandle::new(myself.clone());
-        let (output, endpoint, workers) = match io {
+        let (output, endpoint, workers, inbox) = match io {
             Io::Stream { reader, writer } => {
-                let reader = tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone()));
-                (Output::Frames(writer), None, vec![reader])
+                let credits = Arc::new(tokio::sync::Semaphore::new(inbound::MAX_BURSTS));
+                let reader = tokio::spawn(inbound::read_loop(reader, writer.clone(), myself.clone(), credits.clone()));
+                (Output::Frames(writer), None, vec![reader], Some(credits))
             }
-            Io::Endpoint(endpoint) => (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new()),
+            Io::Endpoint(endpoint) => {
+                (Output::Standalone(endpoint.standalone.clone()), Some(endpoint), Vec::new(), None)
+            }
         };
         if let Some(endpoint) = &endpoint {
             me = me.with_standalone_read(endpoint.standalone_read.subscribe());
@@ -307,6 +313,7 @@ impl Actor for ConnectionActor {
             batch: None,
             notifications: None,
             workers,
+            inbox,
             span,
             trace,
             _live: gauge.actor_token(),

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use arbor_server::observe::MAX_INBOX_BURSTS;
 use arbor_server::ServerConfig;
 use serde_json::json;
 use tests::kit::ledger::{Kind, Summary};
@@ -104,6 +105,21 @@ async fn overload_at_ten_times_the_bound_is_refused_with_a_type() {
             peer.send(fault_call(&id, fault));
         }
     }
+    // While the flood is read, each connection's inbox (bursts its reader queued and the
+    // connection has not taken) stays within its bound: the rest waits in the pipe.
+    let mut deepest = 0;
+    let mut sampled = 0;
+    for _ in 0..20 {
+        let view = serde_json::to_value(fleet.server.observe().await.expect("connections were made")).unwrap();
+        for inbox in inboxes(&view) {
+            sampled += 1;
+            deepest = deepest.max(inbox);
+        }
+        tokio::task::yield_now().await;
+    }
+    println!("[kit] {name}: {sampled} inbox samples, deepest {deepest} of {MAX_INBOX_BURSTS} bursts");
+    assert!(sampled >= 20 * 10, "every connection shows its inbox ({sampled} samples)");
+    assert!(deepest <= MAX_INBOX_BURSTS, "an inbox held {deepest} bursts");
     // The refusals come at once, long before the deadline; with all 900 in, the server
     // holds exactly the bound in flight and has queued nothing behind it.
     for (conn, peer) in peers.iter_mut().enumerate() {
@@ -112,6 +128,8 @@ async fn overload_at_ten_times_the_bound_is_refused_with_a_type() {
             assert_eq!(fleet.ledger.lock().received(conn, &refused), Some(Kind::Refused), "{refused}");
         }
     }
+    let view = serde_json::to_value(fleet.server.observe().await.expect("connections were made")).unwrap();
+    assert!(inboxes(&view).iter().all(|n| *n == 0), "every inbox is empty once all is read: {:?}", inboxes(&view));
     let peak = fleet.live().await;
     assert_eq!(peak.requests, 100, "in flight at the peak: {peak:?}");
     let mut drivers = Vec::new();
@@ -166,4 +184,24 @@ async fn busy_loops_in_blocking_sections_leave_other_sessions_responsive() {
     let summary = fleet.finish(peers).await;
     assert_eq!(answered_while_busy, 50, "every probe ping was answered while busy calls were in flight");
     assert!(summary.requests >= 1000);
+}
+
+/// The inbox of every connection node in an observed tree (as JSON).
+fn inboxes(view: &serde_json::Value) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut stack = vec![view];
+    while let Some(node) = stack.pop() {
+        if node["kind"] == "connection" {
+            if let Some(n) = node["inbox"].as_u64() {
+                found.push(n as usize);
+            }
+        }
+        if let Some(children) = node["children"].as_array() {
+            stack.extend(children);
+        }
+        if let Some(root) = node.get("root") {
+            stack.push(root);
+        }
+    }
+    found
 }
