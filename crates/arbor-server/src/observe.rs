@@ -77,7 +77,7 @@ pub struct ViewNode {
     pub queue_depth: Option<usize>,
     /// A byte-stream connection's inbox: bursts of decoded input its reader has queued at
     /// the connection and the connection has not yet taken, at most
-    /// [`MAX_INBOX_BURSTS`](crate::observe::MAX_INBOX_BURSTS) (the reader waits beyond it,
+    /// [`MAX_INBOX_BURSTS`] (the reader waits beyond it,
     /// so a flood queues in the peer's pipe, not in this process). `None`, and left out of
     /// the JSON, on every other node.
     #[serde(skip_serializing_if = "Option::is_none")]
