@@ -145,11 +145,7 @@ async fn unknown_methods_and_invalid_params_get_their_codes_with_the_text_clampe
         }
         drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer, false)));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert!(summary.requests >= 1000, "{summary}");
     for kind in [Kind::Result, Kind::Error(-32601), Kind::Error(-32602)] {
         assert!(summary.outcomes.get(&kind).is_some_and(|n| *n > 0), "no {kind}: {summary}");
@@ -186,11 +182,7 @@ async fn unknown_methods_and_invalid_params_get_their_codes_with_the_text_clampe
         }
         drivers.push(tokio::spawn(drain_checked(fleet.ledger.clone(), conn, peer, true)));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert!(summary.requests >= 1000, "{summary}");
     for kind in [Kind::Result, Kind::Error(-32601), Kind::Error(-32602)] {
         assert!(summary.outcomes.get(&kind).is_some_and(|n| *n > 0), "no {kind}: {summary}");

@@ -136,11 +136,7 @@ async fn overload_at_ten_times_the_bound_is_refused_with_a_type() {
     for (conn, peer) in peers.into_iter().enumerate() {
         drivers.push(tokio::spawn(Fleet::drain(fleet.ledger.clone(), conn, peer)));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert_eq!(summary.outcomes[&Kind::Timeout], 100, "exactly the bound ran on each connection");
     assert_eq!(summary.outcomes[&Kind::Refused], 900);
 }

@@ -70,11 +70,7 @@ async fn a_reused_id_is_refused_while_in_flight_and_served_once_finished() {
             Fleet::drain(ledger, conn, peer).await
         }));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert!(summary.requests >= 1000, "{summary}");
     assert!(summary.outcomes[&Kind::Error(-32600)] > 0 && summary.outcomes[&Kind::Timeout] > 0);
 }
@@ -137,11 +133,7 @@ async fn cancels_before_during_racing_after_and_unknown_are_each_honoured() {
             peer
         }));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert!(summary.requests >= 1000, "{summary}");
     assert!(summary.cancelled_unanswered > 0, "{summary}");
 }
@@ -232,10 +224,6 @@ async fn slow_readers_get_every_answer_and_every_progress_note_once() {
             peer
         }));
     }
-    let mut peers = Vec::new();
-    for driver in drivers {
-        peers.push(driver.await.expect("the driver ran"));
-    }
-    let summary = fleet.finish(peers).await;
+    let summary = fleet.finish_drivers(drivers).await;
     assert_eq!(summary.outcomes.get(&Kind::Result), Some(&1000), "{summary}");
 }

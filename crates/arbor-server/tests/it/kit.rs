@@ -300,6 +300,15 @@ impl Fleet {
         self.live().await
     }
 
+    /// Waits for every driver (each returns its peer), then [`Fleet::finish`].
+    pub async fn finish_drivers(self, drivers: Vec<tokio::task::JoinHandle<ScriptedPeer>>) -> Summary {
+        let mut peers = Vec::new();
+        for driver in drivers {
+            peers.push(driver.await.expect("the driver ran"));
+        }
+        self.finish(peers).await
+    }
+
     /// Checks the ledger against the baseline, then closes `peers` (those still open),
     /// shuts the server down and checks that no actor or task outlived it.
     pub async fn finish(self, peers: Vec<ScriptedPeer>) -> Summary {
