@@ -10,7 +10,14 @@
 //! cargo run --release --example bench_server -- --port 18400 --threads 0     # current-thread runtime
 //! cargo run --release --example bench_server -- --port 18400 --telemetry     # metrics and spans on
 //! cargo run --release --example bench_server -- --port 18400 --tasks         # echo may run as a task
+//! cargo run --release --example bench_server -- --port 18400 --tenants       # tenancy on
 //! ```
+//!
+//! `--tenants` is the tenancy-on side of `scripts/bench-http --tenancy`: a tenant policy
+//! whose tenant `bench` has every limit set (rates, in-flight, sessions), high enough that
+//! the benchmark is never refused, so each request pays the whole tenant path: the
+//! `x-arbor-tenant` header read and checked, the tenant's token buckets and quotas, its
+//! own endpoint and counters.
 //!
 //! `--tasks` is the server of `scripts/bench-tasks`: `echo` supports tasks
 //! (`TaskSupport::Optional`: a plain call runs inline, a task-augmented one becomes a task),
@@ -27,6 +34,12 @@
 //! The HTTP endpoint is `arbor_http` with its defaults (loopback checks, `TCP_NODELAY`,
 //! 10-minute idle sessions) except what the options change. Invariant: the bound URL is
 //! printed on stderr (`bench_server: listening on http://…`) before any request is served.
+
+/// With `--features mimalloc`, this binary allocates through mimalloc (see the feature's
+/// note in `examples/Cargo.toml`); the libraries it links never pick an allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -47,7 +60,8 @@ const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms
     --idle-timeout-ms N  close legacy HTTP sessions idle this long (default 600000)\n\
     --threads N          tokio worker threads (0: a current-thread runtime; default: one per usable core)\n\
     --telemetry          metrics (Prometheus recorder, /metrics) and the MCP spans built (a no-op sink)\n\
-    --tasks              echo may run as a task (2025-11-25 params.task, the 2026-07-28 extension)";
+    --tasks              echo may run as a task (2025-11-25 params.task, the 2026-07-28 extension)\n\
+    --tenants            a tenant policy (tenant `bench`, every limit set), the tenant read from x-arbor-tenant";
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Echo {
@@ -62,10 +76,19 @@ struct Options {
     threads: Option<usize>,
     telemetry: bool,
     tasks: bool,
+    tenants: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>, String> {
-    let mut o = Options { stdio: false, port: 0, idle_timeout: None, threads: None, telemetry: false, tasks: false };
+    let mut o = Options {
+        stdio: false,
+        port: 0,
+        idle_timeout: None,
+        threads: None,
+        telemetry: false,
+        tasks: false,
+        tenants: false,
+    };
     let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
         let v = v.ok_or(format!("{flag} needs a number"))?;
         v.parse().map_err(|_| format!("{flag}: `{v}` is not a number"))
@@ -75,6 +98,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--stdio" => o.stdio = true,
             "--telemetry" => o.telemetry = true,
             "--tasks" => o.tasks = true,
+            "--tenants" => o.tenants = true,
             "--port" => {
                 o.port = u16::try_from(number("--port", args.next())?).map_err(|_| "--port: too large".to_string())?
             }
@@ -136,7 +160,13 @@ fn main() -> ExitCode {
 
 async fn serve(options: Options) -> ExitCode {
     let router = Router::new("arbor-bench-server", env!("CARGO_PKG_VERSION"));
-    let server = if options.tasks {
+    let server = if options.tenants {
+        let echo = |args: Echo| async move { args.message };
+        Server::with_config(
+            router.tool("echo", "Echo the message back", echo),
+            ServerConfig::default().tenant_policy(bench_tenants()),
+        )
+    } else if options.tasks {
         let echo = ToolRoute::new("echo", |args: Echo| async move { args.message })
             .description("Echo the message back")
             .task_support(TaskSupport::Optional);
@@ -172,7 +202,31 @@ async fn serve(options: Options) -> ExitCode {
     if let Some(idle) = options.idle_timeout {
         config.session_idle_timeout = idle;
     }
+    if options.tenants {
+        config.tenant_header = Some(axum::http::HeaderName::from_static("x-arbor-tenant"));
+    }
+    // Every benchmark client is on 127.0.0.1: the per-peer cap (1,000 by default) would
+    // refuse the memory runs' 2,000 and 10,000 sessions, which the global caps still bound.
+    config.max_sessions_per_peer = config.max_sessions;
     http::serve("bench_server", server, config).await
+}
+
+/// `--tenants`: tenant `bench` with every limit the policy has, none of them reached by a
+/// benchmark's load, so that the figures are the cost of the checks and not of refusals.
+fn bench_tenants() -> arbor_server::tenant::TenantPolicy {
+    let policy = r#"
+        max_tenants = 16
+        [tenants.bench]
+        rate = { per_second = 1000000000.0, burst = 1000000000 }
+        principal_rate = { per_second = 1000000000.0, burst = 1000000000 }
+        max_in_flight = 100000
+        max_sessions = 100000
+        max_subscriptions = 100000
+        max_tasks = 100000
+        max_body_bytes = 1048576
+        restart_budget = { max_restarts = 1000000, max_seconds = 1, quarantine_seconds = 1 }
+    "#;
+    arbor_server::tenant::TenantPolicy::from_toml(policy).expect("the benchmark's tenant policy")
 }
 
 /// The telemetry-on subscriber's layer: visits every field of every span and event its

@@ -57,6 +57,12 @@
 //! there, so every log line goes to stderr in both modes (`RUST_LOG` chooses the level,
 //! `info` by default).
 
+/// With `--features mimalloc`, this binary allocates through mimalloc (see the feature's
+/// note in `examples/Cargo.toml`); the libraries it links never pick an allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
