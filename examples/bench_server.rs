@@ -32,8 +32,10 @@
 //! It is not a demo (see `demo_server`): nothing but the tool, no tracing subscriber
 //! unless `RUST_LOG` is set (rmcp-echo installs none either, so neither pays for logging).
 //! The HTTP endpoint is `arbor_http` with its defaults (loopback checks, `TCP_NODELAY`,
-//! 10-minute idle sessions) except what the options change. Invariant: the bound URL is
-//! printed on stderr (`bench_server: listening on http://…`) before any request is served.
+//! 10-minute idle sessions) except what the options change and the per-peer session cap,
+//! lifted (all its clients are 127.0.0.1; the memory runs hold 10,000 sessions).
+//! Invariant: the bound URL is printed on stderr (`bench_server: listening on http://…`)
+//! before any request is served.
 
 /// With `--features mimalloc`, this binary allocates through mimalloc (see the feature's
 /// note in `examples/Cargo.toml`); the libraries it links never pick an allocator.
