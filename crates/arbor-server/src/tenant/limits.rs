@@ -61,6 +61,8 @@ pub(crate) struct TenantLimits {
     name: String,
     /// The name as a metrics label, made once.
     label: metrics::SharedString,
+    /// The in-flight gauge's key, made once (`crate::metrics::in_flight_key`).
+    in_flight_key: metrics::Key,
     quota: TenantQuota,
     in_flight: AtomicUsize,
     max: usize,
@@ -100,6 +102,7 @@ impl TenantLimits {
         TenantLimits {
             name: name.to_owned(),
             label: crate::metrics::tenant_label(name),
+            in_flight_key: crate::metrics::in_flight_key(&crate::metrics::tenant_label(name)),
             in_flight: AtomicUsize::new(0),
             max: quota.max_in_flight.unwrap_or(bounds.in_flight),
             requests: RequesterSlots::new(bounds.in_flight_per_requester),
@@ -209,13 +212,13 @@ impl TenantLimits {
             self.refused_overloaded();
             return false;
         }
-        crate::metrics::in_flight(&self.label, 1.0);
+        crate::metrics::in_flight(&self.in_flight_key, 1.0);
         true
     }
 
     pub(crate) fn release(&self) {
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        crate::metrics::in_flight(&self.label, -1.0);
+        crate::metrics::in_flight(&self.in_flight_key, -1.0);
     }
 
     /// Slots taken now.
