@@ -99,10 +99,11 @@ impl TenantLimits {
         quota: TenantQuota,
         escalations: mpsc::UnboundedSender<Escalation>,
     ) -> TenantLimits {
+        let label = crate::metrics::tenant_label(name);
         TenantLimits {
             name: name.to_owned(),
-            label: crate::metrics::tenant_label(name),
-            in_flight_key: crate::metrics::in_flight_key(&crate::metrics::tenant_label(name)),
+            in_flight_key: crate::metrics::in_flight_key(&label),
+            label,
             in_flight: AtomicUsize::new(0),
             max: quota.max_in_flight.unwrap_or(bounds.in_flight),
             requests: RequesterSlots::new(bounds.in_flight_per_requester),
