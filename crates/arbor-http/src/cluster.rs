@@ -104,6 +104,11 @@ pub enum Delivery {
         session: String,
         /// The JSON-RPC message to submit to this node's copy.
         body: Bytes,
+        /// When the sending node waits for it to be applied
+        /// ([`SessionStore::relay_applied`]): the token this node hands to
+        /// [`SessionStore::applied`] once it has submitted the message to its copy (or found
+        /// it holds none).
+        ack: Option<String>,
     },
     /// The session ended through another node (DELETE) or expired: close this copy.
     Ended {
@@ -206,6 +211,27 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
 
     /// Sends `body` to every other node's copy of `session` ([`Delivery::Relay`]).
     fn relay<'a>(&'a self, session: &'a str, body: &'a [u8]) -> BoxFuture<'a, Result<(), SessionStoreError>>;
+
+    /// [`relay`](Self::relay), then waits until every node that heard it has applied it
+    /// (each node's copy then serves the client's next request after it): `Ok(true)`, or
+    /// `Ok(false)` when `within` passed first or the store cannot tell. The default only
+    /// relays.
+    fn relay_applied<'a>(
+        &'a self,
+        session: &'a str,
+        body: &'a [u8],
+        within: Duration,
+    ) -> BoxFuture<'a, Result<bool, SessionStoreError>> {
+        let _ = within;
+        Box::pin(async move { self.relay(session, body).await.map(|()| false) })
+    }
+
+    /// Tells the node that relayed a message carrying `ack` ([`Delivery::Relay`]) that this
+    /// node applied it. The default does nothing (its `relay_applied` waits on nobody).
+    fn applied<'a>(&'a self, ack: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>> {
+        let _ = ack;
+        Box::pin(async { Ok(()) })
+    }
 
     /// The messages other nodes send this one. Given once (later calls answer `None`);
     /// the server reads it for its life.

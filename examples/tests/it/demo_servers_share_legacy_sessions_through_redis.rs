@@ -4,7 +4,8 @@
 //! is served on B and C; a subscription made on C notifies the GET stream read on B; the
 //! elicitation a tool asks on A is answered through B; a POST stream of C cut after its
 //! first event resumes on A with `Last-Event-ID` and loses nothing; a cancel sent to B
-//! stops the request running on A; DELETE on B ends the session on every node.
+//! stops the request running on A; a log level set on B holds for C's next request;
+//! DELETE on B ends the session on every node.
 //!
 //! `redis-server` must be installed (`scripts/test` installs it). Every wait is bounded;
 //! Redis and the servers are killed when the test ends.
@@ -159,6 +160,18 @@ async fn three_nodes_serve_one_legacy_session_with_its_streams_answers_and_end()
     let after = running.until_end().await;
     assert!(after.iter().all(|m| m.get("id").is_none()), "no answer to a cancelled request: {after:?}");
     assert!(after.len() < 50, "stopped long before counting to 100: {} events", after.len());
+
+    // A log level set through B holds for the very next request on C: B answers only once
+    // every copy applied it (before, C could still run the call at the old level).
+    let logs_of = |messages: &[Value]| messages.iter().filter(|m| m["method"] == "notifications/message").count();
+    let count = |id| request(id, "tools/call", json!({"name": "slow_count", "arguments": {"to": 2, "interval_ms": 0}}));
+    let quiet = stream(&c, &session, count(9)).await.until_end().await;
+    assert_eq!(logs_of(&quiet), 0, "no debug logs before the level is set: {quiet:?}");
+    let level =
+        answer(b.legacy(Some(&session), request(10, "logging/setLevel", json!({"level": "debug"}))).await).await;
+    assert!(level.get("result").is_some(), "{level}");
+    let logged = stream(&c, &session, count(11)).await.until_end().await;
+    assert_eq!(logs_of(&logged), 2, "a debug log per count, on another node at once: {logged:?}");
 
     // DELETE on B ends the session on every node (each copy hears it through Redis).
     assert_eq!(b.delete_session(&session).await, 200);

@@ -10,8 +10,9 @@
 //!   stream (0), which every node's copy writes, is numbered here (`HINCRBY`).
 //! - `ask:{id}:{request id}`: the node waiting for the answer to a server→client request,
 //!   taken with `GETDEL` by the node the answer lands on: exactly once.
-//! - Channels `sessions:node:{node}` (answers for one node) and `sessions:all` (relays and
-//!   ends, for every node), read by one subscriber task per store (`subscriber.rs`).
+//! - Channels `sessions:node:{node}` (answers, and acknowledgements of relays waited on, for
+//!   one node) and `sessions:all` (relays and ends, for every node), read by one subscriber
+//!   task per store (`subscriber.rs`; the waits are in `acks.rs`).
 //!
 //! It is not the task store nor the keyring (`crate::tasks`, `crate::keyring`), and it
 //! holds no session itself: arbor-http's copies do. Invariant: every call is one round
@@ -19,6 +20,7 @@
 //! outage is an error, never a hang; what pub/sub loses while a node is disconnected is a
 //! relay (a cancel, a log level) or an end, which the keeper's next renewal catches.
 
+mod acks;
 mod subscriber;
 
 use std::sync::Arc;
@@ -84,6 +86,8 @@ pub struct RedisSessionStore {
     subscriber: JoinHandle<()>,
     /// Until when calls fail at once, after one found Redis unavailable (`guarded`).
     down_until: Mutex<Option<Instant>>,
+    /// The relays waiting for their hearers (`relay_applied`).
+    acks: Arc<acks::Acks>,
 }
 
 impl Drop for RedisSessionStore {
@@ -147,7 +151,8 @@ impl RedisSessionStore {
         let (tx, rx) = mpsc::channel(DELIVERY_QUEUE);
         let channels = subscriber::Channels::new(&options.prefix, &node);
         let first = subscriber::connect(&client, &channels).await?;
-        let subscriber = tokio::spawn(subscriber::run(client, channels, node.clone(), first, tx));
+        let acks = Arc::new(acks::Acks::default());
+        let subscriber = tokio::spawn(subscriber::run(client, channels, node.clone(), first, tx, acks.clone()));
         Ok(RedisSessionStore {
             conn,
             prefix: options.prefix,
@@ -156,6 +161,7 @@ impl RedisSessionStore {
             deliveries: Mutex::new(Some(rx)),
             subscriber,
             down_until: Mutex::new(None),
+            acks,
         })
     }
 
@@ -428,8 +434,38 @@ impl SessionStore for RedisSessionStore {
     fn relay<'a>(&'a self, session: &'a str, body: &'a [u8]) -> BoxFuture<'a, Result<(), SessionStoreError>> {
         self.guarded(async move {
             let body = String::from_utf8_lossy(body).into_owned();
-            let wire = Wire::Relay { session: session.to_owned(), body, from: self.node.clone() };
+            let wire = Wire::Relay { session: session.to_owned(), body, from: self.node.clone(), ack: None };
             self.publish(subscriber::all_channel(&self.prefix), &wire).await.map(drop)
+        })
+        .boxed()
+    }
+
+    fn relay_applied<'a>(
+        &'a self,
+        session: &'a str,
+        body: &'a [u8],
+        within: Duration,
+    ) -> BoxFuture<'a, Result<bool, SessionStoreError>> {
+        async move {
+            // The entry opens before the publish: a quick hearer's acknowledgement can
+            // arrive before PUBLISH's count does.
+            let pending = self.acks.open();
+            let body = String::from_utf8_lossy(body).into_owned();
+            let ack = Some(acks::token(pending.n, &self.node));
+            let wire = Wire::Relay { session: session.to_owned(), body, from: self.node.clone(), ack };
+            let heard = self.guarded(self.publish(subscriber::all_channel(&self.prefix), &wire)).await?;
+            Ok(tokio::time::timeout(within, pending.all_applied(heard)).await.is_ok())
+        }
+        .boxed()
+    }
+
+    fn applied<'a>(&'a self, ack: &'a str) -> BoxFuture<'a, Result<(), SessionStoreError>> {
+        self.guarded(async move {
+            let Some((_, node)) = acks::parse(ack) else {
+                return Err(SessionStoreError::Malformed(format!("not a relay token: {ack:.64}")));
+            };
+            let wire = Wire::Applied { ack: ack.to_owned() };
+            self.publish(subscriber::node_channel(&self.prefix, node), &wire).await.map(drop)
         })
         .boxed()
     }

@@ -10,12 +10,16 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use arbor_http::cluster::Delivery;
 use bytes::Bytes;
 use futures::StreamExt;
 use redis::aio::PubSub;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
+
+use super::acks::{self, Acks};
 
 /// A message between nodes, as published (JSON).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +40,15 @@ pub enum Wire {
         body: String,
         /// The node that sent it (which does not apply it again).
         from: String,
+        /// When the sender waits for every hearer to apply it: the token to answer with
+        /// [`Wire::Applied`] on the sender's channel (`acks.rs`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ack: Option<String>,
+    },
+    /// A hearer applied the relay that carried `ack`, for the node that sent it.
+    Applied {
+        /// The relay's token.
+        ack: String,
     },
     /// The session ended.
     Ended {
@@ -88,6 +101,7 @@ pub(super) async fn run(
     node: String,
     first: PubSub,
     tx: mpsc::Sender<Delivery>,
+    acks: Arc<Acks>,
 ) {
     let mut next = Some(first);
     let mut delay = Duration::from_millis(100);
@@ -120,6 +134,10 @@ pub(super) async fn run(
                     continue;
                 }
             };
+            if let Some(n) = applied(&wire, &node) {
+                acks.applied(n);
+                continue;
+            }
             let Some(delivery) = delivery(wire, &node) else { continue };
             if tx.send(delivery).await.is_err() {
                 return;
@@ -132,13 +150,26 @@ pub(super) async fn run(
     }
 }
 
+/// The relay of this node's that a message says was applied: another node's
+/// [`Wire::Applied`], or this node's own relay heard back (`PUBLISH` counted this
+/// subscriber among the hearers, and the sender applied it already).
+fn applied(wire: &Wire, node: &str) -> Option<u64> {
+    let token = match wire {
+        Wire::Applied { ack } => ack,
+        Wire::Relay { from, ack: Some(ack), .. } if from == node => ack,
+        _ => return None,
+    };
+    acks::parse(token).filter(|(_, to)| *to == node).map(|(n, _)| n)
+}
+
 /// What a message means for this node (`None`: its own relay or end, already applied).
 fn delivery(wire: Wire, node: &str) -> Option<Delivery> {
     match wire {
         Wire::Answer { session, body } => Some(Delivery::Answer { session, body: Bytes::from(body) }),
-        Wire::Relay { session, body, from } => {
-            (from != node).then(|| Delivery::Relay { session, body: Bytes::from(body) })
+        Wire::Relay { session, body, from, ack } => {
+            (from != node).then(|| Delivery::Relay { session, body: Bytes::from(body), ack })
         }
+        Wire::Applied { .. } => None,
         Wire::Ended { session, from } => (from != node).then_some(Delivery::Ended { session }),
     }
 }
@@ -149,14 +180,36 @@ mod tests {
 
     #[test]
     fn a_node_does_not_apply_its_own_relays_and_ends_again() {
-        let relay = Wire::Relay { session: "s".into(), body: "{}".into(), from: "a".into() };
+        let relay = Wire::Relay { session: "s".into(), body: "{}".into(), from: "a".into(), ack: None };
         assert_eq!(delivery(relay.clone(), "a"), None);
-        assert_eq!(delivery(relay, "b"), Some(Delivery::Relay { session: "s".into(), body: Bytes::from("{}") }));
+        assert_eq!(
+            delivery(relay, "b"),
+            Some(Delivery::Relay { session: "s".into(), body: Bytes::from("{}"), ack: None })
+        );
         let ended = Wire::Ended { session: "s".into(), from: "a".into() };
         assert_eq!(delivery(ended.clone(), "a"), None);
         assert_eq!(delivery(ended, "b"), Some(Delivery::Ended { session: "s".into() }));
         let answer = Wire::Answer { session: "s".into(), body: "{}".into() };
         assert!(delivery(answer, "a").is_some(), "an answer is always for this node");
+    }
+
+    #[test]
+    fn a_relay_waited_on_is_acknowledged_to_its_sender_only() {
+        let token = acks::token(3, "a");
+        let relay = Wire::Relay { session: "s".into(), body: "{}".into(), from: "a".into(), ack: Some(token.clone()) };
+        assert_eq!(applied(&relay, "a"), Some(3), "the sender's own subscriber counts as a hearer");
+        assert_eq!(applied(&relay, "b"), None);
+        assert_eq!(
+            delivery(relay, "b"),
+            Some(Delivery::Relay { session: "s".into(), body: "{}".into(), ack: Some(token.clone()) })
+        );
+        let ack = Wire::Applied { ack: token };
+        assert_eq!(applied(&ack, "a"), Some(3));
+        assert_eq!(applied(&ack, "b"), None, "another node's token");
+        assert_eq!(delivery(ack, "a"), None);
+        // A relay without a token (a cancel) predates acknowledgements on the wire.
+        let old: Wire = serde_json::from_str(r#"{"kind":"relay","session":"s","body":"{}","from":"a"}"#).unwrap();
+        assert!(matches!(old, Wire::Relay { ack: None, .. }));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! keeper; stream events come back in order after a cursor, bounded by the cap, and the
 //! session-wide stream is numbered by the store whichever node writes; an answer is taken
 //! exactly once by the node it lands on and reaches the node that asked; relays and ends
-//! reach every other node, not the sender; an answer for a node that is gone says so.
+//! reach every other node, not the sender, and a relay waited on returns once every other
+//! node has applied it; an answer for a node that is gone says so.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -142,6 +143,44 @@ async fn an_answer_reaches_the_node_that_asked_exactly_once() {
         }
     }
     assert_eq!(outcome, Answered::OwnerGone);
+}
+
+#[tokio::test]
+async fn a_relay_waited_on_returns_once_every_node_applied_it() {
+    let redis = RedisServer::start();
+    let (a, b, c) = (node(&redis.url(), "a").await, node(&redis.url(), "b").await, node(&redis.url(), "c").await);
+    let (mut a_inbox, mut c_inbox) = (a.deliveries().unwrap(), c.deliveries().unwrap());
+    let _b_inbox = b.deliveries().unwrap();
+    let body = br#"{"jsonrpc":"2.0","id":"arbor-relay","method":"logging/setLevel","params":{"level":"debug"}}"#;
+    let wait = Duration::from_secs(10);
+
+    let relaying = b.relay_applied("s", body, wait);
+    tokio::pin!(relaying);
+    let mut tokens = Vec::new();
+    for inbox in [&mut a_inbox, &mut c_inbox] {
+        let delivery = tokio::select! {
+            d = next(inbox) => d,
+            done = &mut relaying => panic!("returned before anyone applied it: {done:?}"),
+        };
+        let Delivery::Relay { session, body: got, ack: Some(ack) } = delivery else { panic!("{delivery:?}") };
+        assert_eq!((session.as_str(), &got[..]), ("s", &body[..]));
+        tokens.push(ack);
+    }
+    // One of two applied: still waiting.
+    a.applied(&tokens[0]).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut relaying).await.is_err(),
+        "returned with one of two nodes applied"
+    );
+    c.applied(&tokens[1]).await.unwrap();
+    assert!(tokio::time::timeout(wait, relaying).await.expect("returned").unwrap(), "every node applied it");
+
+    // A node that never applies it: the wait ends at its bound, saying so.
+    assert!(!b.relay_applied("s", body, Duration::from_millis(300)).await.unwrap());
+    // A plain relay (a cancel) asks nobody to acknowledge.
+    b.relay("s", body).await.unwrap();
+    let _ = next(&mut a_inbox).await;
+    assert!(matches!(next(&mut a_inbox).await, Delivery::Relay { ack: None, .. }));
 }
 
 /// Notes again that the dropped node "c" waits for id 43 (an answer takes the entry): the

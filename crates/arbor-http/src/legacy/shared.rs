@@ -15,8 +15,10 @@
 //!   the store ([`follow`]) into a local buffer the usual reader reads.
 //! - The client's answer to a server→client request goes to the node that asked (the
 //!   store took note when the request went out); `notifications/cancelled`,
-//!   `logging/setLevel` and `resources/unsubscribe` are relayed to every copy; DELETE ends
-//!   every copy ([`deliver`] applies what other nodes send).
+//!   `logging/setLevel` and `resources/unsubscribe` are relayed to every copy, the last two
+//!   answered only once every copy applied them (or after `RELAY_WAIT`), so the client's
+//!   next request sees them on any node; DELETE ends every copy ([`deliver`] applies what
+//!   other nodes send).
 //!
 //! It is not the store (`crate::cluster`), nor HTTP (`mod.rs` calls in here). Invariant: a
 //! node never answers for a session the store does not hold (an adopted copy whose record
@@ -42,6 +44,10 @@ use crate::tenant::Tenancy;
 
 /// Events read from the store per round trip.
 const PAGE: usize = 256;
+
+/// How long a `logging/setLevel` or `resources/unsubscribe` waits for every node's copy to
+/// apply it before it is answered anyway (a node that does not answer in time is logged).
+const RELAY_WAIT: Duration = Duration::from_secs(2);
 
 /// The store, when sessions are shared.
 pub(crate) fn store(inner: &Inner) -> Option<&Arc<dyn SessionStore>> {
@@ -432,10 +438,14 @@ pub(crate) async fn route(inner: &Inner, session: &Session, parsed: &Parsed) -> 
                     return Some(unavailable(&e));
                 }
             }
-            // Every copy applies it too, under an id of its own (its answer is dropped).
+            // Every copy applies it too, under an id of its own (its answer is dropped), before
+            // this one answers: the client's next request may land on any node, and must see
+            // the level (or the subscription gone) it was told is set.
             let body = json!({"jsonrpc": "2.0", "id": "arbor-relay", "method": method, "params": params});
-            if let Err(e) = store.relay(&session.id, body.to_string().as_bytes()).await {
-                tracing::warn!(session = %session.id, error = %e, "cannot relay {method} to the other nodes");
+            match store.relay_applied(&session.id, body.to_string().as_bytes(), RELAY_WAIT).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(session = %session.id, "{method}: not every node applied it in time"),
+                Err(e) => tracing::warn!(session = %session.id, error = %e, "cannot relay {method} to the other nodes"),
             }
             None
         }
@@ -459,10 +469,23 @@ pub(crate) fn ensure_deliveries(inner: &Arc<Inner>) {
 /// Applies one message from another node to this node's copy of its session, if any.
 fn deliver(inner: &Inner, delivery: Delivery) {
     match delivery {
-        Delivery::Answer { session, body } | Delivery::Relay { session, body } => {
+        Delivery::Answer { session, body } | Delivery::Relay { session, body, ack: None } => {
             if let Some(session) = inner.sessions.get(&session) {
                 session.endpoint.submit(Parsed::parse(&body), Route::discard(), OnClose::Continue);
             }
+        }
+        Delivery::Relay { session, body, ack: Some(ack) } => {
+            // Submitted is applied for the client's next request here: the copy's
+            // connection takes its messages in order.
+            if let Some(session) = inner.sessions.get(&session) {
+                session.endpoint.submit(Parsed::parse(&body), Route::discard(), OnClose::Continue);
+            }
+            let Some(store) = store(inner).cloned() else { return };
+            tokio::spawn(async move {
+                if let Err(e) = store.applied(&ack).await {
+                    tracing::warn!(error = %e, "cannot acknowledge a relay to the node that sent it");
+                }
+            });
         }
         Delivery::Ended { session } => {
             if inner.sessions.remove(&session) {
