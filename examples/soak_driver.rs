@@ -274,11 +274,13 @@ pub async fn drive(o: Options) -> i32 {
             }
         })
     };
-    // Sessions churned evenly over the run.
+    // Sessions churned evenly over what is left of the run (opening the subscriptions took
+    // part of it: paced over the whole run, the churn fell short of `--sessions`).
     let churn = {
         let run = run.clone();
         tokio::spawn(async move {
-            let every = Duration::from_secs_f64((o.minutes * 60) as f64 / o.sessions.max(1) as f64);
+            let left = end.saturating_duration_since(Instant::now()).mul_f64(0.98);
+            let every = (left / u32::try_from(o.sessions.max(1)).unwrap_or(u32::MAX)).max(Duration::from_micros(100));
             let mut tick = tokio::time::interval(every);
             let mut n = 0u64;
             while Instant::now() < end && n < o.sessions {
@@ -349,7 +351,10 @@ pub async fn drive(o: Options) -> i32 {
         println!("soak: violation: {v}");
     }
     let violations = run.ledger.violations.load(Ordering::Relaxed);
-    if violations > 0 || growth > 0.10 {
+    if churned < o.sessions {
+        println!("soak: only {churned} of the {} sessions asked for were churned", o.sessions);
+    }
+    if violations > 0 || growth > 0.10 || churned < o.sessions {
         println!("soak: FAIL");
         1
     } else {
