@@ -101,7 +101,7 @@ pub fn x_mcp_header(data: &[u8]) {
     let params = json!({"name": name, "arguments": arguments});
     let check = |headers: &[(String, String)]| {
         let lookup =
-            |n: &str| headers.iter().find(|(h, _)| h.eq_ignore_ascii_case(n)).map(|(_, v)| Ok::<_, ()>(v.clone()));
+            |n: &str| headers.iter().find(|(h, _)| h.eq_ignore_ascii_case(n)).map(|(_, v)| Ok::<_, ()>(v.as_str()));
         check_request_headers(&lookup, "tools/call", Some(&params), VERSION, &annotations)
     };
     if let Err(e) = check(&headers) {

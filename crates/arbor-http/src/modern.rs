@@ -18,7 +18,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arbor_protocol::era::http::{check_request_headers, check_request_headers_of};
+use arbor_protocol::era::http::{check_request_headers, check_request_headers_of, Target};
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
@@ -28,7 +28,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
-use serde_json::Value;
 use tokio::sync::{watch, Mutex};
 use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
@@ -129,10 +128,10 @@ async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, Connec
     inner.server.open_endpoint(options, Route::discard()).await
 }
 
-/// Looks a header up for `check_request_headers`: its text, or `Err` for bytes that are
-/// not visible ASCII.
-fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<String, ()>> + 'a {
-    move |name: &str| headers.get(name).map(|v| v.to_str().map(str::to_owned).map_err(|_| ()))
+/// Looks a header up for `check_request_headers`: its text, borrowed, or `Err` for bytes
+/// that are not visible ASCII.
+fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str, ()>> + 'a {
+    move |name: &str| headers.get(name).map(|v| v.to_str().map_err(|_| ()))
 }
 
 /// Serves one 2026-07-28 POST whose body is already parsed.
@@ -165,17 +164,10 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
                     (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
                     _ => None,
                 };
-                let target = target.map(|t| Value::String(t.to_owned()));
+                let target = target.map(Target::Text);
                 let annotated = annotated.as_deref().unwrap_or(&[]);
                 let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
-                check_request_headers_of(
-                    &lookup(&parts.headers),
-                    method,
-                    target.as_ref(),
-                    arguments,
-                    version,
-                    annotated,
-                )
+                check_request_headers_of(&lookup(&parts.headers), method, target, arguments, version, annotated)
             }
             None => {
                 let params = parsed.params_json();

@@ -38,7 +38,7 @@ use crate::guard::{self, check_post_head, reject, too_deep, Guard};
 use crate::legacy::{self, Sessions};
 use crate::listener::{self, Connections};
 use crate::modern::{self, ModernPool};
-use crate::serve::{accept_loop, Accept};
+use crate::serve::{accept_loop, Accept, Direct};
 
 /// The header naming a legacy session.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -393,6 +393,12 @@ impl Bound {
             grace,
             listener_addr: None,
             cap: Some((connections, refusal)),
+            // Behind a CORS layer every request must pass through it: no direct path.
+            direct: inner
+                .config
+                .cors
+                .is_none()
+                .then(|| Direct { path: Arc::from(inner.config.path.as_str()), inner: inner.clone() }),
         };
         accept_loop(self.listener, self.server.router(), stop, options).await;
         finish(&inner, grace).await;
@@ -460,6 +466,12 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
 
 /// The MCP endpoint: every method lands here.
 async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
+    serve_endpoint(inner, request).await
+}
+
+/// The MCP endpoint: through the router ([`HttpServer::router`]), or handed its requests
+/// by the accept loop directly (`serve::Direct`). One function, so both answer the same.
+pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;

@@ -53,19 +53,19 @@ impl Tenancy {
     }
 }
 
-/// What the gate learnt about an admitted request, in its extensions.
+/// What the gate learnt about an admitted request, in its extensions (one entry: each
+/// insert into a request's extensions is an allocation, and a rehash past three).
 #[derive(Clone, Debug)]
-struct Admitted {
+struct Gate {
+    /// The connect options the head names (the tenant hook's, the verified principal's
+    /// tenant, or the tenant header's), when the gate worked them out (`None`: it did not,
+    /// for a request of a known session).
+    base: Option<Option<ConnectOptions>>,
     /// The largest body read for it: the transport's cap, or the tenant's if lower.
     max_body: usize,
     /// The tenant's limit is the lower one (for the 413's text).
     tenant_cap: bool,
 }
-
-/// The connect options the request's head names (the tenant hook's, the verified
-/// principal's tenant, or the tenant header's), when the gate worked them out.
-#[derive(Clone, Debug)]
-struct Base(Option<ConnectOptions>);
 
 /// The options a request of no known session is served with, before its principal and
 /// peer are added: the tenant hook's, else the verified principal's tenant, else (OAuth
@@ -73,17 +73,17 @@ struct Base(Option<ConnectOptions>);
 /// when it did it; else worked out now (a header the gate would have refused is then
 /// the default tenant, but the gate runs first on every path that serves a request).
 pub(crate) fn base_options(inner: &Inner, parts: &Parts) -> Option<ConnectOptions> {
-    match parts.extensions.get::<Base>() {
-        Some(Base(base)) => base.clone(),
+    match parts.extensions.get::<Gate>().and_then(|gate| gate.base.as_ref()) {
+        Some(base) => base.clone(),
         None => resolve(inner, parts).ok().flatten(),
     }
 }
 
-/// The largest body to read for this request (see `Admitted`), and whether the tenant's
+/// The largest body to read for this request (see `Gate`), and whether the tenant's
 /// quota set it.
 pub(crate) fn max_body(inner: &Inner, parts: &Parts) -> (usize, bool) {
-    match parts.extensions.get::<Admitted>() {
-        Some(admitted) => (admitted.max_body, admitted.tenant_cap),
+    match parts.extensions.get::<Gate>() {
+        Some(gate) => (gate.max_body, gate.tenant_cap),
         None => (inner.guard.max_body, false),
     }
 }
@@ -147,16 +147,17 @@ pub(crate) fn admit(inner: &Inner, parts: &mut Parts) -> Result<(), Response<Bod
         .and_then(|id| inner.sessions.get(id))
         // Another principal's session is not found by `find_session` either: not its tenant.
         .filter(|s| s.owner.as_ref() == verified(parts).map(|v| &v.requester));
-    let tenancy = match session {
-        Some(session) => session.tenancy.clone(),
+    match session {
+        Some(session) => {
+            let tenancy = session.tenancy.clone();
+            admit_with(inner, parts, &tenancy, None)
+        }
         None => {
             let base = resolve(inner, parts)?;
             let tenancy = tenancy_of(parts, base.as_ref());
-            parts.extensions.insert(Base(base));
-            tenancy
+            admit_with(inner, parts, &tenancy, Some(base))
         }
-    };
-    admit_as(inner, parts, &tenancy)
+    }
 }
 
 /// The tenancy of a request with no session: its tenant as `base` names it; its requester
@@ -173,14 +174,26 @@ pub(crate) fn tenancy_of(parts: &Parts, base: Option<&ConnectOptions>) -> Tenanc
 /// Admits a request of `tenancy` (see [`admit`]) and notes its body cap.
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit_as(inner: &Inner, parts: &mut Parts, tenancy: &Tenancy) -> Result<(), Response<Body>> {
+    admit_with(inner, parts, tenancy, None)
+}
+
+/// [`admit_as`], noting `base` (the options the head names) too when the gate worked
+/// them out.
+#[allow(clippy::result_large_err)]
+fn admit_with(
+    inner: &Inner,
+    parts: &mut Parts,
+    tenancy: &Tenancy,
+    base: Option<Option<ConnectOptions>>,
+) -> Result<(), Response<Body>> {
     let admission =
         inner.server.admit(tenancy.tenant.as_deref(), &tenancy.requester).map_err(|refusal| refused(&refusal))?;
     let cap = inner.guard.max_body;
-    let admitted = match admission.max_body_bytes {
-        Some(own) if own < cap => Admitted { max_body: own, tenant_cap: true },
-        _ => Admitted { max_body: cap, tenant_cap: false },
+    let (max_body, tenant_cap) = match admission.max_body_bytes {
+        Some(own) if own < cap => (own, true),
+        _ => (cap, false),
     };
-    parts.extensions.insert(admitted);
+    parts.extensions.insert(Gate { base, max_body, tenant_cap });
     Ok(())
 }
 

@@ -18,6 +18,8 @@
 //! for every string (tested with arbitrary strings), and a header the body disagrees with,
 //! or that the body's values require and that is absent, is always refused.
 
+use std::borrow::Cow;
+
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;
 use base64::Engine as _;
@@ -146,13 +148,18 @@ const CANONICAL: GeneralPurpose = GeneralPurpose::new(
 /// is. Plain values may hold visible ASCII, spaces and tabs; anything else is
 /// [`HeaderError::InvalidCharacters`].
 pub fn decode_header_value(raw: &str) -> Result<String, HeaderError> {
+    decode_header_text(raw).map(Cow::into_owned)
+}
+
+/// [`decode_header_value`], borrowing `raw` when it is plain text.
+fn decode_header_text(raw: &str) -> Result<Cow<'_, str>, HeaderError> {
     if looks_like_sentinel(raw) {
         let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
         let bytes = CANONICAL.decode(inner).map_err(|_| HeaderError::InvalidBase64)?;
-        return String::from_utf8(bytes).map_err(|_| HeaderError::InvalidBase64);
+        return String::from_utf8(bytes).map(Cow::Owned).map_err(|_| HeaderError::InvalidBase64);
     }
     if raw.bytes().all(|b| (0x20..=0x7e).contains(&b) || b == b'\t') {
-        Ok(raw.to_owned())
+        Ok(Cow::Borrowed(raw))
     } else {
         Err(HeaderError::InvalidCharacters)
     }
@@ -199,8 +206,12 @@ fn is_task_method(method: &str) -> bool {
     matches!(MethodName::parse(method), Some(MethodName::GetTask | MethodName::UpdateTask | MethodName::CancelTask))
 }
 
+/// How [`check_request_headers`] looks a header up: its raw value, borrowed from the
+/// request (`None` when absent, `Some(Err(()))` when its bytes are not valid header text).
+pub type HeaderLookup<'h> = dyn Fn(&str) -> Option<Result<&'h str, ()>> + 'h;
+
 /// Reads a required header: missing and invalid bytes are both -32020.
-fn required(header: &dyn Fn(&str) -> Option<Result<String, ()>>, name: &str) -> Result<String, McpError> {
+fn required<'h>(header: &HeaderLookup<'h>, name: &str) -> Result<&'h str, McpError> {
     match header(name) {
         None => Err(McpError::header_mismatch(format!("Header mismatch: required header {name} is missing"))),
         Some(Err(())) => Err(invalid_characters(name)),
@@ -212,12 +223,13 @@ fn invalid_characters(name: &str) -> McpError {
     McpError::header_mismatch(format!("Header mismatch: {name} header contains invalid characters"))
 }
 
-/// Reads and decodes an optional header that may use the sentinel form.
-fn decoded(header: &dyn Fn(&str) -> Option<Result<String, ()>>, name: &str) -> Result<Option<String>, McpError> {
+/// Reads and decodes an optional header that may use the sentinel form (borrowed unless
+/// it does: the usual `Mcp-Name` costs no allocation).
+fn decoded<'h>(header: &HeaderLookup<'h>, name: &str) -> Result<Option<Cow<'h, str>>, McpError> {
     match header(name) {
         None => Ok(None),
         Some(Err(())) => Err(invalid_characters(name)),
-        Some(Ok(raw)) => match decode_header_value(&raw) {
+        Some(Ok(raw)) => match decode_header_text(raw) {
             Ok(text) => Ok(Some(text)),
             Err(HeaderError::InvalidCharacters) => Err(invalid_characters(name)),
             Err(HeaderError::InvalidBase64) => {
@@ -249,6 +261,22 @@ fn agrees(text: &str, value: &Value) -> bool {
     }
 }
 
+/// The body member `Mcp-Name` must equal ([`check_request_headers_of`]): its text, or
+/// `Other` for a value that is not a string (which no header equals).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target<'a> {
+    /// A string member.
+    Text(&'a str),
+    /// A member that is not a string.
+    Other,
+}
+
+impl<'a> From<&'a Value> for Target<'a> {
+    fn from(value: &'a Value) -> Self {
+        value.as_str().map_or(Target::Other, Target::Text)
+    }
+}
+
 /// Everything the server must check on a 2026-07-28 POST before serving it (spec:
 /// `basic/transports/streamable-http`, "Server Validation"): `MCP-Protocol-Version` equal
 /// to the `_meta` version, `Mcp-Method` equal to the method, `Mcp-Name` equal to
@@ -259,14 +287,14 @@ fn agrees(text: &str, value: &Value) -> bool {
 /// value (`None` when absent, `Some(Err(()))` when its bytes are not valid header text).
 ///
 /// Err is -32020 (HeaderMismatch) with a message naming the header.
-pub fn check_request_headers(
-    header: &dyn Fn(&str) -> Option<Result<String, ()>>,
+pub fn check_request_headers<'h>(
+    header: &HeaderLookup<'h>,
     method: &str,
     params: Option<&Value>,
     meta_version: &str,
     param_headers: &[ParamHeader],
 ) -> Result<(), McpError> {
-    let target = name_field(method).and_then(|field| params.and_then(|p| p.get(field)));
+    let target = name_field(method).and_then(|field| params.and_then(|p| p.get(field))).map(Target::from);
     // A non-object `arguments` holds no annotated argument: `value_in` finds none in it.
     let arguments = params.and_then(|p| p.get("arguments")).and_then(Value::as_object);
     check_request_headers_of(header, method, target, arguments, meta_version, param_headers)
@@ -277,10 +305,10 @@ pub fn check_request_headers(
 /// is the member `Mcp-Name` names (`params.name`, `params.uri` or `params.taskId`,
 /// whichever the method uses; ignored for the other methods) and `arguments` is
 /// `params.arguments` (read for `tools/call` only when `param_headers` is not empty).
-pub fn check_request_headers_of(
-    header: &dyn Fn(&str) -> Option<Result<String, ()>>,
+pub fn check_request_headers_of<'h>(
+    header: &HeaderLookup<'h>,
     method: &str,
-    target: Option<&Value>,
+    target: Option<Target<'_>>,
     arguments: Option<&Map<String, Value>>,
     meta_version: &str,
     param_headers: &[ParamHeader],
@@ -289,7 +317,7 @@ pub fn check_request_headers_of(
     if version != meta_version {
         return Err(McpError::header_mismatch(format!(
             "Header mismatch: {PROTOCOL_VERSION_HEADER} header value '{}' does not match body value '{}'",
-            Clamped(&version),
+            Clamped(version),
             Clamped(meta_version)
         )));
     }
@@ -297,7 +325,7 @@ pub fn check_request_headers_of(
     if sent_method != method {
         return Err(McpError::header_mismatch(format!(
             "Header mismatch: {METHOD_HEADER} header value '{}' does not match body value '{}'",
-            Clamped(&sent_method),
+            Clamped(sent_method),
             Clamped(method)
         )));
     }
@@ -310,9 +338,12 @@ pub fn check_request_headers_of(
                     "Header mismatch: required header {NAME_HEADER} is missing"
                 )))
             }
-            (Some(text), Some(Value::String(body))) if &text == body => {}
+            (Some(text), Some(Target::Text(body))) if text == body => {}
             (Some(text), body) => {
-                let body = body.and_then(Value::as_str).unwrap_or_default();
+                let body = match body {
+                    Some(Target::Text(body)) => body,
+                    _ => "",
+                };
                 return Err(McpError::header_mismatch(format!(
                     "Header mismatch: {NAME_HEADER} header value '{}' does not match body value '{}'",
                     Clamped(&text),
