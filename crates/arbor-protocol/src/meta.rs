@@ -46,6 +46,9 @@ pub const BAGGAGE: &str = "baggage";
 
 pub use crate::model::common::ProgressToken;
 
+/// Up to this many keys, [`Meta::get`] scans instead of hashing.
+const SCAN_BELOW: usize = 8;
+
 /// An open `_meta` object. Unknown keys are preserved in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -64,6 +67,12 @@ impl Meta {
 
     /// The raw value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
+        // A request's `_meta` holds a handful of keys, read several times per request: a
+        // scan (a length check rejects most keys) costs less than hashing the key with
+        // SipHash; a large map is hashed, so a long one costs no quadratic time.
+        if self.0.len() <= SCAN_BELOW {
+            return self.0.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v);
+        }
         self.0.get(key)
     }
 
@@ -83,11 +92,11 @@ impl Meta {
     }
 
     fn str_at(&self, key: &str) -> Option<&str> {
-        self.0.get(key).and_then(Value::as_str)
+        self.get(key).and_then(Value::as_str)
     }
 
     fn object_at(&self, key: &str) -> Option<&Map<String, Value>> {
-        self.0.get(key).and_then(Value::as_object)
+        self.get(key).and_then(Value::as_object)
     }
 
     /// The protocol version string, verbatim. It stays a string because an
@@ -133,7 +142,7 @@ impl Meta {
 
     /// The subscription id, with its JSON type (string or integer) preserved.
     pub fn subscription_id(&self) -> Option<RequestId> {
-        self.0.get(SUBSCRIPTION_ID).and_then(RequestId::from_value)
+        self.get(SUBSCRIPTION_ID).and_then(RequestId::from_value)
     }
 
     /// Sets the subscription id to the listen request's id.
@@ -144,7 +153,7 @@ impl Meta {
     /// The log level. An unknown level name reads as `None` here; the
     /// per-request checks read the raw value to answer it with -32602.
     pub fn log_level(&self) -> Option<LoggingLevel> {
-        self.0.get(LOG_LEVEL).and_then(|v| LoggingLevel::deserialize(v).ok())
+        self.get(LOG_LEVEL).and_then(|v| LoggingLevel::deserialize(v).ok())
     }
 
     /// Sets the log level.
@@ -154,7 +163,7 @@ impl Meta {
 
     /// The progress token.
     pub fn progress_token(&self) -> Option<ProgressToken> {
-        self.0.get(PROGRESS_TOKEN).and_then(RequestId::from_value)
+        self.get(PROGRESS_TOKEN).and_then(RequestId::from_value)
     }
 
     /// Sets the progress token.
@@ -273,6 +282,19 @@ mod tests {
         assert!(is_reserved_key("org.modelcontextprotocol.api/x"));
         assert!(!is_reserved_key("com.example.mcp/x"));
         assert!(!is_reserved_key(PROGRESS_TOKEN));
+    }
+
+    #[test]
+    fn get_finds_the_same_by_scan_and_by_hash() {
+        for n in [0, 1, SCAN_BELOW - 1, SCAN_BELOW, SCAN_BELOW + 1, 40] {
+            let meta = Meta((0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect());
+            for i in 0..n {
+                assert_eq!(meta.get(&format!("com.example/k{i}")), Some(&json!(i)), "{n} keys, key {i}");
+            }
+            for absent in ["com.example/k", "com.example/kx", "", "com.example/k1 "] {
+                assert_eq!(meta.get(absent), None, "{n} keys, {absent:?}");
+            }
+        }
     }
 
     #[test]
