@@ -182,7 +182,9 @@ pub fn arrival(method: &str, params: Option<&Value>) -> Arrival {
 
 /// Reads a `ClientCapabilities` object into the typed model.
 fn read_capabilities(map: &Map<String, Value>) -> Result<ClientCapabilities, serde_json::Error> {
-    serde_json::from_value(Value::Object(map.clone()))
+    // Read from the borrowed map: a 2026-07-28 request's capabilities are checked on every
+    // request, and a copy of the map per read cost as much as the read.
+    serde::Deserialize::deserialize(map)
 }
 
 /// Reads the progress token of a request's `_meta`, the one term both eras
