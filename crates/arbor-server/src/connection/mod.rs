@@ -276,7 +276,7 @@ impl Actor for ConnectionActor {
             }
         };
         if let Some(endpoint) = &endpoint {
-            me = me.with_standalone_read(endpoint.standalone_read.subscribe());
+            me = me.with_standalone_read(endpoint.standalone_read.clone());
         }
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());
