@@ -199,7 +199,10 @@ pub(crate) struct ConnState {
     /// The principal the connection was opened for (a legacy session's `initialize`).
     principal: Option<Arc<Principal>>,
     legacy: Option<Legacy>,
-    last_modern: Option<ModernInfo>,
+    /// Boxed: it is set only on an endpoint serving 2026-07-28 requests, and inline it
+    /// would size every connection actor's task (a legacy session's included) by its
+    /// 160 bytes.
+    last_modern: Option<Box<ModernInfo>>,
     pending: Pending,
     /// The subscription streams' supervisor: one light task per stream, no deadline.
     streams: OwnedTaskSupervisor,
