@@ -197,12 +197,14 @@ impl Tree {
         let args = make_args(tenant.limits.clone(), self.gauge.clone());
         // The start function is `Fn` (a supervisor may call it again to restart), but a
         // temporary child is started once: the arguments are taken on that one call.
-        let slot = Arc::new(Mutex::new(Some(args)));
+        // Boxed: the supervisor keeps the spec, and so this slot, for the connection's
+        // life, and the arguments inline would keep about 200 empty bytes per connection.
+        let slot = Arc::new(Mutex::new(Some(Box::new(args))));
         let spec = ChildSpec::new("connection", move |ctx: StartContext| {
             let args = slot.lock().take();
             async move {
                 let args = args.ok_or_else(|| ChildStartError::failed("a connection is never restarted"))?;
-                let (actor, _) = Actor::spawn_linked(None, ConnectionActor, args, ctx.supervisor()).await?;
+                let (actor, _) = Actor::spawn_linked(None, ConnectionActor, *args, ctx.supervisor()).await?;
                 Ok(Started::actor(actor))
             }
         })

@@ -10,16 +10,18 @@
 //! only a crate-private handle.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::model::mrtr::{InputRequest, InputResponse};
 use ractor::ActorRef;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use super::client_tasks::{self, Answer, Ask};
 use super::output::Output;
 use super::ConnMsg;
+use crate::exchange::StandaloneRead;
 use crate::input::needs::Kind;
 use crate::input::ClientRequester;
 
@@ -31,7 +33,7 @@ pub(crate) struct ConnectionHandle {
     /// submission whose request task holds it (endpoints), or the connection's own output.
     output: Option<Output>,
     /// An endpoint's: whether a client reads its standalone route now.
-    standalone_read: Option<watch::Receiver<bool>>,
+    standalone_read: Option<Arc<StandaloneRead>>,
 }
 
 impl std::fmt::Debug for ConnectionHandle {
@@ -46,7 +48,7 @@ impl ConnectionHandle {
     }
 
     /// The same handle, knowing whether the endpoint's standalone route is read.
-    pub(crate) fn with_standalone_read(self, read: watch::Receiver<bool>) -> ConnectionHandle {
+    pub(crate) fn with_standalone_read(self, read: Arc<StandaloneRead>) -> ConnectionHandle {
         ConnectionHandle { standalone_read: Some(read), ..self }
     }
 
@@ -64,9 +66,9 @@ impl ConnectionHandle {
 
     /// Whether the connection's own output is read by a client: always for a byte stream;
     /// for an endpoint, while a client reads its standalone route. `None` with a byte
-    /// stream, else the receiver to wait for a change on.
-    pub(crate) fn standalone_read(&self) -> Option<watch::Receiver<bool>> {
-        self.standalone_read.clone()
+    /// stream, else the flag to read and wait for a change on.
+    pub(crate) fn standalone_read(&self) -> Option<&StandaloneRead> {
+        self.standalone_read.as_deref()
     }
 
     /// Whether a request made through this handle can reach the client now: the

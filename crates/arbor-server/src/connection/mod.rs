@@ -199,7 +199,10 @@ pub(crate) struct ConnState {
     /// The principal the connection was opened for (a legacy session's `initialize`).
     principal: Option<Arc<Principal>>,
     legacy: Option<Legacy>,
-    last_modern: Option<ModernInfo>,
+    /// Boxed: it is set only on an endpoint serving 2026-07-28 requests, and inline it
+    /// would size every connection actor's task (a legacy session's included) by its
+    /// 160 bytes.
+    last_modern: Option<Box<ModernInfo>>,
     pending: Pending,
     /// The subscription streams' supervisor: one light task per stream, no deadline.
     streams: OwnedTaskSupervisor,
@@ -276,7 +279,7 @@ impl Actor for ConnectionActor {
             }
         };
         if let Some(endpoint) = &endpoint {
-            me = me.with_standalone_read(endpoint.standalone_read.subscribe());
+            me = me.with_standalone_read(endpoint.standalone_read.clone());
         }
         let own = (auth.is_some() || peer.is_some()).then(|| Requester::new(auth.as_deref(), peer));
         let clock = crate::metrics::ConnectionClock::start(tenant.label(), endpoint.is_some());

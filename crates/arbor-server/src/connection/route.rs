@@ -244,12 +244,12 @@ impl ConnState {
             client_capabilities: terms.typed_client_capabilities(),
             protocol_version: version,
         });
-        self.last_modern = Some(super::ModernInfo {
+        self.last_modern = Some(Box::new(super::ModernInfo {
             version,
             capabilities: caps.clone(),
             client_info: client_info.cloned(),
             info: info.clone(),
-        });
+        }));
         info
     }
 

@@ -71,19 +71,47 @@ pub(crate) struct EndpointShared {
     /// The legacy revision `initialize` negotiated, once it was answered.
     pub(crate) negotiated: OnceLock<ProtocolVersion>,
     /// Whether a client reads the standalone route now ([`Endpoint::standalone_reader`]).
-    pub(crate) standalone_read: Arc<tokio::sync::watch::Sender<bool>>,
+    pub(crate) standalone_read: Arc<StandaloneRead>,
+}
+
+/// Whether a client reads an endpoint's standalone route now, and the wake-up of those
+/// waiting for that to change. Not a `tokio::sync::watch` channel: its shared part is
+/// 344 bytes (eight `Notify`s), kept by every legacy session for its life, for one flag
+/// read by the rare 2025-11-25 task input request.
+#[derive(Debug)]
+pub(crate) struct StandaloneRead {
+    read: std::sync::atomic::AtomicBool,
+    changed: tokio::sync::Notify,
+}
+
+impl StandaloneRead {
+    fn new(read: bool) -> StandaloneRead {
+        StandaloneRead { read: std::sync::atomic::AtomicBool::new(read), changed: tokio::sync::Notify::new() }
+    }
+
+    /// Whether a client reads the route now.
+    pub(crate) fn get(&self) -> bool {
+        self.read.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Completes at the next [`StandaloneReader::set`] after it was first polled or
+    /// enabled (`Notified::enable`): look at [`StandaloneRead::get`] after enabling it.
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+        self.changed.notified()
+    }
 }
 
 /// Tells an endpoint whether a client reads its standalone route now
 /// ([`Endpoint::standalone_reader`]). Holds nothing else of the endpoint, so a stream may
 /// keep it without keeping the endpoint's routes open. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct StandaloneReader(Arc<tokio::sync::watch::Sender<bool>>);
+pub struct StandaloneReader(Arc<StandaloneRead>);
 
 impl StandaloneReader {
     /// A client reads the standalone route (`true`), or no longer does (`false`).
     pub fn set(&self, read: bool) {
-        self.0.send_replace(read);
+        self.0.read.store(read, std::sync::atomic::Ordering::Release);
+        self.0.changed.notify_waiters();
     }
 }
 
@@ -207,7 +235,7 @@ impl Server {
         let shared = Arc::new(EndpointShared {
             standalone: Arc::new(ArcSwap::from_pointee(standalone)),
             negotiated: OnceLock::new(),
-            standalone_read: Arc::new(tokio::sync::watch::Sender::new(true)),
+            standalone_read: Arc::new(StandaloneRead::new(true)),
         });
         let handle = self.start_connection(Io::Endpoint(shared.clone()), options).await?;
         Ok(Endpoint { handle, shared })

@@ -13,10 +13,12 @@
 //! sinks, pending server→client requests, listen streams), so [`RouteReceiver::recv`]
 //! returning `None` means nothing more will ever come for that submission.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Notify};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 /// One server→client message, tagged with what it is (already serialised compact JSON,
 /// no newline).
@@ -94,19 +96,39 @@ fn encoded_result(bytes: &[u8]) -> bool {
 /// The sending half of a route; cheap to clone. Unbounded: the HTTP side drains it
 /// (bounded buffering for resumability is the HTTP layer's job); what it holds unread is
 /// counted (`Route::unread`).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Route {
     /// `None` for a route that discards everything.
-    tx: Option<mpsc::UnboundedSender<Outgoing>>,
-    unread: Arc<Unread>,
+    chan: Option<Arc<Chan>>,
 }
 
 /// The receiving half of a route. Dropping it closes the route, which cancels the
 /// requests submitted with [`OnClose::Cancel`](super::OnClose::Cancel).
 #[derive(Debug)]
 pub struct RouteReceiver {
-    rx: mpsc::UnboundedReceiver<Outgoing>,
-    unread: Arc<Unread>,
+    chan: Arc<Chan>,
+}
+
+/// The channel a route and its receiver share. Not tokio's unbounded channel: that one
+/// allocates, when made, a 512-byte cache-padded shared part and its first block of 32
+/// slots (1 KiB of `Outgoing`s), and a legacy session's standalone route lives, mostly
+/// empty, as long as the session (about 1.5 KiB of every idle session). This queue
+/// allocates nothing until a message is sent; one receiver, many senders.
+#[derive(Debug, Default)]
+struct Chan {
+    queue: Mutex<VecDeque<Outgoing>>,
+    /// The receiver was dropped: nothing more is queued (set under the queue's lock, so no
+    /// send lands after the receiver's drain).
+    closed: AtomicBool,
+    /// `Route` clones alive; the receiver reads `None` once none is left and the queue is
+    /// empty.
+    senders: AtomicUsize,
+    /// Wakes the receiver: a message was queued or the last sender went (a stored permit,
+    /// so a wake between its check and its wait is not lost).
+    readable: Notify,
+    /// Wakes the writers waiting for the receiver to go (`Route::closed`).
+    gone: Notify,
+    unread: Unread,
 }
 
 /// Bytes sent on a route and not yet received, and the writers waiting for them to drain.
@@ -128,32 +150,52 @@ impl Unread {
     }
 }
 
+impl Clone for Route {
+    fn clone(&self) -> Route {
+        if let Some(chan) = &self.chan {
+            chan.senders.fetch_add(1, Ordering::Relaxed);
+        }
+        Route { chan: self.chan.clone() }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        if let Some(chan) = &self.chan {
+            // Release: a receiver that sees no sender left sees every message they queued.
+            if chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+                chan.readable.notify_one();
+            }
+        }
+    }
+}
+
 impl Route {
     /// A connected pair.
     pub fn channel() -> (Route, RouteReceiver) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let unread = Arc::new(Unread::default());
-        (Route { tx: Some(tx), unread: unread.clone() }, RouteReceiver { rx, unread })
+        let chan = Arc::new(Chan { senders: AtomicUsize::new(1), ..Chan::default() });
+        (Route { chan: Some(chan.clone()) }, RouteReceiver { chan })
     }
 
     /// A route that discards everything (e.g. the standalone route of a modern-only
     /// endpoint). It never counts as closed.
     pub fn discard() -> Route {
-        Route { tx: None, unread: Arc::default() }
+        Route { chan: None }
     }
 
     /// Bytes sent and not yet taken by the receiver; none once the receiver is gone
     /// (what it left is dropped with it).
     pub(crate) fn unread(&self) -> usize {
-        if self.is_closed() {
-            return 0;
+        match &self.chan {
+            Some(chan) if !self.is_closed() => chan.unread.bytes.load(Ordering::Acquire),
+            _ => 0,
         }
-        self.unread.bytes.load(Ordering::Acquire)
     }
 
     /// Completes once fewer than `limit` bytes are unread, or the receiver is gone.
     pub(crate) async fn drained_below(&self, limit: usize) {
-        self.unread.waiters.fetch_add(1, Ordering::AcqRel);
+        let Some(chan) = &self.chan else { return };
+        chan.unread.waiters.fetch_add(1, Ordering::AcqRel);
         // Counted out however this ends, a drop included.
         struct Out<'a>(&'a AtomicUsize);
         impl Drop for Out<'_> {
@@ -161,10 +203,10 @@ impl Route {
                 self.0.fetch_sub(1, Ordering::AcqRel);
             }
         }
-        let _out = Out(&self.unread.waiters);
+        let _out = Out(&chan.unread.waiters);
         let drained = async {
             loop {
-                let notified = self.unread.drained.notified();
+                let notified = chan.unread.drained.notified();
                 tokio::pin!(notified);
                 notified.as_mut().enable();
                 if self.unread() < limit {
@@ -181,28 +223,37 @@ impl Route {
 
     /// Whether the receiver was dropped.
     pub fn is_closed(&self) -> bool {
-        self.tx.as_ref().is_some_and(mpsc::UnboundedSender::is_closed)
+        self.chan.as_ref().is_some_and(|chan| chan.closed.load(Ordering::Acquire))
     }
 
     /// Sends one message; `false` when the receiver is gone (a discarding route takes
     /// everything).
     pub(crate) fn send(&self, message: Outgoing) -> bool {
-        let Some(tx) = &self.tx else { return true };
-        let len = message.bytes().len();
-        // Counted before it can be received, so the count never goes below zero.
-        self.unread.bytes.fetch_add(len, Ordering::AcqRel);
-        let sent = tx.send(message).is_ok();
-        if !sent {
-            self.unread.bytes.fetch_sub(len, Ordering::AcqRel);
+        let Some(chan) = &self.chan else { return true };
+        {
+            let mut queue = chan.queue.lock();
+            if chan.closed.load(Ordering::Acquire) {
+                return false;
+            }
+            // Counted before it can be received, so the count never goes below zero.
+            chan.unread.bytes.fetch_add(message.bytes().len(), Ordering::AcqRel);
+            queue.push_back(message);
         }
-        sent
+        chan.readable.notify_one();
+        true
     }
 
     /// Completes when the receiver is dropped; never for a discarding route.
     pub(crate) async fn closed(&self) {
-        match &self.tx {
-            Some(tx) => tx.closed().await,
-            None => std::future::pending().await,
+        let Some(chan) = &self.chan else { return std::future::pending().await };
+        loop {
+            let gone = chan.gone.notified();
+            tokio::pin!(gone);
+            gone.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            gone.await;
         }
     }
 }
@@ -211,16 +262,37 @@ impl RouteReceiver {
     /// The next message; `None` once every [`Route`] clone is dropped, that is once
     /// nothing the submission caused can write any more.
     pub async fn recv(&mut self) -> Option<Outgoing> {
-        let message = self.rx.recv().await?;
-        self.unread.took(&message);
-        Some(message)
+        loop {
+            // Read before the queue: with no sender left, everything they sent is queued.
+            let senders = self.chan.senders.load(Ordering::Acquire);
+            if let Some(message) = self.try_recv() {
+                return Some(message);
+            }
+            if senders == 0 {
+                return None;
+            }
+            self.chan.readable.notified().await;
+        }
     }
 
     /// The next message if one is queued.
     pub fn try_recv(&mut self) -> Option<Outgoing> {
-        let message = self.rx.try_recv().ok()?;
-        self.unread.took(&message);
+        let message = self.chan.queue.lock().pop_front()?;
+        self.chan.unread.took(&message);
         Some(message)
+    }
+}
+
+impl Drop for RouteReceiver {
+    fn drop(&mut self) {
+        let left = {
+            let mut queue = self.chan.queue.lock();
+            self.chan.closed.store(true, Ordering::Release);
+            std::mem::take(&mut *queue)
+        };
+        // Dropped outside the lock; the unread count no longer matters (`Route::unread`).
+        drop(left);
+        self.chan.gone.notify_waiters();
     }
 }
 

@@ -122,20 +122,20 @@ impl TaskRequester {
             if !self.session.is_alive() {
                 return Err(unreachable_client());
             }
-            let Some(mut read) = self.session.standalone_read() else {
+            let Some(read) = self.session.standalone_read() else {
                 return Ok(self.session.clone());
             };
-            if *read.borrow_and_update() {
+            let changed = read.changed();
+            tokio::pin!(changed);
+            // Registered before looking, like `filed`.
+            changed.as_mut().enable();
+            if read.get() {
                 return Ok(self.session.clone());
             }
+            // The endpoint stopping: the liveness check above says so next.
             tokio::select! {
                 _ = filed => {}
-                changed = read.changed() => {
-                    if changed.is_err() {
-                        // The endpoint is gone: the liveness check above says so next.
-                        self.session.wait().await;
-                    }
-                }
+                _ = changed => {}
                 _ = self.session.wait() => {}
             }
         }
