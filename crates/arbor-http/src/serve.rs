@@ -240,7 +240,12 @@ pub(crate) async fn accept_loop(
                 let router = router.clone();
                 async move {
                     let response = match direct {
-                        Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
+                        // Boxed: hyper keeps the allocation of a connection's service future
+                        // for the connection's life (an open SSE stream's too), so the
+                        // endpoint's 4 KiB future must not be inline in it.
+                        Some(inner) => {
+                            Box::pin(crate::server::serve_endpoint(inner, request.map(axum::body::Body::new))).await
+                        }
                         None => tower::ServiceExt::oneshot(router, request).await?,
                     };
                     Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))
