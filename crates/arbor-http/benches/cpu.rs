@@ -312,7 +312,14 @@ async fn init(client: &reqwest::Client, url: &str) -> String {
 /// Heap per idle legacy session and per open standalone stream, then reaping.
 async fn memory() {
     let sessions: usize = std::env::var("ARBOR_BENCH_SESSIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    let config = HttpConfig { session_idle_timeout: Duration::from_secs(3), ..HttpConfig::default() };
+    // Every session comes from 127.0.0.1: the per-peer cap (1,000 by default) is lifted,
+    // the global one is not.
+    let defaults = HttpConfig::default();
+    let config = HttpConfig {
+        session_idle_timeout: Duration::from_secs(3),
+        max_sessions_per_peer: defaults.max_sessions,
+        ..defaults
+    };
     let (addr, http) = start_with("arbor", config);
     let http = http.unwrap();
     let client = reqwest::Client::builder().pool_max_idle_per_host(16).build().unwrap();
