@@ -2,8 +2,9 @@
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/seed-*.
 
 Seeds come from the official schema examples (tests/fixtures/spec/2026-07-28/examples,
-the messages and params the spec itself shows) plus a few hand-written cases per target
-for what the examples do not show (other revisions' shapes, malformed input, edges).
+the messages and params the spec itself shows), the e2e captures of the official Python
+and TypeScript SDKs' traffic (one message per distinct shape), plus a few hand-written
+cases per target for what neither shows (other revisions' shapes, malformed input, edges).
 Each seed is laid out as its target's body reads it (crates/arbor-fuzz: a mode byte,
 cut points, JSON envelopes). Rerunning it rewrites only seed-* files; what the fuzzer
 adds (other names) is kept. Not a fuzzer, and not run by CI: the corpora are committed.
@@ -177,6 +178,35 @@ for case in [{"subject": "deploy", "arguments": {"b": 1, "a": {"y": [1, 2], "x":
              {"subject": "", "arguments": {}, "state": None},
              {"subject": "\u00e9", "arguments": {"n": 1.5, "big": 18446744073709551615}, "state": "s"}]:
     add("request_state", b"\x02" + compact(case))
+
+# The official SDKs' own traffic: every distinct message shape the e2e runs captured
+# (tests/e2e/run.sh writes tests/e2e/captures/<scenario>/{client,server}.jsonl: the
+# Python and TypeScript SDKs' frames and our answers to them), into the two decoders' corpora.
+# Skipped with a note when there are no captures (run tests/e2e/run.sh first).
+CAPTURES = os.environ.get("ARBOR_CAPTURES", os.path.join(ROOT, "..", "tests", "e2e", "captures"))
+captured = sorted(glob.glob(os.path.join(CAPTURES, "*", "client.jsonl")) + glob.glob(os.path.join(CAPTURES, "*", "server.jsonl")))
+if not captured:
+    print(f"no e2e captures under {CAPTURES}: their seeds are left out", file=sys.stderr)
+shapes = set()
+for path in captured:
+    side = os.path.basename(path).split(".")[0]
+    with open(path) as f:
+        for line in f:
+            try:
+                m = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(m, dict):
+                continue
+            body = m.get("params", m.get("result", m.get("error")))
+            keys = tuple(sorted(body)) if isinstance(body, dict) else ()
+            meta = tuple(sorted(body.get("_meta", {}))) if isinstance(body, dict) and isinstance(body.get("_meta"), dict) else ()
+            shape = (side, m.get("method", "result" if "result" in m else "error"), keys, meta, "id" in m)
+            if shape in shapes:
+                continue
+            shapes.add(shape)
+            add("jsonrpc_frame", compact(m))
+            add("typed_request", b"\x00" + compact(m))
 
 total = 0
 for target, seeds in corpora.items():
