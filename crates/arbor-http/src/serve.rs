@@ -158,14 +158,8 @@ pub(crate) struct Accept {
     /// The MCP endpoint served without the router (`Bound::run`, no CORS layer): axum's
     /// routing of a request cost about 4,000 instructions and four allocations, a
     /// twelfth of a 2026-07-28 call's whole. Other paths still go through the router.
-    pub(crate) direct: Option<Direct>,
-}
-
-/// The MCP endpoint's path and state, for requests the accept loop hands it directly.
-#[derive(Clone)]
-pub(crate) struct Direct {
-    pub(crate) path: Arc<str>,
-    pub(crate) inner: Arc<crate::server::Inner>,
+    /// The endpoint's state: requests for its `config.path` go to it directly.
+    pub(crate) direct: Option<Arc<crate::server::Inner>>,
 }
 
 /// Accepts and serves until `stop` resolves, then drains the connections (bounded by
@@ -236,7 +230,7 @@ pub(crate) async fn accept_loop(
                 if let Some(addr) = listener_addr {
                     extensions.insert(ListenerAddr(addr));
                 }
-                let direct = direct.as_ref().filter(|d| request.uri().path() == &*d.path).map(|d| d.inner.clone());
+                let direct = direct.as_ref().filter(|inner| request.uri().path() == inner.config.path).cloned();
                 let router = router.clone();
                 async move {
                     let response = match direct {

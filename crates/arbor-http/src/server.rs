@@ -38,7 +38,7 @@ use crate::guard::{self, check_post_head, reject, too_deep, Guard};
 use crate::legacy::{self, Sessions};
 use crate::listener::{self, Connections};
 use crate::modern::{self, ModernPool};
-use crate::serve::{accept_loop, Accept, Direct};
+use crate::serve::{accept_loop, Accept};
 
 /// The header naming a legacy session.
 pub(crate) const SESSION_ID: &str = "mcp-session-id";
@@ -394,11 +394,7 @@ impl Bound {
             listener_addr: None,
             cap: Some((connections, refusal)),
             // Behind a CORS layer every request must pass through it: no direct path.
-            direct: inner
-                .config
-                .cors
-                .is_none()
-                .then(|| Direct { path: Arc::from(inner.config.path.as_str()), inner: inner.clone() }),
+            direct: inner.config.cors.is_none().then(|| inner.clone()),
         };
         accept_loop(self.listener, self.server.router(), stop, options).await;
         finish(&inner, grace).await;
@@ -470,7 +466,7 @@ async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response
 }
 
 /// The MCP endpoint: through the router ([`HttpServer::router`]), or handed its requests
-/// by the accept loop directly (`serve::Direct`). One function, so both answer the same.
+/// by the accept loop directly (`serve::Accept::direct`). One function, so both answer the same.
 pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Response<Body> {
     let (mut parts, body) = request.into_parts();
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {

@@ -468,19 +468,18 @@ pub(crate) fn ensure_deliveries(inner: &Arc<Inner>) {
 
 /// Applies one message from another node to this node's copy of its session, if any.
 fn deliver(inner: &Inner, delivery: Delivery) {
-    match delivery {
-        Delivery::Answer { session, body } | Delivery::Relay { session, body, ack: None } => {
-            if let Some(session) = inner.sessions.get(&session) {
-                session.endpoint.submit(Parsed::parse(&body), Route::discard(), OnClose::Continue);
-            }
+    let submit = |session: &str, body: &[u8]| {
+        if let Some(session) = inner.sessions.get(session) {
+            session.endpoint.submit(Parsed::parse(body), Route::discard(), OnClose::Continue);
         }
-        Delivery::Relay { session, body, ack: Some(ack) } => {
+    };
+    match delivery {
+        Delivery::Answer { session, body } => submit(&session, &body),
+        Delivery::Relay { session, body, ack } => {
+            submit(&session, &body);
             // Submitted is applied for the client's next request here: the copy's
             // connection takes its messages in order.
-            if let Some(session) = inner.sessions.get(&session) {
-                session.endpoint.submit(Parsed::parse(&body), Route::discard(), OnClose::Continue);
-            }
-            let Some(store) = store(inner).cloned() else { return };
+            let (Some(ack), Some(store)) = (ack, store(inner).cloned()) else { return };
             tokio::spawn(async move {
                 if let Err(e) = store.applied(&ack).await {
                     tracing::warn!(error = %e, "cannot acknowledge a relay to the node that sent it");
