@@ -80,7 +80,7 @@ fn stream_node(kind: &str, detail: String, unit: &UnitRef, now: Instant) -> View
     node
 }
 
-fn request_node(id: Option<&RequestId>, request: &InFlight, now: Instant) -> ViewNode {
+pub(super) fn request_node(id: Option<&RequestId>, request: &InFlight, now: Instant) -> ViewNode {
     let mut node = ViewNode::new(request.method.as_str(), ViewKind::Request, "running");
     node.age_ms = Some(now.duration_since(request.since).as_millis() as u64);
     node.handler_version = Some(request.version);
@@ -107,8 +107,9 @@ impl ConnState {
         let mut requests: Vec<ViewNode> = Vec::new();
         let running = self.in_flight.iter().filter(|(_, r)| !r.is_finished());
         requests.extend(running.map(|(id, r)| request_node(Some(id), r, now)));
-        let scoped = self.scoped_in_flight.iter().filter(|r| !r.is_finished());
-        requests.extend(scoped.map(|r| request_node(None, r, now)));
+        if let Some(desk) = self.endpoint.as_ref().and_then(|e| e.desk.get()) {
+            requests.extend(desk.views(now));
+        }
         let mut streams: Vec<ViewNode> = Vec::new();
         for (id, unit) in self.listens.iter().filter(|(_, u)| !u.is_finished()) {
             streams.push(stream_node("listen", format!("id {}", id.to_value()), unit, now));

@@ -29,6 +29,7 @@
 
 mod batch;
 mod client_tasks;
+mod desk;
 mod handle;
 pub(crate) mod inbound;
 pub(crate) mod inspect;
@@ -55,6 +56,7 @@ use tokio::task::JoinHandle;
 
 use batch::BatchReply;
 use client_tasks::Ask;
+pub(crate) use desk::{Desk, Submission};
 pub use handle::Connection;
 pub(crate) use handle::{spread_asks, ConnectionHandle};
 use inbound::Burst;
@@ -180,15 +182,11 @@ pub(crate) struct ConnState {
     /// Request reports not yet done (`inbound::Reports`): a task counts as finished just
     /// before its report writes the answer, so the end-of-input drain waits for these too.
     reports: inbound::Reports,
-    /// Requests scoped to their exchange (not in the id table), for tree views only;
-    /// swept of finished ones like `in_flight`.
-    scoped_in_flight: Vec<InFlight>,
     /// When the actor started, for tree views.
     started: tokio::time::Instant,
     /// The in-flight table is swept of finished tasks when it reaches this size, so the
     /// common path (a request finishes) costs the actor no message at all.
     sweep_at: usize,
-    scoped_sweep_at: usize,
     tenant: Arc<TenantLimits>,
     /// Held for the connection's life (`ConnectionArgs::session_slot`).
     _session_slot: Option<crate::requester::RequesterSlot>,
@@ -296,10 +294,8 @@ impl Actor for ConnectionActor {
             tasks,
             in_flight: HashMap::new(),
             reports: inbound::Reports::default(),
-            scoped_in_flight: Vec::new(),
             started: tokio::time::Instant::now(),
             sweep_at: 64,
-            scoped_sweep_at: 64,
             tenant,
             _session_slot: session_slot,
             auth,
@@ -336,6 +332,17 @@ impl Actor for ConnectionActor {
                 }
             }
             ConnMsg::Submit { item, route, on_close, requester, principal } => {
+                let sub = Submission { item, route, requester, principal };
+                // A 2026-07-28 request scoped to its exchange is the desk's, which this
+                // first one makes; later ones go to it straight from their transport.
+                let sub = match state.desk().filter(|_| on_close == OnClose::Cancel) {
+                    Some(desk) => match desk.serve(sub) {
+                        None => return Ok(()),
+                        Some(sub) => sub,
+                    },
+                    None => sub,
+                };
+                let Submission { item, route, requester, principal } = sub;
                 state.current = Some(Current { output: Output::Route(route), on_close, requester, principal });
                 state.on_inbound(item);
                 state.current = None;
@@ -375,7 +382,9 @@ impl Actor for ConnectionActor {
         state.close_streams();
         state.streams.shutdown().await;
         state.in_flight.clear();
-        state.scoped_in_flight.clear();
+        if let Some(desk) = state.endpoint.as_ref().and_then(|e| e.desk.get()) {
+            desk.clear();
+        }
         state.pending = Pending::default();
         state.output.close().await;
         Ok(())

@@ -30,13 +30,14 @@ use arbor_protocol::model::skills;
 use arbor_protocol::version::{Feature, ProtocolVersion};
 
 use super::inbound::Inbound;
-use super::{BatchReply, ConnState, Legacy};
+use super::{BatchReply, ConnState, Legacy, ModernInfo};
 use crate::context::ConnectionInfo;
 use crate::error::{already_initialized, OverloadScope};
 use crate::exchange::OnClose;
 use crate::principal::Principal;
 use crate::request::JobTerms;
 use crate::requester::Requester;
+use crate::serve::Shared;
 
 /// The revision feature a client→server method needs, if any.
 pub(super) fn gate(method: MethodName) -> Option<Feature> {
@@ -52,29 +53,46 @@ pub(super) fn gate(method: MethodName) -> Option<Feature> {
     })
 }
 
+/// The request's `_meta` in its params, by reference (`&`) or mutably (`&mut`): one list
+/// of the request types for both.
+macro_rules! meta_of {
+    ($request:expr, $($ref:tt)+) => {
+        match $request {
+            ClientRequest::Initialize(p) => $($ref)+ p.meta,
+            ClientRequest::Ping(p) | ClientRequest::Discover(p) => $($ref)+ p.meta,
+            ClientRequest::ListTools(p)
+            | ClientRequest::ListResources(p)
+            | ClientRequest::ListResourceTemplates(p)
+            | ClientRequest::ListPrompts(p)
+            | ClientRequest::ListTasks(p)
+            | ClientRequest::ListSkills(p) => $($ref)+ p.meta,
+            ClientRequest::CallTool(p) => $($ref)+ p.meta,
+            ClientRequest::ReadResource(p) => $($ref)+ p.meta,
+            ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => $($ref)+ p.meta,
+            ClientRequest::SubscriptionsListen(p) => $($ref)+ p.meta,
+            ClientRequest::GetPrompt(p) => $($ref)+ p.meta,
+            ClientRequest::Complete(p) => $($ref)+ p.meta,
+            ClientRequest::SetLevel(p) => $($ref)+ p.meta,
+            ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => {
+                $($ref)+ p.meta
+            }
+            ClientRequest::UpdateTask(p) => $($ref)+ p.meta,
+            ClientRequest::GetSkill(p) => $($ref)+ p.meta,
+            ClientRequest::ReadDirectory(p) => $($ref)+ p.meta,
+        }
+    };
+}
+
 /// Moves the request's `_meta` out of its params; the context carries it from here on.
-fn take_meta(request: &mut ClientRequest) -> Option<Meta> {
-    match request {
-        ClientRequest::Initialize(p) => p.meta.take(),
-        ClientRequest::Ping(p) | ClientRequest::Discover(p) => p.meta.take(),
-        ClientRequest::ListTools(p)
-        | ClientRequest::ListResources(p)
-        | ClientRequest::ListResourceTemplates(p)
-        | ClientRequest::ListPrompts(p)
-        | ClientRequest::ListTasks(p)
-        | ClientRequest::ListSkills(p) => p.meta.take(),
-        ClientRequest::CallTool(p) => p.meta.take(),
-        ClientRequest::ReadResource(p) => p.meta.take(),
-        ClientRequest::Subscribe(p) | ClientRequest::Unsubscribe(p) => p.meta.take(),
-        ClientRequest::SubscriptionsListen(p) => p.meta.take(),
-        ClientRequest::GetPrompt(p) => p.meta.take(),
-        ClientRequest::Complete(p) => p.meta.take(),
-        ClientRequest::SetLevel(p) => p.meta.take(),
-        ClientRequest::GetTask(p) | ClientRequest::GetTaskPayload(p) | ClientRequest::CancelTask(p) => p.meta.take(),
-        ClientRequest::UpdateTask(p) => p.meta.take(),
-        ClientRequest::GetSkill(p) => p.meta.take(),
-        ClientRequest::ReadDirectory(p) => p.meta.take(),
-    }
+pub(super) fn take_meta(request: &mut ClientRequest) -> Option<Meta> {
+    let meta: &mut Option<Meta> = meta_of!(request, &mut);
+    meta.take()
+}
+
+/// Whether the request carries the modern terms in its `_meta` (see [`carries_modern_terms`]).
+pub(super) fn is_modern(request: &ClientRequest) -> bool {
+    let meta: &Option<Meta> = meta_of!(request, &);
+    meta.as_ref().is_some_and(carries_modern_terms)
 }
 
 /// Whether `_meta` carries either modern term key, as `era::arrival` decides: a request
@@ -175,95 +193,26 @@ impl ConnState {
     /// a method the runtime serves (the tasks methods only once the extension is
     /// advertised, which also offers the 2025-11-25 core tasks). `subscriptions/listen` is always
     /// served: a server with nothing to announce acknowledges an empty filter.
-    fn offers(&self, method: MethodName) -> bool {
-        let caps = &self.shared.capabilities;
-        match method {
-            MethodName::ListTools | MethodName::CallTool => caps.tools.is_some(),
-            MethodName::ListResources | MethodName::ListResourceTemplates | MethodName::ReadResource => {
-                caps.resources.is_some()
-            }
-            MethodName::Subscribe | MethodName::Unsubscribe => {
-                caps.resources.as_ref().and_then(|r| r.subscribe).unwrap_or(false)
-            }
-            MethodName::ListPrompts | MethodName::GetPrompt => caps.prompts.is_some(),
-            MethodName::Complete => caps.completions.is_some(),
-            MethodName::SetLevel => caps.logging.is_some(),
-            MethodName::Initialize | MethodName::Ping | MethodName::Discover | MethodName::SubscriptionsListen => true,
-            // The tasks extension's methods, once it is advertised (`crate::tasks`), and
-            // the 2025-11-25 core ones served from the same store (gated to that revision).
-            MethodName::GetTask
-            | MethodName::CancelTask
-            | MethodName::UpdateTask
-            | MethodName::GetTaskPayload
-            | MethodName::ListTasks => {
-                caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION))
-            }
-            // The skills extension's methods, once it is advertised; the directory read
-            // only with its `directoryRead` setting (`crate::skills`).
-            MethodName::ListSkills | MethodName::GetSkill => {
-                caps.extensions.as_ref().is_some_and(|e| e.contains_key(skills::SKILLS_EXTENSION))
-            }
-            MethodName::ReadDirectory => caps
-                .extensions
-                .as_ref()
-                .and_then(|e| e.get(skills::SKILLS_EXTENSION))
-                .and_then(|s| s.get(skills::DIRECTORY_READ))
-                .is_some_and(|flag| flag == true),
-            _ => false,
-        }
+    pub(super) fn offers(&self, method: MethodName) -> bool {
+        offers(&self.shared, method)
     }
 
-    /// The connection info of a modern request. A client usually sends the same
-    /// capabilities and identity on every request, so the last one is kept and reused
-    /// when they are equal: no parse and no allocation for the common case. This is a
-    /// cache of what this request declared, never a carry-over: a request that declares
-    /// something else gets its own.
+    /// The connection info of a modern request ([`modern_info`]), cached in the actor.
     fn modern_info(&mut self, terms: &Terms, meta: Option<&Meta>) -> Arc<ConnectionInfo> {
-        let version = terms.version();
-        let caps = terms.client_capabilities();
-        let client_info = meta.and_then(Meta::client_info);
-        let requester = self.requester().clone();
-        let principal = self.principal().cloned();
-        if let Some(last) = &mut self.last_modern {
-            if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
-                if last.info.requester != requester || !same_principal(&last.info.principal, &principal) {
-                    // The same terms from another requester (a shared endpoint's clients
-                    // alternate) or another verified token: the info differs only in who
-                    // sent it, so it is copied, not parsed again.
-                    last.info = Arc::new(ConnectionInfo { requester, principal, ..(*last.info).clone() });
-                }
-                return last.info.clone();
-            }
-        }
-        let info = Arc::new(ConnectionInfo {
-            tenant: self.tenant.name().to_owned(),
-            auth: self.auth.clone(),
-            principal,
-            requester,
-            client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
-            client_capabilities: terms.typed_client_capabilities(),
-            protocol_version: version,
-        });
-        self.last_modern = Some(Box::new(super::ModernInfo {
-            version,
-            capabilities: caps.clone(),
-            client_info: client_info.cloned(),
-            info: info.clone(),
-        }));
-        info
+        let who = Who {
+            tenant: self.tenant.name(),
+            auth: self.auth.as_ref(),
+            requester: self.requester().clone(),
+            principal: self.principal().cloned(),
+        };
+        modern_info(&mut self.last_modern, who, terms, meta)
     }
-
     fn job_terms(&mut self, served: Served, meta: Option<&Meta>, version: ProtocolVersion) -> JobTerms {
         let may_log = self.shared.capabilities.logging.is_some();
         match served {
             Served::Modern(terms) => {
                 let connection = self.modern_info(&terms, meta);
-                JobTerms {
-                    version,
-                    connection,
-                    progress_token: terms.progress_token().cloned(),
-                    log_level: terms.log_level().filter(|_| may_log),
-                }
+                modern_terms(&terms, connection, may_log)
             }
             Served::Legacy => {
                 let principal = self.principal().cloned();
@@ -373,6 +322,108 @@ fn same_principal(a: &Option<Arc<Principal>>, b: &Option<Arc<Principal>>) -> boo
     match (a, b) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Who a modern request's connection info names (see [`modern_info`]).
+pub(super) struct Who<'a> {
+    pub(super) tenant: &'a str,
+    pub(super) auth: Option<&'a String>,
+    pub(super) requester: Requester,
+    pub(super) principal: Option<Arc<Principal>>,
+}
+
+/// The connection info of a modern request. A client usually sends the same capabilities
+/// and identity on every request, so the last one is kept in `cache` and reused when they
+/// are equal: no parse and no allocation for the common case. This is a cache of what
+/// this request declared, never a carry-over: a request that declares something else gets
+/// its own.
+pub(super) fn modern_info(
+    cache: &mut Option<Box<ModernInfo>>,
+    who: Who<'_>,
+    terms: &Terms,
+    meta: Option<&Meta>,
+) -> Arc<ConnectionInfo> {
+    let version = terms.version();
+    let caps = terms.client_capabilities();
+    let client_info = meta.and_then(Meta::client_info);
+    let Who { tenant, auth, requester, principal } = who;
+    if let Some(last) = cache {
+        if last.version == version && &last.capabilities == caps && last.client_info.as_ref() == client_info {
+            if last.info.requester != requester || !same_principal(&last.info.principal, &principal) {
+                // The same terms from another requester (a shared endpoint's clients
+                // alternate) or another verified token: the info differs only in who sent
+                // it, so it is copied, not parsed again.
+                last.info = Arc::new(ConnectionInfo { requester, principal, ..(*last.info).clone() });
+            }
+            return last.info.clone();
+        }
+    }
+    let info = Arc::new(ConnectionInfo {
+        tenant: tenant.to_owned(),
+        auth: auth.cloned(),
+        principal,
+        requester,
+        client_info: client_info.and_then(|m| serde_json::from_value::<Implementation>(m.clone().into()).ok()),
+        client_capabilities: terms.typed_client_capabilities(),
+        protocol_version: version,
+    });
+    *cache = Some(Box::new(ModernInfo {
+        version,
+        capabilities: caps.clone(),
+        client_info: client_info.cloned(),
+        info: info.clone(),
+    }));
+    info
+}
+
+/// A modern request's job terms: its connection info, and what its `_meta` asks for.
+pub(super) fn modern_terms(terms: &Terms, connection: Arc<ConnectionInfo>, may_log: bool) -> JobTerms {
+    JobTerms {
+        version: terms.version(),
+        connection,
+        progress_token: terms.progress_token().cloned(),
+        log_level: terms.log_level().filter(|_| may_log),
+    }
+}
+
+/// Whether the server offers `method` at all: its capability was advertised, and it is a
+/// method the runtime serves (see [`ConnState::offers`]).
+pub(super) fn offers(shared: &Shared, method: MethodName) -> bool {
+    let caps = &shared.capabilities;
+    match method {
+        MethodName::ListTools | MethodName::CallTool => caps.tools.is_some(),
+        MethodName::ListResources | MethodName::ListResourceTemplates | MethodName::ReadResource => {
+            caps.resources.is_some()
+        }
+        MethodName::Subscribe | MethodName::Unsubscribe => {
+            caps.resources.as_ref().and_then(|r| r.subscribe).unwrap_or(false)
+        }
+        MethodName::ListPrompts | MethodName::GetPrompt => caps.prompts.is_some(),
+        MethodName::Complete => caps.completions.is_some(),
+        MethodName::SetLevel => caps.logging.is_some(),
+        MethodName::Initialize | MethodName::Ping | MethodName::Discover | MethodName::SubscriptionsListen => true,
+        // The tasks extension's methods, once it is advertised (`crate::tasks`), and
+        // the 2025-11-25 core ones served from the same store (gated to that revision).
+        MethodName::GetTask
+        | MethodName::CancelTask
+        | MethodName::UpdateTask
+        | MethodName::GetTaskPayload
+        | MethodName::ListTasks => {
+            caps.extensions.as_ref().is_some_and(|e| e.contains_key(crate::tasks::TASKS_EXTENSION))
+        }
+        // The skills extension's methods, once it is advertised; the directory read
+        // only with its `directoryRead` setting (`crate::skills`).
+        MethodName::ListSkills | MethodName::GetSkill => {
+            caps.extensions.as_ref().is_some_and(|e| e.contains_key(skills::SKILLS_EXTENSION))
+        }
+        MethodName::ReadDirectory => caps
+            .extensions
+            .as_ref()
+            .and_then(|e| e.get(skills::SKILLS_EXTENSION))
+            .and_then(|s| s.get(skills::DIRECTORY_READ))
+            .is_some_and(|flag| flag == true),
         _ => false,
     }
 }

@@ -37,7 +37,7 @@ use arbor_protocol::era::http::ParamHeader;
 use arbor_protocol::version::ProtocolVersion;
 use arc_swap::ArcSwap;
 
-use crate::connection::{ConnMsg, ConnectionHandle, Io};
+use crate::connection::{ConnMsg, ConnectionHandle, Desk, Io, Submission};
 use crate::error::ConnectError;
 use crate::principal::Principal;
 use crate::requester::Requester;
@@ -72,6 +72,9 @@ pub(crate) struct EndpointShared {
     pub(crate) negotiated: OnceLock<ProtocolVersion>,
     /// Whether a client reads the standalone route now ([`Endpoint::standalone_reader`]).
     pub(crate) standalone_read: Arc<StandaloneRead>,
+    /// Where 2026-07-28 requests scoped to their exchange are served without an actor
+    /// turn (`connection::desk`); made by the actor on the first such submission.
+    pub(crate) desk: OnceLock<Arc<Desk>>,
 }
 
 /// Whether a client reads an endpoint's standalone route now, and the wake-up of those
@@ -138,8 +141,7 @@ impl Endpoint {
     /// handler (one actor message). On a closed endpoint the route is dropped at once, so
     /// its receiver reads `None` without any response.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
-        let _ =
-            self.handle.cast(ConnMsg::Submit { item: parsed.item, route, on_close, requester: None, principal: None });
+        self.send(Submission { item: parsed.item, route, requester: None, principal: None }, on_close);
     }
 
     /// [`Endpoint::submit`], naming who sent the body: the [`Requester`] its requests
@@ -150,8 +152,7 @@ impl Endpoint {
     /// ([`ServerConfig::max_in_flight_per_requester`](crate::ServerConfig::max_in_flight_per_requester),
     /// [`max_subscriptions_per_requester`](crate::ServerConfig::max_subscriptions_per_requester)).
     pub fn submit_from(&self, parsed: Parsed, route: Route, on_close: OnClose, requester: Requester) {
-        let msg = ConnMsg::Submit { item: parsed.item, route, on_close, requester: Some(requester), principal: None };
-        let _ = self.handle.cast(msg);
+        self.send(Submission { item: parsed.item, route, requester: Some(requester), principal: None }, on_close);
     }
 
     /// [`Endpoint::submit_from`] for a body whose transport verified `principal`: the
@@ -168,14 +169,23 @@ impl Endpoint {
         requester: Requester,
         principal: Arc<Principal>,
     ) {
-        let msg = ConnMsg::Submit {
-            item: parsed.item,
-            route,
-            on_close,
-            requester: Some(requester),
-            principal: Some(principal),
+        let sub = Submission { item: parsed.item, route, requester: Some(requester), principal: Some(principal) };
+        self.send(sub, on_close);
+    }
+
+    /// Hands a submission to the desk (a 2026-07-28 request scoped to its exchange, served
+    /// from this task) or to the actor. On a stopped endpoint the route is dropped unused.
+    fn send(&self, sub: Submission, on_close: OnClose) {
+        let sub = match self.shared.desk.get().filter(|_| on_close == OnClose::Cancel) {
+            Some(_) if !self.handle.is_alive() => return,
+            Some(desk) => match desk.serve(sub) {
+                None => return,
+                Some(sub) => sub,
+            },
+            None => sub,
         };
-        let _ = self.handle.cast(msg);
+        let Submission { item, route, requester, principal } = sub;
+        let _ = self.handle.cast(ConnMsg::Submit { item, route, on_close, requester, principal });
     }
 
     /// Replaces the route for messages not related to any request (the legacy standalone
@@ -236,6 +246,7 @@ impl Server {
             standalone: Arc::new(ArcSwap::from_pointee(standalone)),
             negotiated: OnceLock::new(),
             standalone_read: Arc::new(StandaloneRead::new(true)),
+            desk: OnceLock::new(),
         });
         let handle = self.start_connection(Io::Endpoint(shared.clone()), options).await?;
         Ok(Endpoint { handle, shared })

@@ -1,0 +1,207 @@
+//! An endpoint's desk: where a 2026-07-28 request scoped to its exchange is routed and
+//! started on its transport's own task, with no connection actor turn.
+//!
+//! Such a request (`OnClose::Cancel`, the modern terms in its `_meta`) touches nothing of
+//! the actor's that needs the actor: it is not in the id table, its terms are its own, and
+//! its output goes to its own route. So [`Endpoint::submit_from`](crate::exchange::Endpoint::submit_from)
+//! hands it here, and it is checked (terms, revision gates, capabilities), bounded
+//! (tenant, requester, the endpoint's task supervisor) and spawned as the same supervised
+//! task the actor would spawn (`spawn::start`, one code path for both), from the HTTP
+//! handler's task. What the desk does not serve goes to the actor as before: listens
+//! (streams the actor keeps), notifications, responses, batches, refused bodies and
+//! requests without the modern terms.
+//!
+//! The actor makes the desk on its first scoped submission, and keeps it in its
+//! `EndpointShared`; a legacy session (never scoped) has none. What it is not: a second
+//! actor or a lock around the actor's state: it holds only what is shared already (the
+//! server, the tenant, the handler slot, the task supervisor) plus two small locks of its
+//! own, the modern-terms cache and the list of its running requests for tree views.
+//!
+//! Invariant: a request served here is answered exactly once, by a refusal written to its
+//! route at once or by its task's report, exactly as through the actor; the actor's
+//! `post_stop` stops its tasks (they share the supervisor), and a spawn after that is
+//! refused, so nothing outlives the endpoint.
+
+use std::sync::Arc;
+
+use arbor_otp::TaskSupervisor;
+use arbor_protocol::era;
+use arbor_protocol::error::McpError;
+use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::method::encode_response;
+use arbor_protocol::methods::MethodName;
+use arbor_protocol::model::common::EmptyResult;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::inbound::{Inbound, Reports};
+use super::inspect::{request_node, InFlight};
+use super::output::{Kind, Output};
+use super::route::{gate, is_modern, modern_info, modern_terms, offers, take_meta, Who};
+use super::spawn::{start, SpawnCtx};
+use super::{ConnState, ConnectionHandle, ModernInfo};
+use crate::error::OverloadScope;
+use crate::exchange::Route;
+use crate::observe::ViewNode;
+use crate::principal::Principal;
+use crate::requester::Requester;
+use crate::serve::Shared;
+use crate::telemetry::ConnectionTrace;
+use crate::tenant::routers::TenantSlot;
+use crate::tree::TenantLimits;
+
+/// One submission to an endpoint: a decoded body, its route and who sent it.
+pub(crate) struct Submission {
+    pub(crate) item: Inbound,
+    pub(crate) route: Route,
+    pub(crate) requester: Option<Requester>,
+    pub(crate) principal: Option<Arc<Principal>>,
+}
+
+/// The requests a desk started, for tree views; swept of finished ones as it grows.
+struct Running {
+    list: Vec<InFlight>,
+    sweep_at: usize,
+}
+
+/// See the module docs.
+pub(crate) struct Desk {
+    shared: Arc<Shared>,
+    tenant: Arc<TenantLimits>,
+    handlers: Arc<TenantSlot>,
+    tasks: TaskSupervisor,
+    trace: ConnectionTrace,
+    me: ConnectionHandle,
+    standalone: Output,
+    reports: Reports,
+    own: Option<Requester>,
+    auth: Option<String>,
+    principal: Option<Arc<Principal>>,
+    /// The last modern terms and the connection info built from them (`route::modern_info`).
+    last_modern: Mutex<Option<Box<ModernInfo>>>,
+    running: Mutex<Running>,
+}
+
+impl std::fmt::Debug for Desk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Desk").field("tenant", &self.tenant.name()).finish_non_exhaustive()
+    }
+}
+
+impl Desk {
+    /// The desk of the connection `state` (an endpoint's), sharing its supervisor.
+    pub(super) fn new(state: &ConnState) -> Desk {
+        Desk {
+            shared: state.shared.clone(),
+            tenant: state.tenant.clone(),
+            handlers: state.handlers.clone(),
+            tasks: (*state.tasks).clone(),
+            trace: state.trace.clone(),
+            me: state.me.clone(),
+            standalone: state.output.clone(),
+            reports: state.reports.clone(),
+            own: state.own.clone(),
+            auth: state.auth.clone(),
+            principal: state.principal.clone(),
+            last_modern: Mutex::new(None),
+            running: Mutex::new(Running { list: Vec::new(), sweep_at: 64 }),
+        }
+    }
+
+    /// Serves `sub` if it is a 2026-07-28 request other than a listen, from the caller's
+    /// task; anything else is handed back (`Some`), for the actor. The submission is
+    /// scoped to its exchange (`OnClose::Cancel`): the caller checked.
+    pub(crate) fn serve(&self, sub: Submission) -> Option<Submission> {
+        let Submission { item, route, requester, principal } = sub;
+        let (id, mut request) = match item {
+            Inbound::Request { id, request }
+                if request.method() != MethodName::SubscriptionsListen && is_modern(&request) =>
+            {
+                (id, request)
+            }
+            item => return Some(Submission { item, route, requester, principal }),
+        };
+        let output = Output::Route(route);
+        let method = request.method();
+        let meta = take_meta(&mut request);
+        let terms = match self.shared.per_request.terms(meta.as_ref(), era::Transport::Stdio) {
+            Ok(terms) => terms,
+            Err(err) => {
+                refuse(&output, id, &err);
+                return None;
+            }
+        };
+        let version = terms.version();
+        if gate(method).is_some_and(|feature| !version.supports(feature)) || !offers(&self.shared, method) {
+            refuse(&output, id, &McpError::method_not_found(method.as_str()));
+            return None;
+        }
+        if method == MethodName::Ping {
+            let _ = output.send_vec(Kind::Response, encode_response(&id, &EmptyResult::default()));
+            return None;
+        }
+        // As the actor's `requester()` and `principal()`: the endpoint's own principal
+        // wins over the submission's requester; the submission's principal over none.
+        let requester = self.own.clone().or(requester).unwrap_or_default();
+        let principal = principal.or_else(|| self.principal.clone());
+        let who = Who { tenant: self.tenant.name(), auth: self.auth.as_ref(), requester: requester.clone(), principal };
+        let info = modern_info(&mut self.last_modern.lock(), who, &terms, meta.as_ref());
+        let job_terms = modern_terms(&terms, info, self.shared.capabilities.logging.is_some());
+        let ctx = SpawnCtx {
+            shared: &self.shared,
+            tenant: &self.tenant,
+            handlers: &self.handlers,
+            tasks: &self.tasks,
+            trace: &self.trace,
+            parent: None,
+            me: &self.me,
+            output: &output,
+            connection_sink: None,
+            standalone: &self.standalone,
+            endpoint: true,
+            requester: Some(&requester).filter(|r| **r != Requester::Unknown),
+            batch: None,
+            reports: &self.reports,
+            scope: OverloadScope::Endpoint,
+            scoped: true,
+            duplicate: false,
+        };
+        if let Some(started) = start(&ctx, id, request, meta.unwrap_or_default(), job_terms) {
+            self.record(started);
+        }
+        None
+    }
+
+    /// Keeps a started request for tree views.
+    pub(super) fn record(&self, started: InFlight) {
+        let mut running = self.running.lock();
+        if running.list.len() >= running.sweep_at {
+            running.list.retain(|task| !task.is_finished());
+            running.sweep_at = (running.list.len() * 2).max(64);
+        }
+        running.list.push(started);
+    }
+
+    /// The running requests as view nodes.
+    pub(super) fn views(&self, now: Instant) -> Vec<ViewNode> {
+        let running = self.running.lock();
+        running.list.iter().filter(|r| !r.is_finished()).map(|r| request_node(None, r, now)).collect()
+    }
+
+    /// Forgets the requests (the connection stopped them).
+    pub(super) fn clear(&self) {
+        self.running.lock().list.clear();
+    }
+}
+
+/// Answers a refused request on its route.
+fn refuse(output: &Output, id: RequestId, err: &McpError) {
+    let _ = output.send_vec(Kind::Response, err.to_response(Some(id)).to_vec());
+}
+
+impl ConnState {
+    /// The endpoint's desk, made on first use; `None` for a byte stream.
+    pub(super) fn desk(&self) -> Option<&Arc<Desk>> {
+        self.endpoint.as_ref().map(|e| e.desk.get_or_init(|| Arc::new(Desk::new(self))))
+    }
+}
