@@ -383,7 +383,8 @@ async fn unrelated_messages_go_to_the_standalone_route_which_can_be_replaced() {
     s.initialize("2025-11-25", json!({})).await;
     // The session's list_changed stream is opening; a ping round trip lets it settle.
     let mut ping = s.submit(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}), OnClose::Continue);
-    assert_eq!(response(next(&mut ping).await)["result"], json!({}));
+    let ping = response(next(&mut ping).await);
+    assert_eq!(ping["error"]["code"], -32601, "{ping}");
     let mut heard = None;
     for _ in 0..100 {
         s.server.notify_list_changed(ListKind::Tools).unwrap();
@@ -536,4 +537,57 @@ fn a_routers_tools_report_their_header_annotations() {
     assert!(Arc::ptr_eq(&headers, &server.tool_param_headers("sql")));
     assert!(server.tool_param_headers("plain").is_empty());
     assert!(server.tool_param_headers("missing").is_empty());
+}
+
+/// 2026-07-28 requests scoped to their exchange are started from the submitting task,
+/// without the actor (`connection::desk`), after the first: they are still in the tree
+/// view while they run, bounded, cancelled by their route closing, and stopped unanswered
+/// with the endpoint.
+#[tokio::test]
+async fn requests_started_without_the_actor_stay_supervised_and_in_the_tree() {
+    let s = Setup::new().await;
+    // The first scoped submission goes through the actor, which makes the desk.
+    let mut first = s.submit(modern_call(json!(1), "echo", json!({"message": "a"})), OnClose::Cancel);
+    assert_eq!(response(next(&mut first).await)["result"]["content"][0]["text"], "a");
+    let mut hanging: Vec<RouteReceiver> =
+        (2..5).map(|i| s.submit(modern_call(json!(i), "hang", json!({})), OnClose::Cancel)).collect();
+    let mut cancelled = s.submit(modern_call(json!(9), "hang", json!({})), OnClose::Cancel);
+    // Each is in the view while it runs (the view reads the desk's list).
+    let view = s.server.observe().await.unwrap();
+    let tree = serde_json::to_string(&view.root).unwrap();
+    assert_eq!(tree.matches("scoped to its exchange").count(), 4, "{tree}");
+    assert!(tree.contains("2026-07-28 endpoint, requester many, 4 in flight"), "{tree}");
+    // Closing one route cancels that request only: its work is dropped, it is not
+    // answered, and the others still run.
+    assert!(cancelled.try_recv().is_none());
+    drop(cancelled);
+    for _ in 0..1000 {
+        if s.counters.dropped.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(s.counters.dropped.load(Ordering::SeqCst), 1, "the cancelled request's work was dropped");
+    let view = s.server.observe().await.unwrap();
+    let tree = serde_json::to_string(&view.root).unwrap();
+    assert_eq!(tree.matches("scoped to its exchange").count(), 3, "{tree}");
+    // A method the revision lacks (ping, gone in 2026-07-28) is refused at once, no task.
+    let mut ping = s.submit(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "ping",
+        "params": {"_meta": modern_meta(json!({}))}}),
+        OnClose::Cancel,
+    );
+    let ping = response(next(&mut ping).await);
+    assert_eq!(ping["error"]["code"], -32601, "{ping}");
+    // The endpoint's close stops the rest unanswered.
+    s.endpoint.close();
+    s.endpoint.closed().await;
+    for route in &mut hanging {
+        assert!(end(route).await, "a request stopped with its endpoint is not answered");
+    }
+    assert_eq!(s.counters.dropped.load(Ordering::SeqCst), 4);
+    // And a submission to the closed endpoint is dropped, as through the actor.
+    let mut late = s.submit(modern_call(json!(11), "echo", json!({"message": "b"})), OnClose::Cancel);
+    assert!(end(&mut late).await);
+    s.finish().await;
 }
