@@ -215,6 +215,43 @@ impl TaskSupervisor {
         Ok(task_ref)
     }
 
+    /// [`TaskSupervisor::spawn_reporting`], with the work's first poll run here, on the
+    /// caller's task. Work that is ready at once (most request handlers are) is reported
+    /// before this returns and never costs a tokio task, a schedule or a wake-up of the
+    /// caller; work that is not is spawned as usual and polled again there (a future
+    /// registers its waker at every poll, so nothing the first poll registered is lost).
+    /// Nothing else differs: the slot is taken first and refusals are immediate, a panic in
+    /// the first poll is reported `Panicked`, and the deadline, cancel and shutdown apply
+    /// from the first poll on. For callers whose own task has nothing better to do than
+    /// wait for this work (a transport's request handler), never for an actor, which would
+    /// run the work's first poll inside its turn.
+    pub fn start_reporting<F, T, E, R>(&self, options: TaskOptions, work: F, report: R) -> Result<TaskRef, SpawnError>
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Send + 'static,
+        R: FnOnce(outcome::TaskOutcome<T, E>) + Send + 'static,
+    {
+        let (handle, wiring) = self.admit(options)?;
+        let task_ref = handle.task_ref();
+        let mut report = ReportOnce(Some(report), std::marker::PhantomData);
+        let mut task = Box::pin(async move {
+            run(work, wiring).await;
+            // The wrapper has deposited the outcome, so this is ready at once.
+            let outcome = handle.await;
+            if let Some(report) = report.0.take() {
+                report(outcome);
+            }
+        });
+        // A waker that does nothing: were the work pending, the spawned task's first poll
+        // registers its own.
+        let mut cx = std::task::Context::from_waker(futures::task::noop_waker_ref());
+        if task.as_mut().poll(&mut cx).is_pending() {
+            tokio::spawn(task);
+        }
+        Ok(task_ref)
+    }
+
     /// Spawns blocking or CPU-bound `work` on tokio's blocking pool; see the `blocking`
     /// module docs. The closure gets a [`CancellationToken`] to poll between units of work,
     /// cancelled when its result is no longer wanted (deadline, cancel or shutdown).

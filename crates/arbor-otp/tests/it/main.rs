@@ -14,5 +14,6 @@ mod shutdown_stops_children_in_reverse_order_within_their_timeouts;
 mod significant_children_trigger_auto_shutdown;
 mod snapshots_describe_the_whole_tree;
 mod start_errors_carry_their_cause;
+mod started_tasks_poll_first_on_the_caller;
 mod supervisors_restart_children_by_restart_type_and_strategy;
 mod task_supervisors_deliver_exactly_one_outcome;

@@ -110,8 +110,11 @@ impl Desk {
 
     /// Serves `sub` if it is a 2026-07-28 request other than a listen, from the caller's
     /// task; anything else is handed back (`Some`), for the actor. The submission is
-    /// scoped to its exchange (`OnClose::Cancel`): the caller checked.
-    pub(crate) fn serve(&self, sub: Submission) -> Option<Submission> {
+    /// scoped to its exchange (`OnClose::Cancel`): the caller checked. `eager`: the caller
+    /// is the request's transport task, which only waits for this answer, so the
+    /// handler's first poll runs on it and a handler ready at once (most are) costs no
+    /// task at all; never for the actor, whose turn it would hold.
+    pub(crate) fn serve(&self, sub: Submission, eager: bool) -> Option<Submission> {
         let Submission { item, route, requester, principal } = sub;
         let (id, mut request) = match item {
             Inbound::Request { id, request }
@@ -165,6 +168,7 @@ impl Desk {
             scope: OverloadScope::Endpoint,
             scoped: true,
             duplicate: false,
+            eager,
         };
         if let Some(started) = start(&ctx, id, request, meta.unwrap_or_default(), job_terms) {
             self.record(started);
@@ -172,8 +176,11 @@ impl Desk {
         None
     }
 
-    /// Keeps a started request for tree views.
+    /// Keeps a started request for tree views (one answered at its first poll is done).
     pub(super) fn record(&self, started: InFlight) {
+        if started.is_finished() {
+            return;
+        }
         let mut running = self.running.lock();
         if running.list.len() >= running.sweep_at {
             running.list.retain(|task| !task.is_finished());

@@ -336,7 +336,7 @@ impl Actor for ConnectionActor {
                 // A 2026-07-28 request scoped to its exchange is the desk's, which this
                 // first one makes; later ones go to it straight from their transport.
                 let sub = match state.desk().filter(|_| on_close == OnClose::Cancel) {
-                    Some(desk) => match desk.serve(sub) {
+                    Some(desk) => match desk.serve(sub, false) {
                         None => return Ok(()),
                         Some(sub) => sub,
                     },

@@ -82,6 +82,7 @@ impl ConnState {
             scope: self.own_scope(),
             scoped,
             duplicate,
+            eager: false,
         };
         let Some(started) = start(&ctx, id.clone(), request, meta, terms) else { return };
         if scoped {
@@ -130,6 +131,9 @@ pub(super) struct SpawnCtx<'a> {
     pub(super) scoped: bool,
     /// Its id is in flight on the connection already: refused, on its own span.
     pub(super) duplicate: bool,
+    /// The work's first poll runs on the caller's task (`TaskSupervisor::start_reporting`):
+    /// a transport's task that only waits for the answer, never the actor's turn.
+    pub(super) eager: bool,
 }
 
 impl SpawnCtx<'_> {
@@ -341,7 +345,11 @@ pub(super) fn start(
             }
             .instrument(span.clone()),
         );
-        ctx.tasks.spawn_reporting(options, work, report).inspect(|task| {
+        let started = match ctx.eager {
+            true => ctx.tasks.start_reporting(options, work, report),
+            false => ctx.tasks.spawn_reporting(options, work, report),
+        };
+        started.inspect(|task| {
             let _ = task_tx.send(task.clone());
         })
     } else {
@@ -355,7 +363,10 @@ pub(super) fn start(
             }
             .instrument(span.clone()),
         );
-        ctx.tasks.spawn_reporting(options, work, report)
+        match ctx.eager {
+            true => ctx.tasks.start_reporting(options, work, report),
+            false => ctx.tasks.spawn_reporting(options, work, report),
+        }
     };
     match spawned {
         Ok(task) => {

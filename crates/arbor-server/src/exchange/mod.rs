@@ -138,8 +138,15 @@ impl std::fmt::Debug for Endpoint {
 
 impl Endpoint {
     /// Submits a parsed body; everything it causes goes to `route`. Never waits on the
-    /// handler (one actor message). On a closed endpoint the route is dropped at once, so
-    /// its receiver reads `None` without any response.
+    /// handler. On a closed endpoint the route is dropped at once, so its receiver reads
+    /// `None` without any response.
+    ///
+    /// A 2026-07-28 request submitted with [`OnClose::Cancel`] (other than a listen) is
+    /// checked and started right here, on the calling task, with no actor message
+    /// (`connection::desk`), and its handler's first poll runs here too: a handler that
+    /// answers at once has its response on the route when this returns, and one that
+    /// does not goes on as its own supervised task. Call it from the task that will read
+    /// the route. Everything else is one message to the endpoint's actor.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
         self.send(Submission { item: parsed.item, route, requester: None, principal: None }, on_close);
     }
@@ -178,7 +185,7 @@ impl Endpoint {
     fn send(&self, sub: Submission, on_close: OnClose) {
         let sub = match self.shared.desk.get().filter(|_| on_close == OnClose::Cancel) {
             Some(_) if !self.handle.is_alive() => return,
-            Some(desk) => match desk.serve(sub) {
+            Some(desk) => match desk.serve(sub, true) {
                 None => return,
                 Some(sub) => sub,
             },
