@@ -18,14 +18,16 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use arbor_protocol::era::http::{check_request_headers, check_request_headers_of, Target};
+use arbor_protocol::era::http::{
+    check_request_headers, check_request_headers_of, Target, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+};
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Response, StatusCode};
+use axum::http::{HeaderMap, HeaderName, Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use tokio::sync::{watch, Mutex};
@@ -33,7 +35,7 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::drain::Admitted;
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, stream_end, verified, Inner, StreamCount};
+use crate::server::{peer_addr, stream_end, verified, Inner, StreamCount, PROTOCOL_VERSION};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -128,10 +130,24 @@ async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, Connec
     inner.server.open_endpoint(options, Route::discard()).await
 }
 
+/// The headers every 2026-07-28 request is checked for, as names made once: a lookup by
+/// `&str` parses and lowercases the name at every call.
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
+
 /// Looks a header up for `check_request_headers`: its text, borrowed, or `Err` for bytes
 /// that are not visible ASCII.
 fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str, ()>> + 'a {
-    move |name: &str| headers.get(name).map(|v| v.to_str().map_err(|_| ()))
+    move |name: &str| {
+        let value = match name {
+            PROTOCOL_VERSION_HEADER => headers.get(PROTOCOL_VERSION),
+            METHOD_HEADER => headers.get(METHOD),
+            NAME_HEADER => headers.get(NAME),
+            // An `Mcp-Param-*` header, named by the tool's annotations.
+            _ => headers.get(name),
+        };
+        value.map(|v| v.to_str().map_err(|_| ()))
+    }
 }
 
 /// Serves one 2026-07-28 POST whose body is already parsed.

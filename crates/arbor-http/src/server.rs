@@ -23,7 +23,7 @@ use arbor_server::{ConnectOptions, Requester, Server};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderValue, Method, Response, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, Response, StatusCode};
 use axum::routing::{any, get, post};
 use bytes::Bytes;
 use tokio::net::TcpListener;
@@ -41,9 +41,9 @@ use crate::modern::{self, ModernPool};
 use crate::serve::{accept_loop, Accept};
 
 /// The header naming a legacy session.
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 /// The header naming the protocol revision of a request.
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// Everything the handlers share.
 pub(crate) struct Inner {
@@ -453,7 +453,7 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
         .allow_origin(origins)
         .allow_methods([Method::GET, Method::POST, Method::DELETE])
         .allow_headers(Any)
-        .expose_headers([header::HeaderName::from_static(SESSION_ID), header::WWW_AUTHENTICATE]);
+        .expose_headers([SESSION_ID, header::WWW_AUTHENTICATE]);
     if let Some(age) = cors.max_age {
         layer = layer.max_age(age);
     }
