@@ -351,21 +351,29 @@ fn read_params<P: DeserializeOwned>(method: MethodName, params: Option<&RawValue
 }
 
 macro_rules! message_enum {
+    // A variant marked `(boxed)` holds its params in a `Box`: the enum is as large as its
+    // largest variant, and every message is moved several times between its decode and its
+    // handler.
+    (@ty boxed $t:ty) => { Box<$t> };
+    (@ty $t:ty) => { $t };
+    (@val boxed $e:expr) => { Box::new($e) };
+    (@val $e:expr) => { $e };
     (
         $(#[$doc:meta])*
         pub enum $name:ident: $trait:ident, $kind:literal {
-            $( $marker:ident, )*
+            $( $marker:ident $(($boxed:ident))?, )*
         }
     ) => {
         $(#[$doc])*
-        // Messages are decoded once and moved rarely; boxing the big variants would add
-        // an allocation to every decode of the common ones.
+        // Messages are decoded once and moved a few times; boxing every big variant would
+        // add an allocation to every decode of the common ones, so only the rare and
+        // largest are (`(boxed)`).
         #[allow(clippy::large_enum_variant)]
         #[derive(Clone, Debug, PartialEq)]
         pub enum $name {
             $(
                 #[doc = concat!("`", stringify!($marker), "`.")]
-                $marker(<$marker as $trait>::Params),
+                $marker(message_enum!(@ty $($boxed)? <$marker as $trait>::Params)),
             )*
         }
 
@@ -383,7 +391,7 @@ macro_rules! message_enum {
             pub fn decode(method: &str, params: Option<&RawValue>) -> Result<Self, MethodError> {
                 let name = MethodName::from_str(method)?;
                 match name {
-                    $( MethodName::$marker => Ok($name::$marker(read_params(name, params)?)), )*
+                    $( MethodName::$marker => Ok($name::$marker(message_enum!(@val $($boxed)? read_params(name, params)?))), )*
                     #[allow(unreachable_patterns)]
                     _ => Err(UnknownMethod { method: method.to_owned() }.into()),
                 }
@@ -395,7 +403,8 @@ macro_rules! message_enum {
                 use serde::de::Error as _;
                 match method {
                     $( MethodName::$marker => {
-                        <<$marker as $trait>::Params as serde::Deserialize>::deserialize(d).map($name::$marker)
+                        <<$marker as $trait>::Params as serde::Deserialize>::deserialize(d)
+                            .map(|p| $name::$marker(message_enum!(@val $($boxed)? p)))
                     } )*
                     #[allow(unreachable_patterns)]
                     _ => Err(D::Error::custom("method not accepted here")),
@@ -416,8 +425,10 @@ macro_rules! message_enum {
 
 message_enum! {
     /// A request a client sends to a server, in any revision.
+    /// `Initialize`'s params are boxed: 1,400 bytes of them (the client's capabilities) would
+    /// size every request, moved several times on its way to its handler.
     pub enum ClientRequest: Request, "request" {
-        Initialize, Ping, Discover, ListTools, CallTool, ListResources, ListResourceTemplates, ReadResource,
+        Initialize(boxed), Ping, Discover, ListTools, CallTool, ListResources, ListResourceTemplates, ReadResource,
         Subscribe, Unsubscribe, SubscriptionsListen, ListPrompts, GetPrompt, Complete, SetLevel, GetTask,
         GetTaskPayload, ListTasks, CancelTask, UpdateTask, ListSkills, GetSkill, ReadDirectory,
     }

@@ -45,7 +45,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
     if core {
         if legacy {
             let init = lifecycle_init(&b);
-            out.push(("InitializeRequest", cr(CR::Initialize(init))));
+            out.push(("InitializeRequest", cr(CR::Initialize(Box::new(init)))));
             out.push(("PingRequest", cr(CR::Ping(b.request_params()))));
             let mut sub = ResourceSubscriptionParams::new("file:///a.txt");
             sub.meta = rmeta.clone();

@@ -147,7 +147,7 @@ impl ConnState {
                 Err(err) => return self.reply_error(Some(id), &err),
             }
         } else if let ClientRequest::Initialize(params) = *request {
-            return self.on_initialize(id, params);
+            return self.on_initialize(id, *params);
         } else if self.legacy.is_some() {
             Served::Legacy
         } else if method == MethodName::Ping {
