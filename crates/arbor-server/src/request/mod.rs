@@ -164,7 +164,8 @@ impl RequestJob {
                         p.task = None;
                         let run = versioned.handler.clone();
                         let created =
-                            tasks::call_as_legacy_task(&shared, run, p, &cx, version, ttl, requester.clone()).await?;
+                            Box::pin(tasks::call_as_legacy_task(&shared, run, p, &cx, version, ttl, requester.clone()))
+                                .await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
@@ -174,7 +175,7 @@ impl RequestJob {
                         input::modern::open(key, MethodName::CallTool, &subject, bound, state.as_deref(), responses)?;
                     let input = (resumed.responses, resumed.state);
                     let run = versioned.handler.clone();
-                    let created = tasks::call_as_task(&shared, run, p, &cx, version, input).await?;
+                    let created = Box::pin(tasks::call_as_task(&shared, run, p, &cx, version, input)).await?;
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec
@@ -274,10 +275,10 @@ impl RequestJob {
             | ClientRequest::ListTasks(_))
                 if !modern && version.supports(Feature::CoreTasks) =>
             {
-                tasks::serve_legacy_task_method(&shared, &id, request, &cx, &requester).await
+                Box::pin(tasks::serve_legacy_task_method(&shared, &id, request, &cx, &requester)).await
             }
             request @ (ClientRequest::GetTask(_) | ClientRequest::CancelTask(_) | ClientRequest::UpdateTask(_)) => {
-                tasks::serve_task_method(&shared, &id, request, &cx, modern).await
+                Box::pin(tasks::serve_task_method(&shared, &id, request, &cx, modern)).await
             }
             // The connection answers or refuses everything else before spawning a task.
             other => Err(McpError::method_not_found(other.method().as_str())),
