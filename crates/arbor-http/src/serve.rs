@@ -162,6 +162,10 @@ pub(crate) struct Accept {
     pub(crate) direct: Option<Arc<crate::server::Inner>>,
 }
 
+/// The future of one request's answer, as the connection's service returns it.
+type ServiceFuture =
+    Pin<Box<dyn Future<Output = Result<axum::http::Response<idle::Tracked>, std::convert::Infallible>> + Send>>;
+
 /// Accepts and serves until `stop` resolves, then drains the connections (bounded by
 /// `grace`, twice at most) and returns.
 pub(crate) async fn accept_loop(
@@ -232,18 +236,20 @@ pub(crate) async fn accept_loop(
                 }
                 let direct = direct.as_ref().filter(|inner| request.uri().path() == inner.config.path).cloned();
                 let router = router.clone();
-                async move {
+                // The whole answer's future boxed, the box freed once the answer's head is
+                // out: hyper allocates a connection's in-flight slot sized for the service's
+                // future once and keeps it for the connection's life (an open SSE stream's
+                // too). Inline, the request and the router's `Oneshot` made that slot 664
+                // bytes per connection; boxed, it is a pointer, and a request still makes
+                // one allocation (the endpoint's future, boxed before this too).
+                let answer: ServiceFuture = Box::pin(async move {
                     let response = match direct {
-                        // Boxed: hyper keeps the allocation of a connection's service future
-                        // for the connection's life (an open SSE stream's too), so the
-                        // endpoint's 4 KiB future must not be inline in it.
-                        Some(inner) => {
-                            Box::pin(crate::server::serve_endpoint(inner, request.map(axum::body::Body::new))).await
-                        }
+                        Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
                         None => tower::ServiceExt::oneshot(router, request).await?,
                     };
                     Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))
-                }
+                });
+                answer
             }
         });
         let mut stopping = stopping.subscribe();

@@ -17,14 +17,18 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use arbor_server::exchange::{Outgoing, RouteReceiver};
 use bytes::{Bytes, BytesMut};
+use hyper::body::Frame;
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
-use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
+use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior, Sleep};
 
 use super::session::Busy;
 use crate::server::StreamCount;
@@ -35,7 +39,6 @@ use crate::sse;
 pub(crate) struct EventStream {
     pub(crate) id: u64,
     state: Mutex<State>,
-    changed: Notify,
     /// Told when a reader took events or went away: the pump may have room again.
     taken: Notify,
     /// Told whether a reader is attached, on each change (the standalone stream tells its
@@ -65,6 +68,24 @@ struct State {
     attached: bool,
     /// The last seq handed to a reader: a new standalone GET starts after it.
     delivered: u64,
+    /// The attached reader's waker, left when it found nothing new: taken and woken by the
+    /// next change (an event, the end, a newer reader). One slot, not a `Notify`: one reader
+    /// reads at a time, and a waker is all its body needs (see [`Reader`]).
+    waker: Option<Waker>,
+}
+
+impl State {
+    /// The waker to wake once the lock is released.
+    fn changed(&mut self) -> Option<Waker> {
+        self.waker.take()
+    }
+}
+
+/// Wakes the reader a change concerns, outside the lock.
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
 }
 
 /// What a read found.
@@ -81,13 +102,7 @@ enum Read {
 
 impl EventStream {
     pub(crate) fn new(id: u64) -> EventStream {
-        EventStream {
-            id,
-            state: Mutex::new(State::default()),
-            changed: Notify::new(),
-            taken: Notify::new(),
-            on_reader: OnceLock::new(),
-        }
+        EventStream { id, state: Mutex::new(State::default()), taken: Notify::new(), on_reader: OnceLock::new() }
     }
 
     /// Sets the hook told whether a reader is attached (once; later calls are ignored).
@@ -103,7 +118,7 @@ impl EventStream {
 
     /// Appends an event, dropping the oldest beyond `cap`; answers its seq.
     pub(crate) fn push(&self, json: Vec<u8>, cap: usize) -> u64 {
-        let seq = {
+        let (seq, waker) = {
             let mut state = self.state.lock();
             state.last_seq += 1;
             let seq = state.last_seq;
@@ -111,9 +126,9 @@ impl EventStream {
             while state.events.len() > cap.max(1) {
                 state.events.pop_front();
             }
-            seq
+            (seq, state.changed())
         };
-        self.changed.notify_waiters();
+        wake(waker);
         seq
     }
 
@@ -139,7 +154,7 @@ impl EventStream {
     /// Appends an event another node numbered (`cluster`: a stream followed from the
     /// session store); one at or below the last seq held is a repeat and is dropped.
     pub(crate) fn push_at(&self, seq: u64, json: Vec<u8>, cap: usize) {
-        {
+        let waker = {
             let mut state = self.state.lock();
             if seq <= state.last_seq {
                 return;
@@ -149,14 +164,15 @@ impl EventStream {
             while state.events.len() > cap.max(1) {
                 state.events.pop_front();
             }
-        }
-        self.changed.notify_waiters();
+            state.changed()
+        };
+        wake(waker);
     }
 
     /// Puts events older than every one held back in front (a reader resuming from
     /// before where this node started following the stream), within `cap`.
     pub(crate) fn backfill(&self, older: Vec<(u64, Vec<u8>)>, cap: usize) {
-        {
+        let waker = {
             let mut state = self.state.lock();
             let first = state.events.front().map_or(state.last_seq + 1, |(seq, _)| *seq);
             for (seq, json) in older.into_iter().rev().filter(|(seq, _)| *seq < first) {
@@ -168,14 +184,19 @@ impl EventStream {
             if let Some((last, _)) = state.events.back() {
                 state.last_seq = state.last_seq.max(*last);
             }
-        }
-        self.changed.notify_waiters();
+            state.changed()
+        };
+        wake(waker);
     }
 
     /// No event will follow.
     pub(crate) fn finish(&self) {
-        self.state.lock().done = true;
-        self.changed.notify_waiters();
+        let waker = {
+            let mut state = self.state.lock();
+            state.done = true;
+            state.changed()
+        };
+        wake(waker);
     }
 
     /// Whether the stream is finished and a reader had everything.
@@ -195,13 +216,14 @@ impl EventStream {
 
     /// Attaches a reader (superseding any other); returns its generation.
     fn attach(&self) -> u64 {
-        let generation = {
+        let (generation, superseded) = {
             let mut state = self.state.lock();
             state.reader += 1;
             state.attached = true;
-            state.reader
+            (state.reader, state.changed())
         };
-        self.changed.notify_waiters();
+        // The reader this one supersedes wakes, reads `Superseded` and ends.
+        wake(superseded);
         self.tell(true);
         generation
     }
@@ -212,6 +234,7 @@ impl EventStream {
             let current = state.reader == generation;
             if current {
                 state.attached = false;
+                state.waker = None;
             }
             current
         };
@@ -222,8 +245,9 @@ impl EventStream {
         }
     }
 
-    /// Frames the events after `*cursor` into `out`.
-    fn read(&self, generation: u64, cursor: &mut u64, out: &mut BytesMut) -> Read {
+    /// Frames the events after `*cursor` into `out`. With `waker`, a read that finds
+    /// nothing leaves it to be woken by the next change (under the same lock: none is missed).
+    fn read(&self, generation: u64, cursor: &mut u64, out: &mut BytesMut, waker: Option<&Waker>) -> Read {
         let mut state = self.state.lock();
         if state.reader != generation {
             return Read::Superseded;
@@ -246,7 +270,15 @@ impl EventStream {
         match (wrote, state.done && *cursor >= state.last_seq) {
             (_, true) if !wrote => Read::Finished,
             (true, _) => Read::Some,
-            (false, _) => Read::Nothing,
+            (false, _) => {
+                if let Some(waker) = waker {
+                    match &mut state.waker {
+                        Some(held) if held.will_wake(waker) => {}
+                        slot => *slot = Some(waker.clone()),
+                    }
+                }
+                Read::Nothing
+            }
         }
     }
 }
@@ -298,11 +330,16 @@ pub(crate) struct ReaderStart {
 }
 
 /// The body of an SSE answer reading `stream`.
+///
+/// A body of its own (`Reader` polled by hyper), not a `futures` `unfold` around an async
+/// `next`: the future of such a `next`, with its `select!` over the change, the keep-alive,
+/// the end and the polling deadline, made the body 608 bytes, held by every open stream;
+/// this one is the `Reader` itself and a box for the end.
 pub(crate) fn body(
     stream: Arc<EventStream>,
     start: ReaderStart,
     busy: Busy,
-    shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
     count: StreamCount,
 ) -> axum::body::Body {
     let generation = stream.attach();
@@ -312,21 +349,18 @@ pub(crate) fn body(
         generation,
         cursor: start.cursor,
         prime: start.prime,
-        poll_until: start.poll_after.map(|d| Instant::now() + d),
+        // Boxed: only polling streams pay for a `Sleep`.
+        poll_until: start.poll_after.map(|d| Box::pin(tokio::time::sleep(d))),
         keep_alive,
-        shutdown,
+        end: Box::pin(async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+        }),
         ended: false,
         _busy: busy,
         _count: count,
         stream,
     };
-    axum::body::Body::from_stream(futures::stream::unfold(reader, Reader::next))
-}
-
-enum Wake {
-    Changed,
-    KeepAlive,
-    End,
+    axum::body::Body::new(reader)
 }
 
 struct Reader {
@@ -334,9 +368,11 @@ struct Reader {
     generation: u64,
     cursor: u64,
     prime: Option<Duration>,
-    poll_until: Option<Instant>,
+    /// SEP-1699 polling: the response ends here while the stream is unfinished.
+    poll_until: Option<Pin<Box<Sleep>>>,
     keep_alive: Interval,
-    shutdown: watch::Receiver<bool>,
+    /// Resolves when the response must end (the server's shutdown, the token's expiry).
+    end: Pin<Box<dyn Future<Output = ()> + Send>>,
     ended: bool,
     _busy: Busy,
     _count: StreamCount,
@@ -348,55 +384,41 @@ impl Drop for Reader {
     }
 }
 
-impl Reader {
-    async fn next(mut self) -> Option<(Result<Bytes, Infallible>, Reader)> {
-        if self.ended {
-            return None;
+impl hyper::body::Body for Reader {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
         }
+        let data = |out: BytesMut| Poll::Ready(Some(Ok(Frame::data(out.freeze()))));
         let mut out = BytesMut::new();
-        if let Some(retry) = self.prime.take() {
-            sse::put_priming(&mut out, self.stream.id, self.cursor, retry);
+        if let Some(retry) = this.prime.take() {
+            sse::put_priming(&mut out, this.stream.id, this.cursor, retry);
         }
-        loop {
-            let stream = self.stream.clone();
-            let changed = stream.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            match self.stream.read(self.generation, &mut self.cursor, &mut out) {
-                Read::Some => return Some((Ok(out.freeze()), self)),
-                Read::Finished | Read::Superseded => {
-                    self.ended = true;
-                    return if out.is_empty() { None } else { Some((Ok(out.freeze()), self)) };
-                }
-                Read::Nothing if !out.is_empty() => return Some((Ok(out.freeze()), self)),
-                Read::Nothing => {}
+        match this.stream.read(this.generation, &mut this.cursor, &mut out, Some(cx.waker())) {
+            Read::Some => return data(out),
+            Read::Finished | Read::Superseded => {
+                this.ended = true;
+                return if out.is_empty() { Poll::Ready(None) } else { data(out) };
             }
-            let poll_until = self.poll_until;
-            let poll = async move {
-                // Boxed: only polling streams pay for a `Sleep`; inline it sized every
-                // stream's body.
-                match poll_until {
-                    Some(at) => Box::pin(tokio::time::sleep_until(at)).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let woke = tokio::select! {
-                _ = &mut changed => Wake::Changed,
-                _ = self.keep_alive.tick() => Wake::KeepAlive,
-                _ = self.shutdown.wait_for(|stop| *stop) => Wake::End,
-                _ = poll => Wake::End,
-            };
-            match woke {
-                Wake::Changed => continue,
-                Wake::KeepAlive => return Some((Ok(Bytes::from_static(sse::KEEP_ALIVE)), self)),
-                Wake::End => {
-                    // What the buffer already holds still goes out (a drained server's last
-                    // answers), then the response ends.
-                    self.ended = true;
-                    let _ = self.stream.read(self.generation, &mut self.cursor, &mut out);
-                    return (!out.is_empty()).then(|| (Ok(out.freeze()), self));
-                }
-            }
+            Read::Nothing if !out.is_empty() => return data(out),
+            // The waker is with the stream: the next change wakes this body.
+            Read::Nothing => {}
         }
+        let polled_out = this.poll_until.as_mut().is_some_and(|at| at.as_mut().poll(cx).is_ready());
+        if polled_out || this.end.as_mut().poll(cx).is_ready() {
+            // What the buffer already holds still goes out (a drained server's last
+            // answers), then the response ends.
+            this.ended = true;
+            let _ = this.stream.read(this.generation, &mut this.cursor, &mut out, None);
+            return if out.is_empty() { Poll::Ready(None) } else { data(out) };
+        }
+        if this.keep_alive.poll_tick(cx).is_ready() {
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)))));
+        }
+        Poll::Pending
     }
 }
