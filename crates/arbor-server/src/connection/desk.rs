@@ -11,8 +11,16 @@
 //! (streams the actor keeps), notifications, responses, batches, refused bodies and
 //! requests without the modern terms.
 //!
-//! The actor makes the desk on its first scoped submission, and keeps it in its
-//! `EndpointShared`; a legacy session (never scoped) has none. What it is not: a second
+//! A legacy session's requests come here too, once `initialize` was answered: the actor
+//! publishes the session's terms (revision, connection info, log level) to the desk, and
+//! the id table is shared (`ids.rs`), so duplicate ids and `notifications/cancelled` work
+//! whichever of the two started a request. What changes the session (`initialize`,
+//! `logging/setLevel`, (un)subscriptions, notifications, answers to the server's own
+//! requests, batches) still goes to the actor; a `logging/setLevel` is also applied to the
+//! published terms as it is submitted, so that no later request, served here, misses it.
+//!
+//! The actor makes the desk on its first scoped submission or at `initialize`, and keeps
+//! it in its `EndpointShared`; a byte stream has none. What it is not: a second
 //! actor or a lock around the actor's state: it holds only what is shared already (the
 //! server, the tenant, the handler slot, the task supervisor) plus two small locks of its
 //! own, the modern-terms cache and the list of its running requests for tree views.
@@ -28,22 +36,29 @@ use arbor_otp::TaskSupervisor;
 use arbor_protocol::era;
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
+use arbor_protocol::meta::Meta;
 use arbor_protocol::method::encode_response;
-use arbor_protocol::methods::MethodName;
+use arbor_protocol::methods::{ClientRequest, MethodName};
 use arbor_protocol::model::common::EmptyResult;
+use arbor_protocol::model::logging::LoggingLevel;
+use arbor_protocol::version::ProtocolVersion;
+use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use super::ids::IdTable;
 use super::inbound::{Inbound, Reports};
 use super::inspect::{request_node, InFlight};
 use super::output::{Kind, Output};
-use super::route::{gate, is_modern, modern_info, modern_terms, offers, take_meta, Who};
+use super::route::{gate, is_modern, modern_info, modern_terms, offers, same_principal, take_meta, Who};
 use super::spawn::{start, SpawnCtx};
 use super::{ConnState, ConnectionHandle, ModernInfo};
+use crate::context::ConnectionInfo;
 use crate::error::OverloadScope;
 use crate::exchange::Route;
 use crate::observe::ViewNode;
 use crate::principal::Principal;
+use crate::request::JobTerms;
 use crate::requester::Requester;
 use crate::serve::Shared;
 use crate::telemetry::ConnectionTrace;
@@ -80,6 +95,20 @@ pub(crate) struct Desk {
     /// The last modern terms and the connection info built from them (`route::modern_info`).
     last_modern: Mutex<Option<Box<ModernInfo>>>,
     running: Mutex<Running>,
+    /// The connection's id table, the actor's own (`ids.rs`).
+    ids: Arc<Mutex<IdTable>>,
+    /// The connection's span, parent of a session's requests' spans.
+    span: tracing::Span,
+    /// The legacy session's terms, once `initialize` was answered (`ConnState::publish`).
+    legacy: ArcSwapOption<LegacyTerms>,
+}
+
+/// What a legacy session's request is served with, as the actor last published it.
+#[derive(Clone, Debug)]
+pub(super) struct LegacyTerms {
+    pub(super) version: ProtocolVersion,
+    pub(super) info: Arc<ConnectionInfo>,
+    pub(super) log_level: Option<LoggingLevel>,
 }
 
 impl std::fmt::Debug for Desk {
@@ -105,7 +134,105 @@ impl Desk {
             principal: state.principal.clone(),
             last_modern: Mutex::new(None),
             running: Mutex::new(Running { list: Vec::new(), sweep_at: 64 }),
+            ids: state.ids.clone(),
+            span: state.span.clone(),
+            legacy: ArcSwapOption::empty(),
         }
+    }
+
+    /// The legacy session's terms, as the actor has them now.
+    pub(super) fn publish(&self, terms: LegacyTerms) {
+        self.legacy.store(Some(Arc::new(terms)));
+    }
+
+    /// A `logging/setLevel` submitted to the session: applied to the published terms
+    /// before it reaches the actor (which applies it to its own), so a request served here
+    /// right after its answer cannot run at the old level. A level the session would refuse
+    /// (no logging capability, a revision without it) changes nothing.
+    pub(crate) fn set_level_early(&self, item: &Inbound) {
+        let Inbound::Request { request, .. } = item else { return };
+        let ClientRequest::SetLevel(params) = &**request else { return };
+        let Some(legacy) = self.legacy.load_full() else { return };
+        let allowed = gate(MethodName::SetLevel).is_none_or(|feature| legacy.version.supports(feature))
+            && offers(&self.shared, MethodName::SetLevel);
+        if allowed && !is_modern(request) {
+            self.publish(LegacyTerms { log_level: Some(params.level), ..(*legacy).clone() });
+        }
+    }
+
+    /// Serves `sub`, a legacy session's submission, if it is a request the session's terms
+    /// settle (not `initialize`, `logging/setLevel`, an (un)subscription or a request with
+    /// the 2026-07-28 terms), from the caller's task with the handler's first poll there;
+    /// anything else, and everything before `initialize` was answered, is handed back.
+    pub(crate) fn serve_session(&self, sub: Submission) -> Option<Submission> {
+        let Some(legacy) = self.legacy.load_full() else { return Some(sub) };
+        let Submission { item, route, requester, principal } = sub;
+        let (id, mut request) = match item {
+            Inbound::Request { id, request } if session_served(request.method()) && !is_modern(&request) => {
+                (id, request)
+            }
+            item => return Some(Submission { item, route, requester, principal }),
+        };
+        let output = Output::Route(route);
+        let method = request.method();
+        let meta = take_meta(&mut request);
+        let version = legacy.version;
+        if gate(method).is_some_and(|feature| !version.supports(feature)) || !offers(&self.shared, method) {
+            refuse(&output, id, &McpError::method_not_found(method.as_str()));
+            return None;
+        }
+        if method == MethodName::Ping {
+            let _ = output.send_vec(Kind::Response, encode_response(&id, &EmptyResult::default()));
+            return None;
+        }
+        // As the actor's `requester()`, `principal()` and `job_terms`: a principal that
+        // presented a new token is seen with what it proves now.
+        let requester = self.own.clone().or(requester).unwrap_or_default();
+        let principal = principal.or_else(|| self.principal.clone());
+        let connection = if principal.is_some() && !same_principal(&legacy.info.principal, &principal) {
+            let info = Arc::new(ConnectionInfo { principal, ..(*legacy.info).clone() });
+            self.publish(LegacyTerms { info: info.clone(), ..(*legacy).clone() });
+            info
+        } else {
+            legacy.info.clone()
+        };
+        let may_log = self.shared.capabilities.logging.is_some();
+        let terms = JobTerms {
+            version,
+            connection,
+            progress_token: meta.as_ref().and_then(Meta::progress_token),
+            log_level: legacy.log_level.filter(|_| may_log),
+        };
+        let duplicate = !self.ids.lock().reserve(&id);
+        let ctx = SpawnCtx {
+            shared: &self.shared,
+            tenant: &self.tenant,
+            handlers: &self.handlers,
+            tasks: &self.tasks,
+            trace: &self.trace,
+            parent: Some(&self.span),
+            me: &self.me,
+            output: &output,
+            connection_sink: None,
+            standalone: &self.standalone,
+            endpoint: true,
+            requester: Some(&requester).filter(|r| **r != Requester::Unknown),
+            batch: None,
+            reports: &self.reports,
+            scope: OverloadScope::Session,
+            scoped: false,
+            duplicate,
+            eager: true,
+        };
+        let started = start(&ctx, id.clone(), request, meta.unwrap_or_default(), terms);
+        if !duplicate {
+            let mut ids = self.ids.lock();
+            match started {
+                Some(started) => ids.started(id, started),
+                None => ids.release(&id),
+            }
+        }
+        None
     }
 
     /// Serves `sub` if it is a 2026-07-28 request other than a listen, from the caller's
@@ -201,6 +328,19 @@ impl Desk {
     }
 }
 
+/// Whether a legacy session's request of `method` is the desk's: not one that changes the
+/// session, which the actor keeps.
+fn session_served(method: MethodName) -> bool {
+    !matches!(
+        method,
+        MethodName::Initialize
+            | MethodName::SetLevel
+            | MethodName::Subscribe
+            | MethodName::Unsubscribe
+            | MethodName::SubscriptionsListen
+    )
+}
+
 /// Answers a refused request on its route.
 fn refuse(output: &Output, id: RequestId, err: &McpError) {
     let _ = output.send_vec(Kind::Response, err.to_response(Some(id)).to_vec());
@@ -210,5 +350,16 @@ impl ConnState {
     /// The endpoint's desk, made on first use; `None` for a byte stream.
     pub(super) fn desk(&self) -> Option<&Arc<Desk>> {
         self.endpoint.as_ref().map(|e| e.desk.get_or_init(|| Arc::new(Desk::new(self))))
+    }
+
+    /// Publishes the legacy session's terms to the endpoint's desk (made now if it was
+    /// not): at `initialize`, a `logging/setLevel` and a principal's new token.
+    pub(super) fn publish(&self) {
+        let (Some(legacy), Some(desk)) = (&self.legacy, self.desk()) else { return };
+        desk.publish(LegacyTerms {
+            version: legacy.session.version(),
+            info: legacy.info.clone(),
+            log_level: legacy.log_level,
+        });
     }
 }

@@ -241,12 +241,7 @@ impl ConnState {
     /// reader has already stopped; the actor goes on serving what the tasks ask of it.
     pub(super) fn drain(&mut self, myself: &ActorRef<ConnMsg>) {
         self.close_streams();
-        let in_flight = self
-            .in_flight
-            .iter()
-            .filter(|(_, task)| !task.is_finished())
-            .map(|(id, t)| (id.clone(), t.task.clone()))
-            .collect();
+        let in_flight = self.ids.lock().running().map(|(id, t)| (id.clone(), t.task.clone())).collect();
         let drain = Drain {
             in_flight,
             reports: self.reports.clone(),

@@ -105,8 +105,7 @@ impl ConnState {
         };
         let requester = self.own.as_ref().map_or_else(|| "many".into(), requester_name);
         let mut requests: Vec<ViewNode> = Vec::new();
-        let running = self.in_flight.iter().filter(|(_, r)| !r.is_finished());
-        requests.extend(running.map(|(id, r)| request_node(Some(id), r, now)));
+        requests.extend(self.ids.lock().views(now));
         if let Some(desk) = self.endpoint.as_ref().and_then(|e| e.desk.get()) {
             requests.extend(desk.views(now));
         }

@@ -31,6 +31,7 @@ mod batch;
 mod client_tasks;
 mod desk;
 mod handle;
+mod ids;
 pub(crate) mod inbound;
 pub(crate) mod inspect;
 mod notify;
@@ -61,7 +62,6 @@ pub use handle::Connection;
 pub(crate) use handle::{spread_asks, ConnectionHandle};
 use inbound::Burst;
 pub(crate) use inbound::Inbound;
-use inspect::InFlight;
 use pending::{AnswerTx, Pending};
 
 use crate::subscription::unit::UnitRef;
@@ -178,15 +178,14 @@ pub(crate) struct ConnState {
     /// The request tasks' supervisor: owned, not an actor (the connection is its place in
     /// the tree and stops it in `post_stop`), because an idle actor costs about 7.9 KB.
     tasks: OwnedTaskSupervisor,
-    in_flight: HashMap<RequestId, InFlight>,
+    /// The requests in flight by id (not those scoped to their exchange), shared with the
+    /// endpoint's desk, which starts a legacy session's requests too (`ids.rs`).
+    ids: Arc<parking_lot::Mutex<ids::IdTable>>,
     /// Request reports not yet done (`inbound::Reports`): a task counts as finished just
     /// before its report writes the answer, so the end-of-input drain waits for these too.
     reports: inbound::Reports,
     /// When the actor started, for tree views.
     started: tokio::time::Instant,
-    /// The in-flight table is swept of finished tasks when it reaches this size, so the
-    /// common path (a request finishes) costs the actor no message at all.
-    sweep_at: usize,
     tenant: Arc<TenantLimits>,
     /// Held for the connection's life (`ConnectionArgs::session_slot`).
     _session_slot: Option<crate::requester::RequesterSlot>,
@@ -292,10 +291,9 @@ impl Actor for ConnectionActor {
             current: None,
             endpoint,
             tasks,
-            in_flight: HashMap::new(),
+            ids: Arc::default(),
             reports: inbound::Reports::default(),
             started: tokio::time::Instant::now(),
-            sweep_at: 64,
             tenant,
             _session_slot: session_slot,
             auth,
@@ -381,7 +379,7 @@ impl Actor for ConnectionActor {
         // Streams are told first, so their handlers' `handle_close` runs within the grace.
         state.close_streams();
         state.streams.shutdown().await;
-        state.in_flight.clear();
+        state.ids.lock().clear();
         if let Some(desk) = state.endpoint.as_ref().and_then(|e| e.desk.get()) {
             desk.clear();
         }

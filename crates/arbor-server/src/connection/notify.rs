@@ -28,9 +28,7 @@ impl ConnState {
                 if self.cancel_listen(&id) {
                     return;
                 }
-                if let Some(task) = self.in_flight.remove(&id) {
-                    let _ = task.cancel();
-                }
+                self.ids.lock().cancel(&id);
             }
             ClientNotification::Initialized(_) => {
                 if let Some(legacy) = self.legacy.as_mut() {

@@ -177,6 +177,7 @@ impl ConnState {
                     legacy.session.set_log_level(params.level);
                     legacy.log_level = Some(params.level);
                 }
+                self.publish();
             }
             _ => {}
         }
@@ -217,18 +218,24 @@ impl ConnState {
             Served::Legacy => {
                 let principal = self.principal().cloned();
                 let legacy = self.legacy.as_mut().expect("legacy terms need a session");
+                let mut refreshed = false;
                 if principal.is_some() && !same_principal(&legacy.info.principal, &principal) {
                     // The session's principal presented a new token (refreshed, other
                     // scopes): this request and the next see what it proves now. The
                     // transport has already checked that it is the same identity.
                     legacy.info = Arc::new(ConnectionInfo { principal, ..(*legacy.info).clone() });
+                    refreshed = true;
                 }
-                JobTerms {
+                let terms = JobTerms {
                     version,
                     connection: legacy.info.clone(),
                     progress_token: meta.and_then(Meta::progress_token),
                     log_level: legacy.log_level.filter(|_| may_log),
+                };
+                if refreshed {
+                    self.publish();
                 }
+                terms
             }
         }
     }
@@ -256,6 +263,8 @@ impl ConnState {
         let log_level = self.shared.config.default_log_level;
         self.clock.legacy(version);
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
+        // Before the answer: a request the client sends on reading it may reach the desk.
+        self.publish();
         crate::telemetry::record_negotiated(&self.span, version);
         if let Some(endpoint) = &self.endpoint {
             let _ = endpoint.negotiated.set(version);
@@ -318,7 +327,7 @@ impl ConnState {
 
 /// Whether two infos carry the same principal: the same verification (one `Arc`, as the
 /// transport's token cache hands out), or none on both sides.
-fn same_principal(a: &Option<Arc<Principal>>, b: &Option<Arc<Principal>>) -> bool {
+pub(super) fn same_principal(a: &Option<Arc<Principal>>, b: &Option<Arc<Principal>>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         (None, None) => true,

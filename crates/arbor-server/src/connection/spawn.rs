@@ -61,9 +61,10 @@ impl ConnState {
         // A request scoped to its exchange is not in the id table: another exchange may
         // use the same id, and only closing its route cancels it.
         let scoped = self.scoped();
-        let duplicate = !scoped
-            && (self.in_flight.get(&id).is_some_and(|task| !task.is_finished())
-                || self.listens.get(&id).is_some_and(|unit| !unit.is_finished()));
+        // The id is reserved before the request starts (`ids.rs`): the endpoint's desk may
+        // be starting one under the same id on another task.
+        let duplicate =
+            !scoped && (self.listens.get(&id).is_some_and(|unit| !unit.is_finished()) || !self.ids.lock().reserve(&id));
         let ctx = SpawnCtx {
             shared: &self.shared,
             tenant: &self.tenant,
@@ -84,17 +85,17 @@ impl ConnState {
             duplicate,
             eager: false,
         };
-        let Some(started) = start(&ctx, id.clone(), request, meta, terms) else { return };
-        if scoped {
-            if let Some(desk) = self.desk() {
-                desk.record(started);
+        let started = start(&ctx, id.clone(), request, meta, terms);
+        match (scoped, started) {
+            (true, Some(started)) => {
+                if let Some(desk) = self.desk() {
+                    desk.record(started);
+                }
             }
-        } else {
-            if self.in_flight.len() >= self.sweep_at {
-                self.in_flight.retain(|_, task| !task.is_finished());
-                self.sweep_at = (self.in_flight.len() * 2).max(64);
-            }
-            self.in_flight.insert(id, started);
+            (true, None) => {}
+            (false, _) if duplicate => {}
+            (false, Some(started)) => self.ids.lock().started(id, started),
+            (false, None) => self.ids.lock().release(&id),
         }
     }
 }

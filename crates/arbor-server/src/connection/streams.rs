@@ -112,10 +112,7 @@ impl ConnState {
     pub(super) fn open_listen(&mut self, id: RequestId, filter: SubscriptionFilter, connection: Arc<ConnectionInfo>) {
         self.sweep_streams();
         let scoped = self.scoped();
-        if !scoped
-            && (self.listens.get(&id).is_some_and(|unit| !unit.is_finished())
-                || self.in_flight.get(&id).is_some_and(|task| !task.is_finished()))
-        {
+        if !scoped && (self.listens.get(&id).is_some_and(|unit| !unit.is_finished()) || self.ids.lock().busy(&id)) {
             return self.reply_error(Some(id), &duplicate_id(self.own_scope()));
         }
         let slot = match self.stream_slot() {

@@ -183,12 +183,21 @@ impl Endpoint {
     /// Hands a submission to the desk (a 2026-07-28 request scoped to its exchange, served
     /// from this task) or to the actor. On a stopped endpoint the route is dropped unused.
     fn send(&self, sub: Submission, on_close: OnClose) {
-        let sub = match self.shared.desk.get().filter(|_| on_close == OnClose::Cancel) {
+        let sub = match self.shared.desk.get() {
             Some(_) if !self.handle.is_alive() => return,
-            Some(desk) => match desk.serve(sub, true) {
-                None => return,
-                Some(sub) => sub,
-            },
+            Some(desk) => {
+                let handed_back = match on_close {
+                    OnClose::Cancel => desk.serve(sub, true),
+                    OnClose::Continue => {
+                        desk.set_level_early(&sub.item);
+                        desk.serve_session(sub)
+                    }
+                };
+                match handed_back {
+                    None => return,
+                    Some(sub) => sub,
+                }
+            }
             None => sub,
         };
         let Submission { item, route, requester, principal } = sub;

@@ -590,3 +590,32 @@ async fn requests_started_without_the_actor_stay_supervised_and_in_the_tree() {
     assert!(end(&mut late).await);
     s.finish().await;
 }
+
+/// A legacy session's requests are started by the endpoint's desk too, once `initialize`
+/// was answered, sharing the actor's id table: a second request under a running id is
+/// refused, `notifications/cancelled` (handled by the actor) stops one the desk started,
+/// the id is free again after it, and the view lists the request under its id.
+#[tokio::test]
+async fn a_sessions_requests_started_without_the_actor_share_its_id_table() {
+    let s = Setup::new().await;
+    s.initialize("2025-11-25", json!({})).await;
+    let legacy_call = |id: i64, tool: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": tool, "arguments": {"message": "m"}}})
+    };
+    let mut hanging = s.submit(legacy_call(7, "hang"), OnClose::Continue);
+    let mut twin = s.submit(legacy_call(7, "echo"), OnClose::Continue);
+    let twin = response(next(&mut twin).await);
+    assert_eq!(twin["error"]["code"], -32600, "{twin}");
+    assert!(twin["error"]["message"].as_str().unwrap().contains("already in flight"), "{twin}");
+    let tree = serde_json::to_string(&s.server.observe().await.unwrap().root).unwrap();
+    assert!(tree.contains("\"id 7\""), "{tree}");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
+    let mut cancelled = s.submit(cancel, OnClose::Continue);
+    assert!(end(&mut cancelled).await);
+    assert!(end(&mut hanging).await, "a cancelled request is not answered");
+    assert_eq!(s.counters.dropped.load(Ordering::SeqCst), 1, "its work was dropped");
+    let mut again = s.submit(legacy_call(7, "echo"), OnClose::Continue);
+    assert_eq!(response(next(&mut again).await)["result"]["content"][0]["text"], "m");
+    s.finish().await;
+}
