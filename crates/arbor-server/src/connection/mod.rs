@@ -9,10 +9,14 @@
 //! standalone route for what no submission caused). Either way the actor checks each
 //! request's terms (handshake session or per-request `_meta`), enforces the limits, and
 //! spawns one supervised task per request on its own task supervisor (`spawn.rs`),
-//! keeping the in-flight table (id → [`TaskRef`]) that cancellation and duplicate-id
-//! checks use. It answers protocol housekeeping itself (`initialize`, `ping`, errors) and
-//! keeps the session state: the negotiated terms, the log level, its subscription streams
-//! (`streams.rs`), and server-to-client requests waiting for answers (`pending.rs`).
+//! keeping the in-flight table (id → [`TaskRef`], `ids.rs`) that cancellation and
+//! duplicate-id checks use. It answers protocol housekeeping itself (`initialize`, `ping`,
+//! errors) and keeps the session state: the negotiated terms, the log level, its
+//! subscription streams (`streams.rs`), and server-to-client requests waiting for answers
+//! (`pending.rs`). As an endpoint it also has a desk (`desk.rs`), which starts 2026-07-28
+//! requests and an initialized legacy session's ordinary ones on their transport's task
+//! with the same checks and code, from terms the actor publishes and the id table they
+//! share; the actor keeps everything that changes the session.
 //!
 //! What it is not: it never awaits user code. Handlers run on request tasks; client
 //! notifications go to a per-connection worker task that calls the handler in arrival

@@ -141,12 +141,14 @@ impl Endpoint {
     /// handler. On a closed endpoint the route is dropped at once, so its receiver reads
     /// `None` without any response.
     ///
-    /// A 2026-07-28 request submitted with [`OnClose::Cancel`] (other than a listen) is
-    /// checked and started right here, on the calling task, with no actor message
-    /// (`connection::desk`), and its handler's first poll runs here too: a handler that
-    /// answers at once has its response on the route when this returns, and one that
-    /// does not goes on as its own supervised task. Call it from the task that will read
-    /// the route. Everything else is one message to the endpoint's actor.
+    /// A 2026-07-28 request submitted with [`OnClose::Cancel`] (other than a listen), and
+    /// an initialized legacy session's request that does not change the session (not
+    /// `initialize`, `logging/setLevel` or an (un)subscription), is checked and started
+    /// right here, on the calling task, with no actor message (`connection::desk`), and its
+    /// handler's first poll runs here too: a handler that answers at once has its response
+    /// on the route when this returns, and one that does not goes on as its own supervised
+    /// task. Call it from the task that will read the route. Everything else is one message
+    /// to the endpoint's actor, in submission order.
     pub fn submit(&self, parsed: Parsed, route: Route, on_close: OnClose) {
         self.send(Submission { item: parsed.item, route, requester: None, principal: None }, on_close);
     }
