@@ -19,8 +19,9 @@
 //! requests, batches) still goes to the actor; a `logging/setLevel` is also applied to the
 //! published terms as it is submitted, so that no later request, served here, misses it.
 //!
-//! The actor makes the desk on its first scoped submission or at `initialize`, and keeps
-//! it in its `EndpointShared`; a byte stream has none. What it is not: a second
+//! The actor makes the desk on its first scoped submission, or at a legacy session's first
+//! ordinary request (which it serves itself), and keeps it in its `EndpointShared`; a byte
+//! stream, and a session that never sent a request, have none. What it is not: a second
 //! actor or a lock around the actor's state: it holds only what is shared already (the
 //! server, the tenant, the handler slot, the task supervisor) plus two small locks of its
 //! own, the modern-terms cache and the list of its running requests for tree views.
@@ -352,14 +353,26 @@ impl ConnState {
         self.endpoint.as_ref().map(|e| e.desk.get_or_init(|| Arc::new(Desk::new(self))))
     }
 
-    /// Publishes the legacy session's terms to the endpoint's desk (made now if it was
-    /// not): at `initialize`, a `logging/setLevel` and a principal's new token.
+    /// Publishes the legacy session's terms to the endpoint's desk, if it has one: at
+    /// `initialize`, a `logging/setLevel` and a principal's new token.
     pub(super) fn publish(&self) {
-        let (Some(legacy), Some(desk)) = (&self.legacy, self.desk()) else { return };
+        let desk = self.endpoint.as_ref().and_then(|e| e.desk.get());
+        let (Some(legacy), Some(desk)) = (&self.legacy, desk) else { return };
         desk.publish(LegacyTerms {
             version: legacy.session.version(),
             info: legacy.info.clone(),
             log_level: legacy.log_level,
         });
+    }
+
+    /// Makes a legacy session's desk, once: at the session's first ordinary request, which
+    /// the actor serves itself. An idle session (a handshake and nothing since) has none:
+    /// about 500 bytes kept for its life.
+    pub(super) fn open_session_desk(&self) {
+        let Some(endpoint) = &self.endpoint else { return };
+        if endpoint.desk.get().is_none() {
+            self.desk();
+            self.publish();
+        }
     }
 }

@@ -181,6 +181,11 @@ impl ConnState {
             }
             _ => {}
         }
+        if matches!(served, Served::Legacy) {
+            // The session's first ordinary request: from the next one on, the desk serves
+            // them (a session that never sends one never pays for a desk).
+            self.open_session_desk();
+        }
         let terms = self.job_terms(served, meta.as_ref(), version);
         self.clock.served(version);
         if let ClientRequest::SubscriptionsListen(params) = *request {
@@ -263,7 +268,8 @@ impl ConnState {
         let log_level = self.shared.config.default_log_level;
         self.clock.legacy(version);
         self.legacy = Some(Legacy { session, initialized: false, info, log_level });
-        // Before the answer: a request the client sends on reading it may reach the desk.
+        // Before the answer, in case the desk exists: a request the client sends on reading
+        // it may reach the desk.
         self.publish();
         crate::telemetry::record_negotiated(&self.span, version);
         if let Some(endpoint) = &self.endpoint {

@@ -548,6 +548,11 @@ async fn requests_started_without_the_actor_stay_supervised_and_in_the_tree() {
     // The first scoped submission goes through the actor, which makes the desk.
     let mut first = s.submit(modern_call(json!(1), "echo", json!({"message": "a"})), OnClose::Cancel);
     assert_eq!(response(next(&mut first).await)["result"]["content"][0]["text"], "a");
+    // From now on the desk serves them on this task: a handler ready at its first poll has
+    // its answer on the route when `submit` returns.
+    let mut quick = s.submit(modern_call(json!(20), "echo", json!({"message": "q"})), OnClose::Cancel);
+    let answer = quick.try_recv().expect("answered before submit returned");
+    assert_eq!(response(answer)["result"]["content"][0]["text"], "q");
     let mut hanging: Vec<RouteReceiver> =
         (2..5).map(|i| s.submit(modern_call(json!(i), "hang", json!({})), OnClose::Cancel)).collect();
     let mut cancelled = s.submit(modern_call(json!(9), "hang", json!({})), OnClose::Cancel);
@@ -591,10 +596,11 @@ async fn requests_started_without_the_actor_stay_supervised_and_in_the_tree() {
     s.finish().await;
 }
 
-/// A legacy session's requests are started by the endpoint's desk too, once `initialize`
-/// was answered, sharing the actor's id table: a second request under a running id is
-/// refused, `notifications/cancelled` (handled by the actor) stops one the desk started,
-/// the id is free again after it, and the view lists the request under its id.
+/// A legacy session's requests are started by the endpoint's desk too, from its second
+/// ordinary request on (the first, which the actor serves, makes the desk), sharing the
+/// actor's id table: a request under an id the other one runs is refused,
+/// `notifications/cancelled` (handled by the actor) stops a running one, the id is free
+/// again after it, and the view lists the request under its id.
 #[tokio::test]
 async fn a_sessions_requests_started_without_the_actor_share_its_id_table() {
     let s = Setup::new().await;
@@ -615,7 +621,10 @@ async fn a_sessions_requests_started_without_the_actor_share_its_id_table() {
     assert!(end(&mut cancelled).await);
     assert!(end(&mut hanging).await, "a cancelled request is not answered");
     assert_eq!(s.counters.dropped.load(Ordering::SeqCst), 1, "its work was dropped");
+    // Served by the desk on this task, its handler ready at its first poll: the answer is
+    // on the route when `submit` returns, with no other task run.
     let mut again = s.submit(legacy_call(7, "echo"), OnClose::Continue);
-    assert_eq!(response(next(&mut again).await)["result"]["content"][0]["text"], "m");
+    let answer = again.try_recv().expect("answered before submit returned");
+    assert_eq!(response(answer)["result"]["content"][0]["text"], "m");
     s.finish().await;
 }
