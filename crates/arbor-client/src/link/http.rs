@@ -347,14 +347,19 @@ impl HttpLink {
             let mut body = response.bytes_stream();
             while let Some(chunk) = body.next().await {
                 let Ok(chunk) = chunk else { break };
-                for data in parser.feed(&chunk) {
-                    shared.inbound(&data, origin);
-                }
+                let events = parser.feed(&chunk);
+                // Skipped events are counted before the chunk's events are handed on: an
+                // oversized event ahead of an answer is counted before that answer ends
+                // its call (counted after, a caller reading the count on its answer could
+                // miss it).
                 for _ in 0..parser.take_oversized() {
                     shared.count_malformed(
                         "event",
                         &format_args!("an SSE event over {MAX_FRAME_BYTES} bytes was skipped"),
                     );
+                }
+                for data in events {
+                    shared.inbound(&data, origin);
                 }
             }
             let retry_ms = parser.retry_ms().or(before.as_ref().and_then(|b| b.retry_ms));
