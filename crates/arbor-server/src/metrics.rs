@@ -18,12 +18,25 @@
 //! `arbor_http` serves a Prometheus recorder's text at `/metrics` when the application
 //! installs one (`HttpConfig::metrics`).
 //!
+//! Per request, the handles of the operation histogram, the admitted counter and the
+//! in-flight gauge are kept ([`Kept`]) rather than looked up through a key built per call
+//! (a label vector, the recorder's hash and map lookup: about 6,000 instructions per
+//! request with the Prometheus recorder). A handle is kept only if it came from a
+//! recorder that lives as long as the process (the global one, or the facade's no-op while
+//! none is installed), so a thread-local recorder (`metrics::set_default_local_recorder`,
+//! tests) still gets every call through its own registration. A kept handle keeps its
+//! series: an exporter's idle timeout (`PrometheusBuilder::idle_timeout`, off in
+//! `arbor_http::metrics::prometheus_builder`) must not drop series still being updated, as
+//! for any handle held (the gauges' guards hold theirs already).
+//!
 //! Invariant: a gauge changed here is changed back exactly once (the guards' `Drop`), so
 //! every gauge returns to its start when what it counts has gone.
 
 use std::borrow::Cow;
-use std::sync::Arc;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, LazyLock, OnceLock};
+use std::time::{Duration, Instant};
 
 use arbor_protocol::error::{ErrorCode, McpError};
 use arbor_protocol::methods::{ClientRequest, MethodName};
@@ -31,8 +44,10 @@ use arbor_protocol::version::ProtocolVersion;
 
 use crate::context::ConnectionInfo;
 use metrics::{
-    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Gauge, Label, SharedString, Unit,
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Counter, Gauge, Histogram, Key,
+    Label, Recorder, SharedString, Unit,
 };
+use parking_lot::{Mutex, RwLock};
 
 pub use arbor_bus::metrics as bus;
 pub use arbor_otp::metrics as otp;
@@ -182,9 +197,29 @@ pub(crate) fn tenant_label(name: &str) -> SharedString {
     SharedString::from(Arc::<str>::from(name))
 }
 
-/// One request of `tenant` got its task.
+/// One request of `tenant` got its task: its counter kept per tenant name.
 pub(crate) fn admitted(tenant: &SharedString) {
-    counter!(REQUESTS_ADMITTED, TENANT => tenant.clone()).increment(1);
+    static ADMITTED: KeptMap<Box<str>, Counter> = LazyLock::new(Default::default);
+    metrics::with_recorder(|recorder| {
+        let register = || {
+            let key = Key::from_parts(REQUESTS_ADMITTED, vec![Label::new(TENANT, tenant.clone())]);
+            recorder.register_counter(&key, &METADATA)
+        };
+        let Some(id) = RecorderId::of(recorder) else { return register().increment(1) };
+        if let Some((from, counter)) = ADMITTED.read().get(&**tenant) {
+            if *from == id {
+                return counter.increment(1);
+            }
+        }
+        let counter = register();
+        counter.increment(1);
+        if lasting(id) {
+            let mut kept = ADMITTED.write();
+            if kept.len() < MAX_KEPT || kept.contains_key(&**tenant) {
+                kept.insert(Box::from(&**tenant), (id, counter));
+            }
+        }
+    })
 }
 
 /// `tenant` was escalated past its restart budget and is quarantined for `quarantine`:
@@ -200,19 +235,176 @@ pub(crate) fn escalated(tenant: &SharedString, quarantine: std::time::Duration) 
     });
 }
 
-/// The key of a tenant's in-flight gauge, made once per tenant: `gauge!` with a label
-/// builds its key (a vector of labels) on every call, two allocations per request, even
-/// with no recorder installed.
-pub(crate) fn in_flight_key(tenant: &SharedString) -> metrics::Key {
-    metrics::Key::from_parts(REQUESTS_IN_FLIGHT, vec![Label::new(TENANT, tenant.clone())])
+/// A tenant's in-flight gauge: its key made once per tenant (`gauge!` with a label builds
+/// its key, a vector of labels, on every call) and its handle kept ([`Kept`]).
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    key: Key,
+    gauge: Kept<Gauge>,
 }
 
-/// The tenant's in-flight gauge (`in_flight_key`) moved by `delta` (a slot taken or given
-/// back), recorded as `gauge!` would.
-pub(crate) fn in_flight(key: &metrics::Key, delta: f64) {
-    static METADATA: metrics::Metadata<'static> =
-        metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
-    metrics::with_recorder(|recorder| recorder.register_gauge(key, &METADATA)).increment(delta);
+/// The in-flight gauge of `tenant`.
+pub(crate) fn in_flight_key(tenant: &SharedString) -> InFlight {
+    InFlight {
+        key: Key::from_parts(REQUESTS_IN_FLIGHT, vec![Label::new(TENANT, tenant.clone())]),
+        gauge: Kept::default(),
+    }
+}
+
+/// The tenant's in-flight gauge moved by `delta` (a slot taken or given back), recorded as
+/// `gauge!` would.
+pub(crate) fn in_flight(gauge: &InFlight, delta: f64) {
+    gauge.gauge.with(|recorder| recorder.register_gauge(&gauge.key, &METADATA), |g| g.increment(delta));
+}
+
+/// What `counter!`, `gauge!` and `histogram!` pass a recorder from this module.
+static METADATA: metrics::Metadata<'static> =
+    metrics::Metadata::new(module_path!(), metrics::Level::INFO, Some(module_path!()));
+
+/// At most this many handles kept per map ([`admitted`], [`Operation::finish`]): their keys
+/// are tenant, tool and prompt names the server knows (an unknown tool is an error, never
+/// kept), but a server adding names for ever must not grow the map for ever; past it,
+/// each call registers as the macros do.
+const MAX_KEPT: usize = 4096;
+
+/// A map of kept handles, hashed with FxHash (rustc's): SipHash cost half the lookup on
+/// keys of a few short strings, and flooding is no concern, as only names the server
+/// knows are ever inserted (a tool or prompt that answered, a tenant admitted), at most
+/// [`MAX_KEPT`].
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+
+/// Handles kept by key, each with the recorder it came from.
+type KeptMap<K, H> = LazyLock<RwLock<FxMap<K, (RecorderId, H)>>>;
+
+/// FxHash: a word at a time, rotated, xored and multiplied.
+#[derive(Default)]
+struct Fx(u64);
+
+impl Fx {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A recorder's identity: its address (compared, never dereferenced), so that a handle is
+/// used only with the recorder it came from. Only a recorder with a size has one: two live
+/// zero-sized values may share an address, so a zero-sized recorder (the facade's no-op)
+/// registers at every call, as the macros do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct RecorderId(usize);
+
+impl RecorderId {
+    fn of(recorder: &dyn Recorder) -> Option<RecorderId> {
+        (std::mem::size_of_val(recorder) != 0).then(|| RecorderId(address(recorder)))
+    }
+}
+
+/// A recorder's address, whatever its size (what a probe reports).
+fn address(recorder: &dyn Recorder) -> usize {
+    (recorder as *const dyn Recorder).cast::<()>() as usize
+}
+
+/// The global recorder, once a thread with no local recorder has seen it: it lives as long
+/// as the process, so its handles can be kept.
+static GLOBAL: OnceLock<RecorderId> = OnceLock::new();
+
+/// When a probe last ran, so that a thread recording to a local recorder does not start a
+/// probe per call.
+static LAST_PROBE: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Whether the recorder `id` is the global one, so that a handle it registered can be
+/// kept. A recorder not seen yet is checked against what a fresh thread (no local
+/// recorder) sees, at most every 100 ms: a local recorder, which may be gone by the next
+/// call and another made at its address, never is the global one.
+fn lasting(id: RecorderId) -> bool {
+    if let Some(global) = GLOBAL.get() {
+        return *global == id;
+    }
+    {
+        let Some(mut last) = LAST_PROBE.try_lock() else { return false };
+        if last.is_some_and(|at| at.elapsed() < Duration::from_millis(100)) {
+            return false;
+        }
+        *last = Some(Instant::now());
+    }
+    let probed = std::thread::scope(|scope| {
+        let probe = std::thread::Builder::new()
+            .name("arbor-metrics-probe".to_owned())
+            .spawn_scoped(scope, || metrics::with_recorder(|r| RecorderId::of(r).map(|_| address(r))));
+        probe.ok()?.join().ok().flatten()
+    });
+    match probed {
+        // The fresh thread saw a recorder with a size: no local one, so the global one,
+        // which never changes once installed.
+        Some(global) => *GLOBAL.get_or_init(|| RecorderId(global)) == id,
+        None => false,
+    }
+}
+
+/// A handle registered once and kept while the recorder it came from is the current one
+/// (the global recorder, or the no-op while none is installed; see [`lasting`]).
+#[derive(Debug)]
+pub(crate) struct Kept<H>(RwLock<Option<(RecorderId, H)>>);
+
+impl<H> Default for Kept<H> {
+    fn default() -> Self {
+        Kept(RwLock::new(None))
+    }
+}
+
+impl<H> Kept<H> {
+    /// Runs `record` on the kept handle, or on one `register` makes with the current
+    /// recorder (kept if that recorder lasts).
+    fn with(&self, register: impl FnOnce(&dyn Recorder) -> H, record: impl FnOnce(&H)) {
+        metrics::with_recorder(|recorder| {
+            let Some(id) = RecorderId::of(recorder) else { return record(&register(recorder)) };
+            if let Some((from, handle)) = &*self.0.read() {
+                if *from == id {
+                    return record(handle);
+                }
+            }
+            let handle = register(recorder);
+            record(&handle);
+            if lasting(id) {
+                *self.0.write() = Some((id, handle));
+            }
+        })
+    }
 }
 
 /// How a request ended, for `error.type` and `rpc.response.status_code`.
@@ -262,8 +454,46 @@ impl Operation {
         counter!(HANDLER_TIMEOUTS, METHOD => self.method.as_str()).increment(1);
     }
 
-    /// The answer was handed to the transport.
+    /// The answer was handed to the transport. A success's histogram is kept per method,
+    /// version, transport and target (errors, rare and with codes of any value, register
+    /// each time).
     pub(crate) fn finish(self, status: Status) {
+        type Target = Option<(&'static str, String)>;
+        type OperationKey = (MethodName, &'static str, &'static str, Target);
+        static KEPT: KeptMap<OperationKey, Histogram> = LazyLock::new(Default::default);
+        if status != Status::Ok {
+            return self.register(status);
+        }
+        metrics::with_recorder(|recorder| {
+            let Some(id) = RecorderId::of(recorder) else { return self.register(status) };
+            let seconds = self.start.elapsed().as_secs_f64();
+            let key = (self.method, self.version, self.transport, self.target);
+            if let Some((from, histogram)) = KEPT.read().get(&key) {
+                if *from == id {
+                    return histogram.record(seconds);
+                }
+            }
+            let (method, version, transport, target) = &key;
+            let mut labels = Vec::with_capacity(4);
+            labels.push(Label::new(METHOD, method.as_str()));
+            labels.push(Label::new(PROTOCOL_VERSION, *version));
+            labels.push(Label::new(TRANSPORT, *transport));
+            if let Some((name, value)) = target {
+                labels.push(Label::new(*name, value.clone()));
+            }
+            let histogram = recorder.register_histogram(&Key::from_parts(OPERATION_DURATION, labels), &METADATA);
+            histogram.record(seconds);
+            if lasting(id) {
+                let mut kept = KEPT.write();
+                if kept.len() < MAX_KEPT || kept.contains_key(&key) {
+                    kept.insert(key, (id, histogram));
+                }
+            }
+        })
+    }
+
+    /// Records the operation as `histogram!` would, its labels built for this call.
+    fn register(self, status: Status) {
         let mut labels = Vec::with_capacity(6);
         labels.push(Label::new(METHOD, self.method.as_str()));
         labels.push(Label::new(PROTOCOL_VERSION, self.version));

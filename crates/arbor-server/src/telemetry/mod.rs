@@ -89,11 +89,17 @@ pub(crate) fn record_negotiated(span: &Span, version: ProtocolVersion) {
 /// `{method} {target}`, or the method alone: the conventions' span name.
 struct SpanName<'a>(&'a str, Option<&'a str>);
 
+// The parts written one by one rather than through `write!`, whose format machinery costs
+// more than the copies on a span built per request.
 impl fmt::Display for SpanName<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)?;
         match self.1 {
-            Some(target) => write!(f, "{} {target}", self.0),
-            None => f.write_str(self.0),
+            Some(target) => {
+                f.write_str(" ")?;
+                f.write_str(target)
+            }
+            None => Ok(()),
         }
     }
 }
@@ -104,7 +110,7 @@ struct RawId<'a>(&'a RequestId);
 impl fmt::Display for RawId<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::Number(n) => fmt::Display::fmt(n, f),
             RequestId::String(s) => f.write_str(s),
         }
     }
@@ -197,7 +203,9 @@ struct SupervisorPath<'a>(&'a str, &'a str);
 
 impl fmt::Display for SupervisorPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.0, self.1)
+        f.write_str(self.0)?;
+        f.write_str("/")?;
+        f.write_str(self.1)
     }
 }
 

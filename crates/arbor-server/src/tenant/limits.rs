@@ -61,8 +61,8 @@ pub(crate) struct TenantLimits {
     name: String,
     /// The name as a metrics label, made once.
     label: metrics::SharedString,
-    /// The in-flight gauge's key, made once (`crate::metrics::in_flight_key`).
-    in_flight_key: metrics::Key,
+    /// The in-flight gauge, its key made once and its handle kept (`crate::metrics::in_flight_key`).
+    in_flight_key: crate::metrics::InFlight,
     quota: TenantQuota,
     in_flight: AtomicUsize,
     max: usize,
