@@ -19,7 +19,7 @@
 //! installs one (`HttpConfig::metrics`).
 //!
 //! Per request, the handles of the operation histogram, the admitted counter and the
-//! in-flight gauge are kept ([`Kept`]) rather than looked up through a key built per call
+//! in-flight gauge are kept (`Kept`) rather than looked up through a key built per call
 //! (a label vector, the recorder's hash and map lookup: about 6,000 instructions per
 //! request with the Prometheus recorder). A handle is kept only if it came from a
 //! recorder that lives as long as the process (the global one, or the facade's no-op while
