@@ -178,12 +178,7 @@ impl Desk {
         let method = request.method();
         let meta = take_meta(&mut request);
         let version = legacy.version;
-        if gate(method).is_some_and(|feature| !version.supports(feature)) || !offers(&self.shared, method) {
-            refuse(&output, id, &McpError::method_not_found(method.as_str()));
-            return None;
-        }
-        if method == MethodName::Ping {
-            let _ = output.send_vec(Kind::Response, encode_response(&id, &EmptyResult::default()));
+        if self.answered_at_once(&output, &id, method, version) {
             return None;
         }
         // As the actor's `requester()`, `principal()` and `job_terms`: a principal that
@@ -205,26 +200,7 @@ impl Desk {
             log_level: legacy.log_level.filter(|_| may_log),
         };
         let duplicate = !self.ids.lock().reserve(&id);
-        let ctx = SpawnCtx {
-            shared: &self.shared,
-            tenant: &self.tenant,
-            handlers: &self.handlers,
-            tasks: &self.tasks,
-            trace: &self.trace,
-            parent: Some(&self.span),
-            me: &self.me,
-            output: &output,
-            connection_sink: None,
-            standalone: &self.standalone,
-            endpoint: true,
-            requester: Some(&requester).filter(|r| **r != Requester::Unknown),
-            batch: None,
-            reports: &self.reports,
-            scope: OverloadScope::Session,
-            scoped: false,
-            duplicate,
-            eager: true,
-        };
+        let ctx = self.ctx(&output, &requester, Some(&self.span), duplicate, true);
         let started = start(&ctx, id.clone(), request, meta.unwrap_or_default(), terms);
         if !duplicate {
             let mut ids = self.ids.lock();
@@ -263,12 +239,7 @@ impl Desk {
             }
         };
         let version = terms.version();
-        if gate(method).is_some_and(|feature| !version.supports(feature)) || !offers(&self.shared, method) {
-            refuse(&output, id, &McpError::method_not_found(method.as_str()));
-            return None;
-        }
-        if method == MethodName::Ping {
-            let _ = output.send_vec(Kind::Response, encode_response(&id, &EmptyResult::default()));
+        if self.answered_at_once(&output, &id, method, version) {
             return None;
         }
         // As the actor's `requester()` and `principal()`: the endpoint's own principal
@@ -278,30 +249,59 @@ impl Desk {
         let who = Who { tenant: self.tenant.name(), auth: self.auth.as_ref(), requester: requester.clone(), principal };
         let info = modern_info(&mut self.last_modern.lock(), who, &terms, meta.as_ref());
         let job_terms = modern_terms(&terms, info, self.shared.capabilities.logging.is_some());
-        let ctx = SpawnCtx {
+        let ctx = self.ctx(&output, &requester, None, false, eager);
+        if let Some(started) = start(&ctx, id, request, meta.unwrap_or_default(), job_terms) {
+            self.record(started);
+        }
+        None
+    }
+
+    /// Answers at once what needs no task: a method the revision or the server does not
+    /// offer (-32601), and `ping`. `true` when it did.
+    fn answered_at_once(&self, output: &Output, id: &RequestId, method: MethodName, version: ProtocolVersion) -> bool {
+        if gate(method).is_some_and(|feature| !version.supports(feature)) || !offers(&self.shared, method) {
+            refuse(output, id.clone(), &McpError::method_not_found(method.as_str()));
+            return true;
+        }
+        if method == MethodName::Ping {
+            let _ = output.send_vec(Kind::Response, encode_response(id, &EmptyResult::default()));
+            return true;
+        }
+        false
+    }
+
+    /// What starting a request needs, from the desk: a legacy session's request (`parent`
+    /// the connection's span; in the id table, so `duplicate` says whether its id is
+    /// taken) or one scoped to its exchange (`parent` `None`).
+    fn ctx<'a>(
+        &'a self,
+        output: &'a Output,
+        requester: &'a Requester,
+        parent: Option<&'a tracing::Span>,
+        duplicate: bool,
+        eager: bool,
+    ) -> SpawnCtx<'a> {
+        let scoped = parent.is_none();
+        SpawnCtx {
             shared: &self.shared,
             tenant: &self.tenant,
             handlers: &self.handlers,
             tasks: &self.tasks,
             trace: &self.trace,
-            parent: None,
+            parent,
             me: &self.me,
-            output: &output,
+            output,
             connection_sink: None,
             standalone: &self.standalone,
             endpoint: true,
-            requester: Some(&requester).filter(|r| **r != Requester::Unknown),
+            requester: Some(requester).filter(|r| **r != Requester::Unknown),
             batch: None,
             reports: &self.reports,
-            scope: OverloadScope::Endpoint,
-            scoped: true,
-            duplicate: false,
+            scope: if scoped { OverloadScope::Endpoint } else { OverloadScope::Session },
+            scoped,
+            duplicate,
             eager,
-        };
-        if let Some(started) = start(&ctx, id, request, meta.unwrap_or_default(), job_terms) {
-            self.record(started);
         }
-        None
     }
 
     /// Keeps a started request for tree views (one answered at its first poll is done).
