@@ -34,7 +34,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -267,59 +266,14 @@ static METADATA: metrics::Metadata<'static> =
 /// each call registers as the macros do.
 const MAX_KEPT: usize = 4096;
 
-/// A map of kept handles, hashed with FxHash (rustc's): SipHash cost half the lookup on
-/// keys of a few short strings, and flooding is no concern, as only names the server
-/// knows are ever inserted (a tool or prompt that answered, a tenant admitted), at most
-/// [`MAX_KEPT`].
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
+/// A map of kept handles, hashed with FxHash (`rustc-hash`, already in the tree through
+/// the HTTP stack): SipHash cost half the lookup on keys of a few short strings, and
+/// flooding is no concern, as only names the server knows are ever inserted (a tool or
+/// prompt that answered, a tenant admitted), at most [`MAX_KEPT`].
+type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// Handles kept by key, each with the recorder it came from.
 type KeptMap<K, H> = LazyLock<RwLock<FxMap<K, (RecorderId, H)>>>;
-
-/// FxHash: a word at a time, rotated, xored and multiplied.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Fx {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// A recorder's identity: its address (compared, never dereferenced), so that a handle is
 /// used only with the recorder it came from. Only a recorder with a size has one: two live

@@ -100,7 +100,8 @@ pub(crate) struct Desk {
     ids: Arc<Mutex<IdTable>>,
     /// The connection's span, parent of a session's requests' spans.
     span: tracing::Span,
-    /// The legacy session's terms, once `initialize` was answered (`ConnState::publish`).
+    /// The legacy session's terms, published by the actor when it makes the desk and
+    /// whenever they change (`ConnState::publish`); `None` on an endpoint with no session.
     legacy: ArcSwapOption<LegacyTerms>,
 }
 

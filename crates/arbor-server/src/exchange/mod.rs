@@ -72,8 +72,9 @@ pub(crate) struct EndpointShared {
     pub(crate) negotiated: OnceLock<ProtocolVersion>,
     /// Whether a client reads the standalone route now ([`Endpoint::standalone_reader`]).
     pub(crate) standalone_read: Arc<StandaloneRead>,
-    /// Where 2026-07-28 requests scoped to their exchange are served without an actor
-    /// turn (`connection::desk`); made by the actor on the first such submission.
+    /// Where 2026-07-28 requests scoped to their exchange and a legacy session's ordinary
+    /// requests are served without an actor turn (`connection::desk`); made by the actor
+    /// on the first such request.
     pub(crate) desk: OnceLock<Arc<Desk>>,
 }
 
@@ -182,8 +183,9 @@ impl Endpoint {
         self.send(sub, on_close);
     }
 
-    /// Hands a submission to the desk (a 2026-07-28 request scoped to its exchange, served
-    /// from this task) or to the actor. On a stopped endpoint the route is dropped unused.
+    /// Hands a submission to the desk (a 2026-07-28 request scoped to its exchange, or a
+    /// legacy session's ordinary request, served from this task) or to the actor. On a
+    /// stopped endpoint the route is dropped unused.
     fn send(&self, sub: Submission, on_close: OnClose) {
         let sub = match self.shared.desk.get() {
             Some(_) if !self.handle.is_alive() => return,
