@@ -46,49 +46,113 @@ pub const BAGGAGE: &str = "baggage";
 
 pub use crate::model::common::ProgressToken;
 
-/// Up to this many keys, [`Meta::get`] scans instead of hashing.
+/// Up to this many keys, a `_meta` is a list, scanned on every read and insert; past it, a
+/// map, hashed.
 const SCAN_BELOW: usize = 8;
 
-/// An open `_meta` object. Unknown keys are preserved in order.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Meta(pub Map<String, Value>);
+/// An open `_meta` object. Unknown keys are preserved in order; equality, as for a JSON
+/// object, ignores the order.
+#[derive(Clone, Debug, Default)]
+pub struct Meta(Entries);
+
+/// A request's `_meta` holds a handful of keys, read several times per request. As a list
+/// it costs one allocation and no hashing: a `serde_json::Map` (an `IndexMap` hashed with
+/// SipHash) cost two allocations and about 600 instructions per key just to be read off
+/// the wire, on every 2026-07-28 request. A large `_meta` becomes a map, so a hostile one
+/// costs no quadratic time.
+#[derive(Clone, Debug)]
+enum Entries {
+    /// At most [`SCAN_BELOW`] keys, each once, in order.
+    Few(Vec<(String, Value)>),
+    Many(Map<String, Value>),
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries::Few(Vec::new())
+    }
+}
 
 impl Meta {
     /// An empty `_meta`.
     pub fn new() -> Self {
-        Meta(Map::new())
+        Meta::default()
     }
 
     /// The `_meta` member of a params (or result) object, if it is an object.
     pub fn from_params(params: &Value) -> Option<Meta> {
-        params.get("_meta").and_then(Value::as_object).cloned().map(Meta)
+        params.get("_meta").and_then(Value::as_object).cloned().map(Meta::from)
     }
 
     /// The raw value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        // A request's `_meta` holds a handful of keys, read several times per request: a
-        // scan (a length check rejects most keys) costs less than hashing the key with
-        // SipHash; a large map is hashed, so a long one costs no quadratic time.
-        if self.0.len() <= SCAN_BELOW {
-            return self.0.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v);
+        match &self.0 {
+            Entries::Few(entries) => entries.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v),
+            Entries::Many(map) => map.get(key),
         }
-        self.0.get(key)
     }
 
-    /// Sets `key` to `value`, returning the previous value.
+    /// Sets `key` to `value`, returning the previous value. A key already set keeps its
+    /// place; a new one goes last.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) -> Option<Value> {
-        self.0.insert(key.into(), value)
+        let key = key.into();
+        match &mut self.0 {
+            Entries::Few(entries) => {
+                if let Some((_, slot)) = entries.iter_mut().find(|(k, _)| *k == key) {
+                    return Some(std::mem::replace(slot, value));
+                }
+                if entries.len() < SCAN_BELOW {
+                    entries.push((key, value));
+                    return None;
+                }
+                let mut map: Map<String, Value> = std::mem::take(entries).into_iter().collect();
+                map.insert(key, value);
+                self.0 = Entries::Many(map);
+                None
+            }
+            Entries::Many(map) => map.insert(key, value),
+        }
     }
 
-    /// Removes `key`, returning its value.
+    /// Removes `key`, returning its value. The other keys keep their order.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.0.shift_remove(key)
+        match &mut self.0 {
+            Entries::Few(entries) => {
+                let at = entries.iter().position(|(k, _)| k.as_str() == key)?;
+                Some(entries.remove(at).1)
+            }
+            Entries::Many(map) => map.shift_remove(key),
+        }
     }
 
     /// Whether no key is set.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
+    }
+
+    /// How many keys are set.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Entries::Few(entries) => entries.len(),
+            Entries::Many(map) => map.len(),
+        }
+    }
+
+    /// The keys and their values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let (few, many) = match &self.0 {
+            Entries::Few(entries) => (Some(entries.iter().map(|(k, v)| (k.as_str(), v))), None),
+            Entries::Many(map) => (None, Some(map.iter().map(|(k, v)| (k.as_str(), v)))),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
+    /// The `_meta` as a JSON object.
+    pub fn into_map(self) -> Map<String, Value> {
+        match self.0 {
+            Entries::Few(entries) => entries.into_iter().collect(),
+            Entries::Many(map) => map,
+        }
     }
 
     fn str_at(&self, key: &str) -> Option<&str> {
@@ -207,7 +271,55 @@ impl Meta {
 
 impl From<Map<String, Value>> for Meta {
     fn from(map: Map<String, Value>) -> Self {
-        Meta(map)
+        match map.len() <= SCAN_BELOW {
+            true => Meta(Entries::Few(map.into_iter().collect())),
+            false => Meta(Entries::Many(map)),
+        }
+    }
+}
+
+impl From<Meta> for Map<String, Value> {
+    fn from(meta: Meta) -> Self {
+        meta.into_map()
+    }
+}
+
+impl PartialEq for Meta {
+    fn eq(&self, other: &Meta) -> bool {
+        // As JSON objects are compared (and `serde_json::Map`): same keys, same values.
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Serialize for Meta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Meta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a `_meta` object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Meta, A::Error> {
+                let mut meta = Meta(Entries::Few(Vec::with_capacity(access.size_hint().unwrap_or(4).min(SCAN_BELOW))));
+                // A repeated key keeps its first place and its last value, as in a map.
+                while let Some((key, value)) = access.next_entry::<String, Value>()? {
+                    meta.insert(key, value);
+                }
+                Ok(meta)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -287,13 +399,58 @@ mod tests {
     #[test]
     fn get_finds_the_same_by_scan_and_by_hash() {
         for n in [0, 1, SCAN_BELOW - 1, SCAN_BELOW, SCAN_BELOW + 1, 40] {
-            let meta = Meta((0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect());
+            let mut meta = Meta::new();
+            for i in 0..n {
+                meta.insert(format!("com.example/k{i}"), json!(i));
+            }
+            let from_map = Meta::from((0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect::<Map<_, _>>());
+            assert_eq!(meta, from_map);
+            assert!(meta.iter().map(|(k, _)| k).eq(from_map.iter().map(|(k, _)| k)), "order kept");
             for i in 0..n {
                 assert_eq!(meta.get(&format!("com.example/k{i}")), Some(&json!(i)), "{n} keys, key {i}");
             }
             for absent in ["com.example/k", "com.example/kx", "", "com.example/k1 "] {
                 assert_eq!(meta.get(absent), None, "{n} keys, {absent:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_decoded_meta_is_the_object_it_was_read_from() {
+        for n in [0, 3, SCAN_BELOW, SCAN_BELOW + 1, 1000] {
+            let object: Map<String, Value> = (0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect();
+            let text = serde_json::to_string(&object).unwrap();
+            let meta: Meta = serde_json::from_str(&text).unwrap();
+            assert_eq!(meta.len(), n);
+            assert_eq!(serde_json::to_string(&meta).unwrap(), text, "{n} keys: order and values kept");
+            assert_eq!(meta.clone().into_map(), object);
+        }
+        // A repeated key keeps its first place and its last value, as `serde_json::Map` does.
+        let meta: Meta = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(serde_json::to_string(&meta).unwrap(), r#"{"a":3,"b":2}"#);
+        let mut map: Map<String, Value> = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(meta.into_map(), map);
+        // Equality ignores order, as a JSON object's does.
+        map.shift_remove("a");
+        map.insert("a".into(), json!(3));
+        assert_eq!(Meta::from(map), serde_json::from_str::<Meta>(r#"{"a":3,"b":2}"#).unwrap());
+        assert!(serde_json::from_str::<Meta>("[1]").is_err());
+    }
+
+    #[test]
+    fn remove_and_insert_keep_the_order_of_the_other_keys() {
+        for n in [4, SCAN_BELOW + 4] {
+            let mut meta = Meta::new();
+            for i in 0..n {
+                meta.insert(format!("k{i}"), json!(i));
+            }
+            assert_eq!(meta.remove("k1"), Some(json!(1)));
+            assert_eq!(meta.remove("k1"), None);
+            assert_eq!(meta.insert("k0", json!("x")), Some(json!(0)));
+            let keys: Vec<String> = meta.iter().map(|(k, _)| k.to_owned()).collect();
+            let want: Vec<String> = (0..n).filter(|i| *i != 1).map(|i| format!("k{i}")).collect();
+            assert_eq!(keys, want, "{n} keys");
+            assert_eq!(meta.get("k0"), Some(&json!("x")));
         }
     }
 

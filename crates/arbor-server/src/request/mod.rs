@@ -153,8 +153,10 @@ impl RequestJob {
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
                 // The handler consumes the params, and a state sealed after it must still
-                // bind the arguments: keep a copy, in the one era that seals.
-                let args = if modern { p.arguments.clone() } else { None };
+                // bind the arguments: keep a copy, in the one era that seals, when the tool
+                // can ask for input or a state is presented (opened against them).
+                let keep = modern && (state.is_some() || handler.tool_asks_input(&subject));
+                let args = if keep { p.arguments.clone() } else { None };
                 cache.uncacheable = state.is_some();
                 let bound = Arguments::from(args.as_ref());
                 let caps = cx.client_capabilities();
@@ -179,7 +181,7 @@ impl RequestJob {
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec
-                    .resolve(MethodName::CallTool, &subject, bound, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::CallTool, &subject, keep.then_some(bound), p, state, responses, cx, |p, cx| {
                         handler.call_tool(p, cx)
                     })
                     .await?;
@@ -205,9 +207,16 @@ impl RequestJob {
                 let subject = p.uri.clone();
                 cache.uncacheable = state.is_some();
                 let outcome = exec
-                    .resolve(MethodName::ReadResource, &subject, Arguments::None, p, state, responses, cx, |p, cx| {
-                        handler.read_resource(p, cx)
-                    })
+                    .resolve(
+                        MethodName::ReadResource,
+                        &subject,
+                        Some(Arguments::None),
+                        p,
+                        state,
+                        responses,
+                        cx,
+                        |p, cx| handler.read_resource(p, cx),
+                    )
                     .await?;
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
@@ -237,7 +246,7 @@ impl RequestJob {
                 let args = if modern { p.arguments.clone() } else { None };
                 let bound = Arguments::from(args.as_ref());
                 let outcome = exec
-                    .resolve(MethodName::GetPrompt, &subject, bound, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::GetPrompt, &subject, Some(bound), p, state, responses, cx, |p, cx| {
                         handler.get_prompt(p, cx)
                     })
                     .await?;
@@ -301,7 +310,8 @@ impl Exec<'_> {
         &self,
         method: MethodName,
         subject: &str,
-        arguments: Arguments<'_>,
+        // `None`: the handler said it never asks for input, and no copy was kept.
+        arguments: Option<Arguments<'_>>,
         params: P,
         request_state: Option<String>,
         responses: Option<InputResponses>,
@@ -321,8 +331,9 @@ impl Exec<'_> {
                 crate::Requester::Principal(key) => Some(key.clone()),
                 _ => None,
             };
-            let binding =
-                input::modern::Binding::new(method, subject).arguments(arguments).principal(principal.as_deref());
+            let binding = input::modern::Binding::new(method, subject)
+                .arguments(arguments.unwrap_or(Arguments::None))
+                .principal(principal.as_deref());
             let resumed = input::modern::open_bound(key, binding, request_state.as_deref(), responses)?;
             let cx = match (resumed.responses, resumed.state) {
                 (None, None) => cx,
@@ -331,6 +342,11 @@ impl Exec<'_> {
             let keep = cx.clone();
             return match invoke(params, cx).await? {
                 Reply::Complete(result) => Ok(Outcome::Complete(result)),
+                // A state bound to no arguments would be refused on the retry: answer the
+                // handler's contradiction at once instead.
+                Reply::InputRequired(_) if arguments.is_none() => Err(McpError::internal(format!(
+                    "Internal error: {subject} asked for input, but its handler said it never does (tool_asks_input)"
+                ))),
                 Reply::InputRequired(input) => {
                     input::modern::seal_bound(key, binding, input, keep.client_capabilities())
                         .map(Outcome::InputRequired)
