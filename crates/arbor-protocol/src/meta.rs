@@ -14,6 +14,7 @@ use crate::model::logging::LoggingLevel;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// `_meta` key (request, 2026-07-28, required): the request's protocol revision.
 /// On HTTP it must equal the `MCP-Protocol-Version` header.
@@ -62,8 +63,9 @@ pub struct Meta(Entries);
 /// costs no quadratic time.
 #[derive(Clone, Debug)]
 enum Entries {
-    /// At most [`SCAN_BELOW`] keys, each once, in order.
-    Few(Vec<(String, Value)>),
+    /// At most [`SCAN_BELOW`] keys, each once, in order. A key the spec names is kept as
+    /// its constant, so reading one off the wire allocates nothing for it.
+    Few(Vec<(Cow<'static, str>, Value)>),
     Many(Map<String, Value>),
 }
 
@@ -87,7 +89,7 @@ impl Meta {
     /// The raw value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
         match &self.0 {
-            Entries::Few(entries) => entries.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v),
+            Entries::Few(entries) => entries.iter().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v),
             Entries::Many(map) => map.get(key),
         }
     }
@@ -95,7 +97,10 @@ impl Meta {
     /// Sets `key` to `value`, returning the previous value. A key already set keeps its
     /// place; a new one goes last.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) -> Option<Value> {
-        let key = key.into();
+        self.insert_key(Cow::Owned(key.into()), value)
+    }
+
+    fn insert_key(&mut self, key: Cow<'static, str>, value: Value) -> Option<Value> {
         match &mut self.0 {
             Entries::Few(entries) => {
                 if let Some((_, slot)) = entries.iter_mut().find(|(k, _)| *k == key) {
@@ -105,12 +110,13 @@ impl Meta {
                     entries.push((key, value));
                     return None;
                 }
-                let mut map: Map<String, Value> = std::mem::take(entries).into_iter().collect();
-                map.insert(key, value);
+                let mut map: Map<String, Value> =
+                    std::mem::take(entries).into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+                map.insert(key.into_owned(), value);
                 self.0 = Entries::Many(map);
                 None
             }
-            Entries::Many(map) => map.insert(key, value),
+            Entries::Many(map) => map.insert(key.into_owned(), value),
         }
     }
 
@@ -118,7 +124,7 @@ impl Meta {
     pub fn remove(&mut self, key: &str) -> Option<Value> {
         match &mut self.0 {
             Entries::Few(entries) => {
-                let at = entries.iter().position(|(k, _)| k.as_str() == key)?;
+                let at = entries.iter().position(|(k, _)| k.as_ref() == key)?;
                 Some(entries.remove(at).1)
             }
             Entries::Many(map) => map.shift_remove(key),
@@ -141,7 +147,7 @@ impl Meta {
     /// The keys and their values, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
         let (few, many) = match &self.0 {
-            Entries::Few(entries) => (Some(entries.iter().map(|(k, v)| (k.as_str(), v))), None),
+            Entries::Few(entries) => (Some(entries.iter().map(|(k, v)| (k.as_ref(), v))), None),
             Entries::Many(map) => (None, Some(map.iter().map(|(k, v)| (k.as_str(), v)))),
         };
         few.into_iter().flatten().chain(many.into_iter().flatten())
@@ -150,7 +156,7 @@ impl Meta {
     /// The `_meta` as a JSON object.
     pub fn into_map(self) -> Map<String, Value> {
         match self.0 {
-            Entries::Few(entries) => entries.into_iter().collect(),
+            Entries::Few(entries) => entries.into_iter().map(|(k, v)| (k.into_owned(), v)).collect(),
             Entries::Many(map) => map,
         }
     }
@@ -171,7 +177,7 @@ impl Meta {
 
     /// Sets the protocol version.
     pub fn set_protocol_version(&mut self, version: ProtocolVersion) {
-        self.insert(PROTOCOL_VERSION, Value::String(version.as_str().to_owned()));
+        self.insert_key(Cow::Borrowed(PROTOCOL_VERSION), Value::String(version.as_str().to_owned()));
     }
 
     /// The client capabilities object.
@@ -181,7 +187,7 @@ impl Meta {
 
     /// Sets the client capabilities (a `ClientCapabilities` object).
     pub fn set_client_capabilities(&mut self, capabilities: Value) {
-        self.insert(CLIENT_CAPABILITIES, capabilities);
+        self.insert_key(Cow::Borrowed(CLIENT_CAPABILITIES), capabilities);
     }
 
     /// The client's self-reported `Implementation`.
@@ -191,7 +197,7 @@ impl Meta {
 
     /// Sets the client's `Implementation`.
     pub fn set_client_info(&mut self, info: Value) {
-        self.insert(CLIENT_INFO, info);
+        self.insert_key(Cow::Borrowed(CLIENT_INFO), info);
     }
 
     /// The server's self-reported `Implementation`.
@@ -201,7 +207,7 @@ impl Meta {
 
     /// Sets the server's `Implementation`.
     pub fn set_server_info(&mut self, info: Value) {
-        self.insert(SERVER_INFO, info);
+        self.insert_key(Cow::Borrowed(SERVER_INFO), info);
     }
 
     /// The subscription id, with its JSON type (string or integer) preserved.
@@ -211,7 +217,7 @@ impl Meta {
 
     /// Sets the subscription id to the listen request's id.
     pub fn set_subscription_id(&mut self, id: &RequestId) {
-        self.insert(SUBSCRIPTION_ID, id.to_value());
+        self.insert_key(Cow::Borrowed(SUBSCRIPTION_ID), id.to_value());
     }
 
     /// The log level. An unknown level name reads as `None` here; the
@@ -222,7 +228,7 @@ impl Meta {
 
     /// Sets the log level.
     pub fn set_log_level(&mut self, level: LoggingLevel) {
-        self.insert(LOG_LEVEL, serde_json::to_value(level).unwrap_or(Value::Null));
+        self.insert_key(Cow::Borrowed(LOG_LEVEL), serde_json::to_value(level).unwrap_or(Value::Null));
     }
 
     /// The progress token.
@@ -232,7 +238,7 @@ impl Meta {
 
     /// Sets the progress token.
     pub fn set_progress_token(&mut self, token: &ProgressToken) {
-        self.insert(PROGRESS_TOKEN, token.to_value());
+        self.insert_key(Cow::Borrowed(PROGRESS_TOKEN), token.to_value());
     }
 
     /// The `taskId` of the 2025-11-25 `related-task` entry.
@@ -242,7 +248,7 @@ impl Meta {
 
     /// Sets the 2025-11-25 `related-task` entry to `{taskId}`.
     pub fn set_related_task(&mut self, task_id: &str) {
-        self.insert(RELATED_TASK, json!({ "taskId": task_id }));
+        self.insert_key(Cow::Borrowed(RELATED_TASK), json!({ "taskId": task_id }));
     }
 
     /// The W3C `traceparent`.
@@ -262,9 +268,9 @@ impl Meta {
 
     /// Sets the W3C trace context keys that are given.
     pub fn set_trace_context(&mut self, traceparent: &str, tracestate: Option<&str>) {
-        self.insert(TRACEPARENT, Value::String(traceparent.to_owned()));
+        self.insert_key(Cow::Borrowed(TRACEPARENT), Value::String(traceparent.to_owned()));
         if let Some(state) = tracestate {
-            self.insert(TRACESTATE, Value::String(state.to_owned()));
+            self.insert_key(Cow::Borrowed(TRACESTATE), Value::String(state.to_owned()));
         }
     }
 }
@@ -272,7 +278,7 @@ impl Meta {
 impl From<Map<String, Value>> for Meta {
     fn from(map: Map<String, Value>) -> Self {
         match map.len() <= SCAN_BELOW {
-            true => Meta(Entries::Few(map.into_iter().collect())),
+            true => Meta(Entries::Few(map.into_iter().map(|(k, v)| (known(&k).unwrap_or(Cow::Owned(k)), v)).collect())),
             false => Meta(Entries::Many(map)),
         }
     }
@@ -302,6 +308,48 @@ impl Serialize for Meta {
     }
 }
 
+/// The keys the spec names, which a `_meta` holds as constants.
+const KNOWN: [&str; 11] = [
+    PROTOCOL_VERSION,
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    LOG_LEVEL,
+    RELATED_TASK,
+    PROGRESS_TOKEN,
+    TRACEPARENT,
+    TRACESTATE,
+    BAGGAGE,
+];
+
+/// `key` as its constant, if the spec names it.
+fn known(key: &str) -> Option<Cow<'static, str>> {
+    KNOWN.iter().find(|k| **k == key).map(|k| Cow::Borrowed(*k))
+}
+
+/// A `_meta` key read off the wire: a known key without an allocation.
+struct Key(Cow<'static, str>);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(Key(known(key).unwrap_or_else(|| Cow::Owned(key.to_owned()))))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Key, E> {
+                Ok(Key(known(&key).unwrap_or(Cow::Owned(key))))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
 impl<'de> Deserialize<'de> for Meta {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visitor;
@@ -313,8 +361,9 @@ impl<'de> Deserialize<'de> for Meta {
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Meta, A::Error> {
                 let mut meta = Meta(Entries::Few(Vec::with_capacity(access.size_hint().unwrap_or(4).min(SCAN_BELOW))));
                 // A repeated key keeps its first place and its last value, as in a map.
-                while let Some((key, value)) = access.next_entry::<String, Value>()? {
-                    meta.insert(key, value);
+                while let Some(Key(key)) = access.next_key::<Key>()? {
+                    let value = access.next_value::<Value>()?;
+                    meta.insert_key(key, value);
                 }
                 Ok(meta)
             }
