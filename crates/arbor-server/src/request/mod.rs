@@ -92,11 +92,14 @@ impl Drop for SignalGuard {
 
 impl RequestJob {
     /// Runs the request and returns its encoded response, and how it ended (for metrics).
-    pub(crate) async fn run(self) -> (Vec<u8>, Status) {
+    pub(crate) async fn run(mut self) -> (Vec<u8>, Status) {
         let mut guard = SignalGuard(self.signal.clone(), false);
-        let (id, span) = (self.id.clone(), self.span.clone());
+        // Taken, not cloned: each clone of a span is a call into the subscriber, and another
+        // when it is dropped.
+        let span = std::mem::replace(&mut self.span, tracing::Span::none());
+        let id = self.id.clone();
         let mut tool_error = false;
-        let answer = match self.dispatch(&mut tool_error).await {
+        let answer = match self.dispatch(&span, &mut tool_error).await {
             Ok(frame) if tool_error => (frame, Status::ToolError),
             Ok(frame) => (frame, Status::Ok),
             Err(err) => {
@@ -108,7 +111,7 @@ impl RequestJob {
         answer
     }
 
-    async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
+    async fn dispatch(self, span: &tracing::Span, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
         let RequestJob {
             shared,
             handler: versioned,
@@ -120,7 +123,7 @@ impl RequestJob {
             sink,
             requester,
             signal,
-            span,
+            span: _,
         } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
@@ -187,7 +190,7 @@ impl RequestJob {
                     .await?;
                 if let Outcome::Complete(result) = &outcome {
                     let payloads = shared.config.trace_tool_payloads;
-                    telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
+                    telemetry::record_tool_result(span, result.is_error == Some(true), result, payloads);
                 }
                 *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
