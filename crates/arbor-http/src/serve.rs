@@ -16,15 +16,15 @@ use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 use crate::config::IDLE_TIMEOUT;
 use crate::guard::ListenerAddr;
-use crate::idle;
+use crate::idle::{self, Phase};
 use crate::listener::{Backoff, Connections};
 
 /// Serves `app` on `listener` (HTTP/1.1) until the future given to
@@ -179,10 +179,10 @@ pub(crate) async fn accept_loop(
     tokio::pin!(stop);
     // Each connection holds a sender; `recv` returns `None` once all are gone.
     let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
-    // Flipped once the shutdown signal came: connections finish their exchange.
-    let (stopping, _) = watch::channel(false);
-    // Flipped once the grace is over: connections still open are dropped.
-    let (force, _) = watch::channel(false);
+    // Every connection's clock, and its server's phase: `Stopping` once the shutdown
+    // signal came (connections finish their exchange), `Forced` once the grace is over
+    // (connections still open are dropped).
+    let sweeper = idle::Sweeper::start(header_read_timeout, idle_timeout);
     let mut backoff = Backoff::default();
     loop {
         let accepted = tokio::select! {
@@ -221,6 +221,7 @@ pub(crate) async fn accept_loop(
         // The connection's own clock: the head timeout and the idle keep-alive timeout
         // apart (see `idle.rs`: hyper's one timer closed idle connections under clients).
         let clock = idle::Clock::new();
+        sweeper.track(&clock);
         // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
         // would give it: the per-requester bounds read it (see `peer_addr`).
         let service = hyper::service::service_fn({
@@ -252,8 +253,7 @@ pub(crate) async fn accept_loop(
                 answer
             }
         });
-        let mut stopping = stopping.subscribe();
-        let mut force = force.subscribe();
+        let phase = sweeper.handle();
         let drain = drain.clone();
         tokio::spawn(async move {
             let _counted = (slot, drain);
@@ -262,31 +262,41 @@ pub(crate) async fn accept_loop(
                 // Timed by `clock` instead, from a head's first byte (see `idle.rs`).
                 .header_read_timeout(None)
                 .serve_connection(TokioIo::new(idle::Watched::new(tcp, clock.clone())), service);
-            tokio::pin!(connection);
-            let stop = tokio::select! {
-                _ = connection.as_mut() => false,
-                _ = stopping.wait_for(|stop| *stop) => true,
-                why = clock.expired(header_read_timeout, idle_timeout) => {
-                    tracing::debug!(?why, %peer, "connection closed by its clock");
-                    return;
+            let mut connection = std::pin::pin!(connection);
+            let mut draining = false;
+            // One poll by hand, not a `select!` over the connection, a timer of its own and
+            // two stop signals' futures (376 bytes held by every open connection): the
+            // sweeper wakes this task when its clock runs out or the server stops, and
+            // the task reads the clock's flag and the server's phase.
+            let expired = std::future::poll_fn(|cx| {
+                clock.watch(cx.waker());
+                match phase.phase() {
+                    Phase::Forced => return Poll::Ready(None),
+                    Phase::Stopping if !draining => {
+                        draining = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    _ => {}
                 }
-            };
-            if stop {
-                connection.as_mut().graceful_shutdown();
-                tokio::select! {
-                    _ = connection.as_mut() => {}
-                    _ = force.wait_for(|force| *force) => {}
+                // Once stopping, the connection finishes its exchange untimed, as it may.
+                if let Some(why) = clock.expiry().filter(|_| !draining) {
+                    return Poll::Ready(Some(why));
                 }
+                connection.as_mut().poll(cx).map(|_| None)
+            })
+            .await;
+            if let Some(why) = expired {
+                tracing::debug!(?why, %peer, "connection closed by its clock");
             }
         });
     }
     drop(listener);
     drop(drain);
-    stopping.send_replace(true);
+    sweeper.set_phase(Phase::Stopping);
     if tokio::time::timeout(grace, drained.recv()).await.is_err() {
         let open = cap.as_ref().map(|(connections, _)| connections.open());
         tracing::warn!(?open, ?grace, "connections still open after the shutdown grace: dropped");
-        force.send_replace(true);
+        sweeper.set_phase(Phase::Forced);
         // Each drops its connection at once now; bounded all the same.
         let _ = tokio::time::timeout(grace, drained.recv()).await;
     }
