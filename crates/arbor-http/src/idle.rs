@@ -17,7 +17,7 @@
 //! connection's task (232 bytes, and the select over it and the stop signals) was held by
 //! every open connection, an idle SSE stream's too. The sweeper keeps one queue entry per
 //! connection and wakes the connection's task when its time is up or the server stops;
-//! the connection's task only reads flags ([`Clock::expiry`], [`Sweeper::phase`]).
+//! the connection's task only reads flags ([`Clock::expiry`], [`SweeperHandle::phase`]).
 //!
 //! Invariant: a connection is in exactly one [`State`]; a deadline exists only in `Head`
 //! and `Idle`, counted from when that state began; the sweeper looks at each clock at
@@ -170,7 +170,7 @@ impl Shared {
     }
 }
 
-/// Where a server's connections are in its life: [`Sweeper::phase`].
+/// Where a server's connections are in its life: [`SweeperHandle::phase`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// Serving.
