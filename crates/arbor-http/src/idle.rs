@@ -302,7 +302,10 @@ impl Sweeper {
 }
 
 impl Drop for Sweeper {
+    /// The accept loop is gone (returned, or its future dropped): its connections are
+    /// dropped too, as when their stop signals' senders went with it, not served untimed.
     fn drop(&mut self) {
+        self.set_phase(Phase::Forced);
         self.task.abort();
     }
 }
@@ -592,5 +595,34 @@ mod tests {
         }
         sweeper.set_phase(Phase::Running);
         assert_eq!(handle.phase(), Phase::Stopping, "phases only go forward");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dropped_sweeper_forces_its_connections_closed() {
+        let sweeper = sweeper();
+        let handle = sweeper.handle();
+        let clock = Clock::new();
+        sweeper.track(&clock);
+        let exchange = clock.begin();
+        let wait = tokio::spawn({
+            let handle = sweeper.handle();
+            async move {
+                let _busy = exchange;
+                std::future::poll_fn(|cx| {
+                    clock.watch(cx.waker());
+                    if handle.phase() == Phase::Forced {
+                        Poll::Ready(())
+                    } else {
+                        Poll::Pending
+                    }
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_secs(1_000)).await;
+        assert!(!wait.is_finished());
+        drop(sweeper);
+        tokio::time::timeout(Duration::from_secs(1), wait).await.expect("woken").unwrap();
+        assert_eq!(handle.phase(), Phase::Forced);
     }
 }
