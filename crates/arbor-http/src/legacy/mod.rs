@@ -45,7 +45,7 @@ use stream::{EventStream, ReaderStart};
 
 use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, session_options, stream_end, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::server::{peer_addr, session_options, stream_expiry, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 use crate::tenant::Tenancy;
 
@@ -282,7 +282,6 @@ async fn serve(
     // In the drain's ledger until every answer is returned or in the stream's buffer.
     let admitted = inner.drain.admit();
     submit(parsed, route);
-    let shutdown = inner.shutdown.subscribe();
     // The route ending before anything came means the request will never be answered:
     // its client cancelled it, its session was deleted, or its endpoint stopped. A
     // cancelled request gets no response (not a -32603 in its name), so its stream just
@@ -319,7 +318,7 @@ async fn serve(
             Some(mirror) => mirror.finish(&stream).await,
             None => stream.finish(),
         }
-        return sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()));
+        return sse::response(stream::body(stream, reader_start(inner, session), busy, None, inner.count_stream()));
     }
     if let Some(out) = first {
         if matches!(out, Outgoing::Response(_)) {
@@ -371,7 +370,7 @@ async fn serve(
         stream.finish();
         return service_unavailable(e, None);
     }
-    sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()))
+    sse::response(stream::body(stream, reader_start(inner, session), busy, None, inner.count_stream()))
 }
 
 /// How the first reader of a new POST stream starts: from its beginning, primed (and
@@ -448,8 +447,8 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
         }
     };
     let busy = session.busy();
-    let end = stream_end(inner, verified(parts));
-    sse::response(stream::body(stream, start, busy, end, inner.count_stream()))
+    let expiry = stream_expiry(inner, verified(parts));
+    sse::response(stream::body(stream, start, busy, expiry, inner.count_stream()))
 }
 
 /// DELETE: ends the session (shared: on every node, through the store first).
