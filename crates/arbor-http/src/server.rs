@@ -501,15 +501,18 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
     }
     // The tenant's quarantine and rates, before anything reads the body: a POST, and a GET
     // (it opens a stream). A DELETE only gives resources back, so it is never refused.
-    let gated = parts.method == Method::POST || (parts.method == Method::GET && parts.headers.contains_key(SESSION_ID));
+    // Looked up once here (each lookup hashes the name again); a clone of a header value
+    // shares its bytes.
+    let session_header = parts.headers.get(SESSION_ID).cloned();
+    let session = session_header.as_ref();
+    let gated = parts.method == Method::POST || (parts.method == Method::GET && session.is_some());
     if gated {
-        if let Err(refused) = crate::tenant::admit(&inner, &mut parts) {
+        if let Err(refused) = crate::tenant::admit_named(&inner, &mut parts, session) {
             return refused;
         }
     }
-    let session = parts.headers.get(SESSION_ID);
     match parts.method {
-        Method::POST => post_endpoint(&inner, &parts, body).await,
+        Method::POST => post_endpoint(&inner, &parts, body, session).await,
         Method::GET if session.is_some() => legacy::get(&inner, &parts).await,
         Method::DELETE if session.is_some() => legacy::delete(&inner, &parts).await,
         // No session: a GET or DELETE is the modern era's, which has neither.
@@ -667,7 +670,9 @@ pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Res
     Ok(parsed)
 }
 
-async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Response<Body> {
+/// `session` is the request's `Mcp-Session-Id` header, looked up once by the caller (each
+/// lookup hashes the name again).
+async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
     if let Err(refused) = check_post_head(&parts.headers) {
         return *refused;
     }
@@ -685,10 +690,10 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Respons
         // the answer to an in-flight request's elicitation).
         return drain::refused(parsed.request_id().cloned());
     }
-    if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
+    if parsed.modern_version().is_some() || (session.is_none() && modern_header(parts)) {
         return modern::post(inner, parts, parsed).await;
     }
-    legacy::post(inner, parts, parsed).await
+    legacy::post(inner, parts, parsed, session).await
 }
 
 /// Whether `MCP-Protocol-Version` names a 2026-07-28-era revision (or one we do not know,

@@ -75,7 +75,18 @@ pub(crate) fn service_unavailable(reason: impl std::fmt::Display, id: Option<Req
 // The error is the request's final answer, made once: not worth a box.
 #[allow(clippy::result_large_err)]
 async fn find_session(inner: &Arc<Inner>, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
-    let Some(raw) = parts.headers.get(SESSION_ID) else {
+    find_session_named(inner, parts, parts.headers.get(SESSION_ID)).await
+}
+
+/// [`find_session`], with the `Mcp-Session-Id` header already looked up (each lookup
+/// hashes the name again, and a POST reads it on its way here).
+#[allow(clippy::result_large_err)]
+async fn find_session_named(
+    inner: &Arc<Inner>,
+    parts: &Parts,
+    raw: Option<&HeaderValue>,
+) -> Result<Arc<Session>, Response<Body>> {
+    let Some(raw) = raw else {
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
@@ -110,14 +121,19 @@ fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Bod
 }
 
 /// A legacy POST (the body is parsed and not modern).
-pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
-    if parts.headers.get(SESSION_ID).is_none() {
+pub(crate) async fn post(
+    inner: &Arc<Inner>,
+    parts: &Parts,
+    parsed: Parsed,
+    session_header: Option<&HeaderValue>,
+) -> Response<Body> {
+    if session_header.is_none() {
         if parsed.is_initialize() {
             return initialize(inner, parts, parsed).await;
         }
         return bad_request("Mcp-Session-Id header is required");
     }
-    let session = match find_session(inner, parts).await {
+    let session = match find_session_named(inner, parts, session_header).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
