@@ -64,7 +64,7 @@ mod otel {
         }
 
         fn keys(&self) -> Vec<&str> {
-            self.0 .0.keys().map(String::as_str).collect()
+            self.0.iter().map(|(k, _)| k).collect()
         }
     }
 
