@@ -59,10 +59,6 @@ pub(crate) struct Inner {
     streams: OnceCell<TaskSupervisor>,
     /// Flips to `true` once on shutdown; every open stream ends on it.
     pub(crate) shutdown: watch::Sender<bool>,
-    /// Notified (all waiters) right after `shutdown` flips: a legacy SSE body waits here
-    /// with a waiter inside itself ([`StreamCount::on_shutdown`]) rather than a boxed
-    /// `wait_for` on its own receiver (168 bytes per open stream).
-    shutdown_streams: Arc<Notify>,
     streams_open: AtomicUsize,
     /// Notified when `streams_open` drops to zero.
     streams_gone: Notify,
@@ -155,19 +151,6 @@ impl Inner {
 /// Counts one open SSE body (see [`HttpStats::streams_open`]).
 pub(crate) struct StreamCount(Arc<Inner>);
 
-impl StreamCount {
-    /// Whether the server is shutting down (its streams end).
-    pub(crate) fn shutting_down(&self) -> bool {
-        self.0.is_shutting_down()
-    }
-
-    /// Completes once the server shuts down after this call (read [`Self::shutting_down`]
-    /// as well, for a shutdown before it): a waiter of its own, registered from its creation.
-    pub(crate) fn on_shutdown(&self) -> tokio::sync::futures::OwnedNotified {
-        self.0.shutdown_streams.clone().notified_owned()
-    }
-}
-
 impl Drop for StreamCount {
     fn drop(&mut self) {
         metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).decrement(1.0);
@@ -231,7 +214,6 @@ impl HttpServer {
             shutdown,
             streams_open: AtomicUsize::new(0),
             streams_gone: Notify::new(),
-            shutdown_streams: Arc::new(Notify::new()),
             pulse: Pulse::new(),
             connections: Arc::new(Connections::new()),
             drain: DrainState::new(),
@@ -439,7 +421,6 @@ impl ShutdownHandle {
     /// only ends the streams and refuses requests: [`HttpServer::shutdown`] does it all.
     pub fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
-        self.inner.shutdown_streams.notify_waiters();
         self.inner.pulse.bump();
     }
 }
@@ -501,18 +482,15 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
     }
     // The tenant's quarantine and rates, before anything reads the body: a POST, and a GET
     // (it opens a stream). A DELETE only gives resources back, so it is never refused.
-    // Looked up once here (each lookup hashes the name again); a clone of a header value
-    // shares its bytes.
-    let session_header = parts.headers.get(SESSION_ID).cloned();
-    let session = session_header.as_ref();
-    let gated = parts.method == Method::POST || (parts.method == Method::GET && session.is_some());
+    let gated = parts.method == Method::POST || (parts.method == Method::GET && parts.headers.contains_key(SESSION_ID));
     if gated {
-        if let Err(refused) = crate::tenant::admit_named(&inner, &mut parts, session) {
+        if let Err(refused) = crate::tenant::admit(&inner, &mut parts) {
             return refused;
         }
     }
+    let session = parts.headers.get(SESSION_ID);
     match parts.method {
-        Method::POST => post_endpoint(&inner, &parts, body, session).await,
+        Method::POST => post_endpoint(&inner, &parts, body).await,
         Method::GET if session.is_some() => legacy::get(&inner, &parts).await,
         Method::DELETE if session.is_some() => legacy::delete(&inner, &parts).await,
         // No session: a GET or DELETE is the modern era's, which has neither.
@@ -541,14 +519,8 @@ pub(crate) async fn authenticate(inner: &Inner, parts: &mut Parts) -> Result<(),
 /// opened with (the client opens it again with a fresh token). Streams answering one
 /// request are not cut: a call authorized when it started runs to its end.
 pub(crate) fn stream_end(inner: &Inner, verified: Option<&Arc<Verified>>) -> watch::Receiver<bool> {
-    stream_expiry(inner, verified).unwrap_or_else(|| inner.shutdown.subscribe())
-}
-
-/// [`stream_end`] for a stream opened with an expiring token, `None` for any other (which
-/// ends at the server's shutdown alone).
-pub(crate) fn stream_expiry(inner: &Inner, verified: Option<&Arc<Verified>>) -> Option<watch::Receiver<bool>> {
-    let expiry = verified.and_then(|v| v.principal.expires_at)?;
     let shutdown = inner.shutdown.subscribe();
+    let Some(expiry) = verified.and_then(|v| v.principal.expires_at) else { return shutdown };
     let left = expiry.duration_since(std::time::SystemTime::now()).unwrap_or_default();
     let (tx, rx) = watch::channel(*shutdown.borrow());
     // One small task per such stream; it ends with the stream (`closed`) at the latest.
@@ -561,7 +533,7 @@ pub(crate) fn stream_expiry(inner: &Inner, verified: Option<&Arc<Verified>>) -> 
         }
         let _ = tx.send(true);
     });
-    Some(rx)
+    rx
 }
 
 /// The principal [`authenticate`] verified for the request, if OAuth is on.
@@ -670,9 +642,7 @@ pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Res
     Ok(parsed)
 }
 
-/// `session` is the request's `Mcp-Session-Id` header, looked up once by the caller (each
-/// lookup hashes the name again).
-async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
+async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Response<Body> {
     if let Err(refused) = check_post_head(&parts.headers) {
         return *refused;
     }
@@ -690,10 +660,10 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body, session: O
         // the answer to an in-flight request's elicitation).
         return drain::refused(parsed.request_id().cloned());
     }
-    if parsed.modern_version().is_some() || (session.is_none() && modern_header(parts)) {
+    if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
         return modern::post(inner, parts, parsed).await;
     }
-    legacy::post(inner, parts, parsed, session).await
+    legacy::post(inner, parts, parsed).await
 }
 
 /// Whether `MCP-Protocol-Version` names a 2026-07-28-era revision (or one we do not know,

@@ -204,10 +204,7 @@ impl Session {
 
 /// The sessions by id.
 pub(crate) struct Sessions {
-    /// Hashed with FxHash: every legacy request looks its session up, and SipHash cost
-    /// more than the rest of the lookup. Only the server makes session ids (random), so
-    /// no client can choose keys that collide.
-    map: RwLock<HashMap<Arc<str>, Arc<Session>, rustc_hash::FxBuildHasher>>,
+    map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
     pub(crate) epoch: Instant,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// A large reap's endpoints have all stopped: the next tick gives memory back.
@@ -219,7 +216,7 @@ pub(crate) struct Sessions {
 impl Sessions {
     pub(crate) fn new() -> Sessions {
         Sessions {
-            map: RwLock::new(HashMap::default()),
+            map: RwLock::new(HashMap::new()),
             epoch: Instant::now(),
             reaper: Mutex::new(None),
             trim_due: Arc::new(AtomicBool::new(false)),

@@ -7,10 +7,15 @@
 //! OTP, shutdown signals all children at once, each still bounded by its own rule. It does
 //! not support significant children or auto-shutdown (neither does Elixir's).
 //!
+//! Children are not linked to the supervisor's actor itself but to small holder actors
+//! that hand their exits on (`links`), so the memory ractor keeps per linked child goes
+//! away once the children have: thousands of connections come and go under one of these.
+//!
 //! Invariant: `max_children` counts every child the supervisor is responsible for,
 //! including ones waiting for a restart retry, so the cap cannot be exceeded by restarts.
 
 pub(crate) mod handle;
+mod links;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -20,13 +25,15 @@ use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPo
 use tokio::time::Instant;
 
 use crate::dynamic::handle::{StartDynamicChildError, TerminateDynamicChildError};
+use crate::dynamic::links::Links;
 use crate::exit::ExitReason;
 use crate::gauge::{Gauge, LiveToken};
 use crate::node::NodeShared;
 use crate::shutdown::terminate;
 use crate::snapshot::{NodeKind, NodeSnapshot, NodeStatus, Probe};
-use crate::supervisor::child_spec::SpecError;
+use crate::supervisor::child_spec::Shutdown;
 use crate::supervisor::child_spec::{ChildKind, ChildSpec, Restart, StartContext};
+use crate::supervisor::child_spec::{ChildStartError, SpecError};
 use crate::supervisor::handle::{ChildCounts, ChildInfo};
 use crate::supervisor::intensity::{IntensityWindow, RestartHistory};
 use crate::supervisor::restart::REACHED_MAX_RESTART_INTENSITY;
@@ -94,7 +101,10 @@ pub(crate) struct DynState {
     max_children: Option<usize>,
     /// Keyed by start order, so listings and snapshots come out in a stable order.
     children: BTreeMap<u64, DynChild>,
-    by_actor: HashMap<ActorId, u64>,
+    /// Running children by actor: their key in `children` and the generation of the
+    /// holder they are linked to.
+    by_actor: HashMap<ActorId, (u64, u64)>,
+    links: Links,
     next_key: u64,
     window: IntensityWindow,
     history: RestartHistory,
@@ -115,6 +125,7 @@ impl Actor for DynamicActor {
             max_children: spec.max_children,
             children: BTreeMap::new(),
             by_actor: HashMap::new(),
+            links: Links::default(),
             next_key: 0,
             window: IntensityWindow::new(spec.intensity),
             history: RestartHistory::new(),
@@ -170,9 +181,42 @@ impl Actor for DynamicActor {
         event: SupervisionEvent,
         state: &mut DynState,
     ) -> Result<(), ActorProcessingErr> {
+        // Children's exits come through their holders; the holders' own exits directly.
         let Some((actor, reason)) = ExitReason::from_event(&event) else { return Ok(()) };
-        let Some(key) = state.forget_actor(&actor) else { return Ok(()) };
-        let Some(child) = state.children.get_mut(&key) else { return Ok(()) };
+        if let Some((key, gen)) = state.forget_actor(&actor) {
+            // The child has stopped, so its holder may go if it was its last.
+            state.links.detach(gen);
+            return state.child_exited(&myself, key, reason).await;
+        }
+        match state.links.lost(&actor) {
+            Some(gen) => state.holder_lost(&myself, gen, reason).await,
+            // A holder this supervisor stopped, or a child it already forgot.
+            None => Ok(()),
+        }
+    }
+}
+
+impl DynState {
+    /// Removes a child's actor from the index, giving the index's memory back once it is
+    /// mostly empty: thousands of connections closing must not leave their table behind.
+    /// Returns the child's key and its holder's generation; the caller detaches it from
+    /// the holder once the child has stopped.
+    fn forget_actor(&mut self, actor: &ActorId) -> Option<(u64, u64)> {
+        let found = self.by_actor.remove(actor)?;
+        if self.by_actor.capacity() > 64 && self.by_actor.len() < self.by_actor.capacity() / 4 {
+            self.by_actor.shrink_to(2 * self.by_actor.len());
+        }
+        Some(found)
+    }
+
+    /// Applies the child's restart type after it exited with `reason`.
+    async fn child_exited(
+        &mut self,
+        myself: &ActorRef<DynMsg>,
+        key: u64,
+        reason: ExitReason,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(child) = self.children.get_mut(&key) else { return Ok(()) };
         child.slot = Slot::NotRunning;
         let restart = match child.spec.restart {
             Restart::Permanent => true,
@@ -181,27 +225,38 @@ impl Actor for DynamicActor {
         };
         if restart {
             let id = child.spec.id.clone();
-            state.restart(&myself, key, &id, format!("exited: {reason}")).await
+            self.restart(myself, key, &id, format!("exited: {reason}")).await
         } else {
-            state.children.remove(&key);
+            self.children.remove(&key);
             Ok(())
         }
     }
-}
 
-impl DynState {
-    /// Removes a child's actor from the index, giving the index's memory back once it is
-    /// mostly empty: thousands of connections closing must not leave their table behind.
-    fn forget_actor(&mut self, actor: &ActorId) -> Option<u64> {
-        let key = self.by_actor.remove(actor)?;
-        if self.by_actor.capacity() > 64 && self.by_actor.len() < self.by_actor.capacity() / 4 {
-            self.by_actor.shrink_to(2 * self.by_actor.len());
+    /// A holder exited without this supervisor stopping it: ractor killed the children
+    /// linked to it, whose own exits went to the dead holder. Each is made sure to be
+    /// stopped and handled as killed, so no exit is missed.
+    async fn holder_lost(
+        &mut self,
+        myself: &ActorRef<DynMsg>,
+        gen: u64,
+        reason: ExitReason,
+    ) -> Result<(), ActorProcessingErr> {
+        let orphans: Vec<ActorId> = self.by_actor.iter().filter(|(_, (_, g))| *g == gen).map(|(id, _)| *id).collect();
+        for actor in orphans {
+            let Some((key, _)) = self.forget_actor(&actor) else { continue };
+            if let Some(DynChild { slot: Slot::Running(child), .. }) = self.children.get(&key) {
+                terminate(&child.cell, Shutdown::BrutalKill).await;
+            }
+            let why = ExitReason::Failure(format!("killed: its link holder exited ({reason})"));
+            self.child_exited(myself, key, why).await?;
         }
-        Some(key)
+        Ok(())
     }
 
-    fn context(&self, myself: &ActorRef<DynMsg>) -> StartContext {
-        StartContext { supervisor: myself.get_cell(), gauge: self.gauge.clone() }
+    /// The context a child is started in: linked to a holder, not to this actor.
+    async fn context(&mut self, myself: &ActorRef<DynMsg>) -> Result<(StartContext, u64), ChildStartError> {
+        let (gen, holder) = self.links.holder(&myself.get_cell()).await?;
+        Ok((StartContext { supervisor: holder, gauge: self.gauge.clone() }, gen))
     }
 
     async fn start_child(
@@ -217,12 +272,14 @@ impl DynState {
                 return Err(StartDynamicChildError::MaxChildren(max));
             }
         }
-        let started = spec.start_linked(self.context(myself)).await.map_err(StartDynamicChildError::StartFailed)?;
+        let (ctx, gen) = self.context(myself).await.map_err(StartDynamicChildError::StartFailed)?;
+        let started = spec.start_linked(ctx).await.map_err(StartDynamicChildError::StartFailed)?;
         let child = started.ok_or(StartDynamicChildError::Ignored)?;
         let cell = child.cell.clone();
         let key = self.next_key;
         self.next_key += 1;
-        self.by_actor.insert(cell.get_id(), key);
+        self.by_actor.insert(cell.get_id(), (key, gen));
+        self.links.attach(gen);
         self.children.insert(key, DynChild { spec, slot: Slot::Running(child) });
         Ok(cell)
     }
@@ -244,11 +301,18 @@ impl DynState {
         }
         crate::metrics::restarted(&self.name);
         self.history.record(id, why);
-        let ctx = self.context(myself);
+        if !self.children.contains_key(&key) {
+            return Ok(());
+        }
+        let started = match self.context(myself).await {
+            Ok((ctx, gen)) => self.children[&key].spec.start_linked(ctx).await.map(|s| s.map(|s| (s, gen))),
+            Err(err) => Err(err),
+        };
         let Some(child) = self.children.get_mut(&key) else { return Ok(()) };
-        match child.spec.start_linked(ctx).await {
-            Ok(Some(started)) => {
-                self.by_actor.insert(started.cell.get_id(), key);
+        match started {
+            Ok(Some((started, gen))) => {
+                self.by_actor.insert(started.cell.get_id(), (key, gen));
+                self.links.attach(gen);
                 child.slot = Slot::Running(started);
             }
             Ok(None) => {
@@ -263,15 +327,18 @@ impl DynState {
     }
 
     async fn terminate_child(&mut self, actor: ActorId) -> Result<(), TerminateDynamicChildError> {
-        let key = self.forget_actor(&actor).ok_or(TerminateDynamicChildError::NotFound)?;
+        let (key, gen) = self.forget_actor(&actor).ok_or(TerminateDynamicChildError::NotFound)?;
         if let Some(DynChild { spec, slot: Slot::Running(child) }) = self.children.remove(&key) {
             terminate(&child.cell, spec.shutdown).await;
         }
+        // Only now: stopping its holder while the child ran would kill it, not by its rule.
+        self.links.detach(gen);
         Ok(())
     }
 
     /// Stops all children at once, each bounded by its own shutdown rule, as OTP's
-    /// dynamic supervisors do; there is no order among anonymous children.
+    /// dynamic supervisors do; there is no order among anonymous children. The holders
+    /// go last, once nothing is linked to them any more.
     async fn terminate_all(&mut self) {
         self.by_actor.clear();
         let children = std::mem::take(&mut self.children);
@@ -282,6 +349,7 @@ impl DynState {
             _ => None,
         }))
         .await;
+        self.links.stop_all().await;
     }
 
     fn which_children(&self) -> Vec<ChildInfo> {

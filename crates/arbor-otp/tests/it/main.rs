@@ -4,6 +4,7 @@
 mod support;
 
 mod children_can_be_administered_at_run_time;
+mod dynamic_supervisors_keep_no_links_of_departed_children;
 mod dynamic_supervisors_start_anonymous_children_on_demand;
 mod exceeding_restart_intensity_escalates_to_the_parent;
 mod random_sequences_follow_the_otp_reference_model;
