@@ -16,15 +16,15 @@ use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use axum::extract::{ConnectInfo, Request};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::IDLE_TIMEOUT;
 use crate::guard::ListenerAddr;
-use crate::idle;
+use crate::idle::{self, Phase};
 use crate::listener::{Backoff, Connections};
 
 /// Serves `app` on `listener` (HTTP/1.1) until the future given to
@@ -166,6 +166,102 @@ pub(crate) struct Accept {
 type ServiceFuture =
     Pin<Box<dyn Future<Output = Result<axum::http::Response<idle::Tracked>, std::convert::Infallible>> + Send>>;
 
+/// What every connection of one accept loop routes its requests with: one allocation per
+/// accept loop, a pointer in each connection.
+struct Routes {
+    router: axum::Router,
+    /// See [`Accept::direct`].
+    direct: Option<Arc<crate::server::Inner>>,
+    /// See [`Accept::listener_addr`].
+    listener_addr: Option<SocketAddr>,
+}
+
+/// One connection's service: its requests carry its peer, as
+/// `axum::serve(..).into_make_service_with_connect_info` would give it (the per-requester
+/// bounds read it, see `peer_addr`), and each opens an exchange on its clock.
+///
+/// A named type, not a closure, so that the connection's task can be one too ([`Served`]).
+struct Service {
+    routes: Arc<Routes>,
+    clock: idle::Clock,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<Request<hyper::body::Incoming>> for Service {
+    type Response = axum::http::Response<idle::Tracked>;
+    type Error = std::convert::Infallible;
+    type Future = ServiceFuture;
+
+    fn call(&self, mut request: Request<hyper::body::Incoming>) -> ServiceFuture {
+        let exchange = self.clock.begin();
+        let routes = &*self.routes;
+        let extensions = request.extensions_mut();
+        extensions.insert(ConnectInfo(self.peer));
+        if let Some(addr) = routes.listener_addr {
+            extensions.insert(ListenerAddr(addr));
+        }
+        let direct = routes.direct.as_ref().filter(|inner| request.uri().path() == inner.config.path).cloned();
+        let router = routes.router.clone();
+        // The whole answer's future boxed, the box freed once the answer's head is
+        // out: hyper allocates a connection's in-flight slot sized for the service's
+        // future once and keeps it for the connection's life (an open SSE stream's
+        // too). Inline, the request and the router's `Oneshot` made that slot 664
+        // bytes per connection; boxed, it is a pointer, and a request still makes
+        // one allocation (the endpoint's future, boxed before this too).
+        Box::pin(async move {
+            let response = match direct {
+                Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
+                None => tower::ServiceExt::oneshot(router, request).await?,
+            };
+            Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))
+        })
+    }
+}
+
+type Connection = hyper::server::conn::http1::Connection<hyper_util::rt::TokioIo<idle::Watched<TcpStream>>, Service>;
+
+/// One connection's task: serves it until it ends, its clock runs out (the sweeper sets
+/// the clock's flag and wakes the task) or the server stops (the sweeper's phase: the
+/// exchange may finish once stopping, and is dropped once forced).
+///
+/// Polled by hand, not an `async` block with a `select!`: the block kept the socket and
+/// the service it moved into the connection as well as the connection (an `async` block's
+/// captures are not overlapped with its later state), and the select a timer and two stop
+/// signals' futures, all held by every open connection.
+struct Served {
+    connection: Connection,
+    clock: idle::Clock,
+    phase: idle::SweeperHandle,
+    /// For the log line of a connection closed by its clock.
+    peer: SocketAddr,
+    draining: bool,
+    /// Counted by the cap and the shutdown's drain until the task ends.
+    _counted: (Option<crate::listener::Slot>, tokio::sync::mpsc::Sender<()>),
+}
+
+impl Future for Served {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        this.clock.watch(cx.waker());
+        match this.phase.phase() {
+            Phase::Forced => return Poll::Ready(()),
+            Phase::Stopping if !this.draining => {
+                this.draining = true;
+                Pin::new(&mut this.connection).graceful_shutdown();
+            }
+            _ => {}
+        }
+        // Once stopping, the connection finishes its exchange untimed, as it may.
+        if let Some(why) = this.clock.expiry().filter(|_| !this.draining) {
+            tracing::debug!(?why, peer = %this.peer, "connection closed by its clock");
+            return Poll::Ready(());
+        }
+        Pin::new(&mut this.connection).poll(cx).map(drop)
+    }
+}
+
 /// Accepts and serves until `stop` resolves, then drains the connections (bounded by
 /// `grace`, twice at most) and returns.
 pub(crate) async fn accept_loop(
@@ -174,15 +270,19 @@ pub(crate) async fn accept_loop(
     stop: impl Future<Output = ()>,
     options: Accept,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
     let Accept { header_read_timeout, idle_timeout, grace, listener_addr, cap, direct } = options;
     tokio::pin!(stop);
+    let routes = Arc::new(Routes { router, direct, listener_addr });
+    // No timer: the head and idle timeouts are the clock's (see `idle.rs`: hyper's one
+    // timer closed idle connections under clients), and hyper times nothing else here.
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.header_read_timeout(None);
     // Each connection holds a sender; `recv` returns `None` once all are gone.
     let (drain, mut drained) = tokio::sync::mpsc::channel::<()>(1);
-    // Flipped once the shutdown signal came: connections finish their exchange.
-    let (stopping, _) = watch::channel(false);
-    // Flipped once the grace is over: connections still open are dropped.
-    let (force, _) = watch::channel(false);
+    // Every connection's clock, and its server's phase: `Stopping` once the shutdown
+    // signal came (connections finish their exchange), `Forced` once the grace is over
+    // (connections still open are dropped).
+    let sweeper = idle::Sweeper::start(header_read_timeout, idle_timeout);
     let mut backoff = Backoff::default();
     loop {
         let accepted = tokio::select! {
@@ -219,75 +319,43 @@ pub(crate) async fn accept_loop(
             tracing::debug!(%err, "TCP_NODELAY could not be set");
         }
         // The connection's own clock: the head timeout and the idle keep-alive timeout
-        // apart (see `idle.rs`: hyper's one timer closed idle connections under clients).
+        // apart, watched by the sweeper.
         let clock = idle::Clock::new();
-        // Each request carries its peer, as `axum::serve(..).into_make_service_with_connect_info`
-        // would give it: the per-requester bounds read it (see `peer_addr`).
-        let service = hyper::service::service_fn({
-            let router = router.clone();
-            let clock = clock.clone();
-            let direct = direct.clone();
-            move |mut request: Request<hyper::body::Incoming>| {
-                let exchange = clock.begin();
-                let extensions = request.extensions_mut();
-                extensions.insert(ConnectInfo(peer));
-                if let Some(addr) = listener_addr {
-                    extensions.insert(ListenerAddr(addr));
-                }
-                let direct = direct.as_ref().filter(|inner| request.uri().path() == inner.config.path).cloned();
-                let router = router.clone();
-                // The whole answer's future boxed, the box freed once the answer's head is
-                // out: hyper allocates a connection's in-flight slot sized for the service's
-                // future once and keeps it for the connection's life (an open SSE stream's
-                // too). Inline, the request and the router's `Oneshot` made that slot 664
-                // bytes per connection; boxed, it is a pointer, and a request still makes
-                // one allocation (the endpoint's future, boxed before this too).
-                let answer: ServiceFuture = Box::pin(async move {
-                    let response = match direct {
-                        Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
-                        None => tower::ServiceExt::oneshot(router, request).await?,
-                    };
-                    Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))
-                });
-                answer
-            }
-        });
-        let mut stopping = stopping.subscribe();
-        let mut force = force.subscribe();
-        let drain = drain.clone();
-        tokio::spawn(async move {
-            let _counted = (slot, drain);
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                // Timed by `clock` instead, from a head's first byte (see `idle.rs`).
-                .header_read_timeout(None)
-                .serve_connection(TokioIo::new(idle::Watched::new(tcp, clock.clone())), service);
-            tokio::pin!(connection);
-            let stop = tokio::select! {
-                _ = connection.as_mut() => false,
-                _ = stopping.wait_for(|stop| *stop) => true,
-                why = clock.expired(header_read_timeout, idle_timeout) => {
-                    tracing::debug!(?why, %peer, "connection closed by its clock");
-                    return;
-                }
-            };
-            if stop {
-                connection.as_mut().graceful_shutdown();
-                tokio::select! {
-                    _ = connection.as_mut() => {}
-                    _ = force.wait_for(|force| *force) => {}
-                }
-            }
-        });
+        sweeper.track(&clock);
+        let service = Service { routes: routes.clone(), clock: clock.clone(), peer };
+        let io = hyper_util::rt::TokioIo::new(idle::Watched::new(tcp, clock.clone()));
+        let served = Served {
+            connection: http.serve_connection(io, service),
+            clock,
+            phase: sweeper.handle(),
+            peer,
+            draining: false,
+            _counted: (slot, drain.clone()),
+        };
+        tokio::spawn(served);
     }
     drop(listener);
     drop(drain);
-    stopping.send_replace(true);
+    sweeper.set_phase(Phase::Stopping);
     if tokio::time::timeout(grace, drained.recv()).await.is_err() {
         let open = cap.as_ref().map(|(connections, _)| connections.open());
         tracing::warn!(?open, ?grace, "connections still open after the shutdown grace: dropped");
-        force.send_replace(true);
+        sweeper.set_phase(Phase::Forced);
         // Each drops its connection at once now; bounded all the same.
         let _ = tokio::time::timeout(grace, drained.recv()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connections_task_stays_small() {
+        // Every open connection (an idle SSE stream's too) holds its task: with tokio's
+        // header and trailer, 896 bytes at most (seven of its 128-byte-aligned steps; 1,536
+        // with a timer and two stop futures in a `select!`, 1,152 with an `async` block).
+        let size = std::mem::size_of::<Served>();
+        assert!(size <= 768, "a connection's task grew to {size} bytes");
     }
 }

@@ -59,6 +59,10 @@ pub(crate) struct Inner {
     streams: OnceCell<TaskSupervisor>,
     /// Flips to `true` once on shutdown; every open stream ends on it.
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Notified (all waiters) right after `shutdown` flips: a legacy SSE body waits here
+    /// with a waiter inside itself ([`StreamCount::on_shutdown`]) rather than a boxed
+    /// `wait_for` on its own receiver (168 bytes per open stream).
+    shutdown_streams: Arc<Notify>,
     streams_open: AtomicUsize,
     /// Notified when `streams_open` drops to zero.
     streams_gone: Notify,
@@ -151,6 +155,19 @@ impl Inner {
 /// Counts one open SSE body (see [`HttpStats::streams_open`]).
 pub(crate) struct StreamCount(Arc<Inner>);
 
+impl StreamCount {
+    /// Whether the server is shutting down (its streams end).
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.0.is_shutting_down()
+    }
+
+    /// Completes once the server shuts down after this call (read [`Self::shutting_down`]
+    /// as well, for a shutdown before it): a waiter of its own, registered from its creation.
+    pub(crate) fn on_shutdown(&self) -> tokio::sync::futures::OwnedNotified {
+        self.0.shutdown_streams.clone().notified_owned()
+    }
+}
+
 impl Drop for StreamCount {
     fn drop(&mut self) {
         metrics::gauge!(arbor_server::metrics::HTTP_STREAMS).decrement(1.0);
@@ -214,6 +231,7 @@ impl HttpServer {
             shutdown,
             streams_open: AtomicUsize::new(0),
             streams_gone: Notify::new(),
+            shutdown_streams: Arc::new(Notify::new()),
             pulse: Pulse::new(),
             connections: Arc::new(Connections::new()),
             drain: DrainState::new(),
@@ -421,6 +439,7 @@ impl ShutdownHandle {
     /// only ends the streams and refuses requests: [`HttpServer::shutdown`] does it all.
     pub fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
+        self.inner.shutdown_streams.notify_waiters();
         self.inner.pulse.bump();
     }
 }
@@ -482,15 +501,18 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
     }
     // The tenant's quarantine and rates, before anything reads the body: a POST, and a GET
     // (it opens a stream). A DELETE only gives resources back, so it is never refused.
-    let gated = parts.method == Method::POST || (parts.method == Method::GET && parts.headers.contains_key(SESSION_ID));
+    // Looked up once here (each lookup hashes the name again); a clone of a header value
+    // shares its bytes.
+    let session_header = parts.headers.get(SESSION_ID).cloned();
+    let session = session_header.as_ref();
+    let gated = parts.method == Method::POST || (parts.method == Method::GET && session.is_some());
     if gated {
-        if let Err(refused) = crate::tenant::admit(&inner, &mut parts) {
+        if let Err(refused) = crate::tenant::admit_named(&inner, &mut parts, session) {
             return refused;
         }
     }
-    let session = parts.headers.get(SESSION_ID);
     match parts.method {
-        Method::POST => post_endpoint(&inner, &parts, body).await,
+        Method::POST => post_endpoint(&inner, &parts, body, session).await,
         Method::GET if session.is_some() => legacy::get(&inner, &parts).await,
         Method::DELETE if session.is_some() => legacy::delete(&inner, &parts).await,
         // No session: a GET or DELETE is the modern era's, which has neither.
@@ -519,8 +541,14 @@ pub(crate) async fn authenticate(inner: &Inner, parts: &mut Parts) -> Result<(),
 /// opened with (the client opens it again with a fresh token). Streams answering one
 /// request are not cut: a call authorized when it started runs to its end.
 pub(crate) fn stream_end(inner: &Inner, verified: Option<&Arc<Verified>>) -> watch::Receiver<bool> {
+    stream_expiry(inner, verified).unwrap_or_else(|| inner.shutdown.subscribe())
+}
+
+/// [`stream_end`] for a stream opened with an expiring token, `None` for any other (which
+/// ends at the server's shutdown alone).
+pub(crate) fn stream_expiry(inner: &Inner, verified: Option<&Arc<Verified>>) -> Option<watch::Receiver<bool>> {
+    let expiry = verified.and_then(|v| v.principal.expires_at)?;
     let shutdown = inner.shutdown.subscribe();
-    let Some(expiry) = verified.and_then(|v| v.principal.expires_at) else { return shutdown };
     let left = expiry.duration_since(std::time::SystemTime::now()).unwrap_or_default();
     let (tx, rx) = watch::channel(*shutdown.borrow());
     // One small task per such stream; it ends with the stream (`closed`) at the latest.
@@ -533,7 +561,7 @@ pub(crate) fn stream_end(inner: &Inner, verified: Option<&Arc<Verified>>) -> wat
         }
         let _ = tx.send(true);
     });
-    rx
+    Some(rx)
 }
 
 /// The principal [`authenticate`] verified for the request, if OAuth is on.
@@ -642,7 +670,9 @@ pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Res
     Ok(parsed)
 }
 
-async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Response<Body> {
+/// `session` is the request's `Mcp-Session-Id` header, looked up once by the caller (each
+/// lookup hashes the name again).
+async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
     if let Err(refused) = check_post_head(&parts.headers) {
         return *refused;
     }
@@ -660,10 +690,10 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body) -> Respons
         // the answer to an in-flight request's elicitation).
         return drain::refused(parsed.request_id().cloned());
     }
-    if parsed.modern_version().is_some() || (parts.headers.get(SESSION_ID).is_none() && modern_header(parts)) {
+    if parsed.modern_version().is_some() || (session.is_none() && modern_header(parts)) {
         return modern::post(inner, parts, parsed).await;
     }
-    legacy::post(inner, parts, parsed).await
+    legacy::post(inner, parts, parsed, session).await
 }
 
 /// Whether `MCP-Protocol-Version` names a 2026-07-28-era revision (or one we do not know,

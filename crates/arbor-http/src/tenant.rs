@@ -140,9 +140,19 @@ fn header_tenant(headers: &axum::http::HeaderMap, name: &HeaderName) -> Result<O
 /// else its peer's address.
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit(inner: &Inner, parts: &mut Parts) -> Result<(), Response<Body>> {
-    let session = parts
-        .headers
-        .get(SESSION_ID)
+    let session = parts.headers.get(SESSION_ID).cloned();
+    admit_named(inner, parts, session.as_ref())
+}
+
+/// [`admit`], with the `Mcp-Session-Id` header already looked up (each lookup hashes the
+/// name again).
+#[allow(clippy::result_large_err)]
+pub(crate) fn admit_named(
+    inner: &Inner,
+    parts: &mut Parts,
+    session: Option<&axum::http::HeaderValue>,
+) -> Result<(), Response<Body>> {
+    let session = session
         .and_then(|id| id.to_str().ok())
         .and_then(|id| inner.sessions.get(id))
         // Another principal's session is not found by `find_session` either: not its tenant.

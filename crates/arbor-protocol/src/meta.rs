@@ -14,6 +14,7 @@ use crate::model::logging::LoggingLevel;
 use crate::version::ProtocolVersion;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// `_meta` key (request, 2026-07-28, required): the request's protocol revision.
 /// On HTTP it must equal the `MCP-Protocol-Version` header.
@@ -46,49 +47,118 @@ pub const BAGGAGE: &str = "baggage";
 
 pub use crate::model::common::ProgressToken;
 
-/// Up to this many keys, [`Meta::get`] scans instead of hashing.
+/// Up to this many keys, a `_meta` is a list, scanned on every read and insert; past it, a
+/// map, hashed.
 const SCAN_BELOW: usize = 8;
 
-/// An open `_meta` object. Unknown keys are preserved in order.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Meta(pub Map<String, Value>);
+/// An open `_meta` object. Unknown keys are preserved in order; equality, as for a JSON
+/// object, ignores the order.
+#[derive(Clone, Debug, Default)]
+pub struct Meta(Entries);
+
+/// A request's `_meta` holds a handful of keys, read several times per request. As a list
+/// it costs one allocation and no hashing: a `serde_json::Map` (an `IndexMap` hashed with
+/// SipHash) cost two allocations and about 600 instructions per key just to be read off
+/// the wire, on every 2026-07-28 request. A large `_meta` becomes a map, so a hostile one
+/// costs no quadratic time.
+#[derive(Clone, Debug)]
+enum Entries {
+    /// At most [`SCAN_BELOW`] keys, each once, in order. A key the spec names is kept as
+    /// its constant, so reading one off the wire allocates nothing for it.
+    Few(Vec<(Cow<'static, str>, Value)>),
+    Many(Map<String, Value>),
+}
+
+impl Default for Entries {
+    fn default() -> Self {
+        Entries::Few(Vec::new())
+    }
+}
 
 impl Meta {
     /// An empty `_meta`.
     pub fn new() -> Self {
-        Meta(Map::new())
+        Meta::default()
     }
 
     /// The `_meta` member of a params (or result) object, if it is an object.
     pub fn from_params(params: &Value) -> Option<Meta> {
-        params.get("_meta").and_then(Value::as_object).cloned().map(Meta)
+        params.get("_meta").and_then(Value::as_object).cloned().map(Meta::from)
     }
 
     /// The raw value under `key`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        // A request's `_meta` holds a handful of keys, read several times per request: a
-        // scan (a length check rejects most keys) costs less than hashing the key with
-        // SipHash; a large map is hashed, so a long one costs no quadratic time.
-        if self.0.len() <= SCAN_BELOW {
-            return self.0.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v);
+        match &self.0 {
+            Entries::Few(entries) => entries.iter().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v),
+            Entries::Many(map) => map.get(key),
         }
-        self.0.get(key)
     }
 
-    /// Sets `key` to `value`, returning the previous value.
+    /// Sets `key` to `value`, returning the previous value. A key already set keeps its
+    /// place; a new one goes last.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) -> Option<Value> {
-        self.0.insert(key.into(), value)
+        self.insert_key(Cow::Owned(key.into()), value)
     }
 
-    /// Removes `key`, returning its value.
+    fn insert_key(&mut self, key: Cow<'static, str>, value: Value) -> Option<Value> {
+        match &mut self.0 {
+            Entries::Few(entries) => {
+                if let Some((_, slot)) = entries.iter_mut().find(|(k, _)| *k == key) {
+                    return Some(std::mem::replace(slot, value));
+                }
+                if entries.len() < SCAN_BELOW {
+                    entries.push((key, value));
+                    return None;
+                }
+                let mut map: Map<String, Value> =
+                    std::mem::take(entries).into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+                map.insert(key.into_owned(), value);
+                self.0 = Entries::Many(map);
+                None
+            }
+            Entries::Many(map) => map.insert(key.into_owned(), value),
+        }
+    }
+
+    /// Removes `key`, returning its value. The other keys keep their order.
     pub fn remove(&mut self, key: &str) -> Option<Value> {
-        self.0.shift_remove(key)
+        match &mut self.0 {
+            Entries::Few(entries) => {
+                let at = entries.iter().position(|(k, _)| k.as_ref() == key)?;
+                Some(entries.remove(at).1)
+            }
+            Entries::Many(map) => map.shift_remove(key),
+        }
     }
 
     /// Whether no key is set.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
+    }
+
+    /// How many keys are set.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Entries::Few(entries) => entries.len(),
+            Entries::Many(map) => map.len(),
+        }
+    }
+
+    /// The keys and their values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let (few, many) = match &self.0 {
+            Entries::Few(entries) => (Some(entries.iter().map(|(k, v)| (k.as_ref(), v))), None),
+            Entries::Many(map) => (None, Some(map.iter().map(|(k, v)| (k.as_str(), v)))),
+        };
+        few.into_iter().flatten().chain(many.into_iter().flatten())
+    }
+
+    /// The `_meta` as a JSON object.
+    pub fn into_map(self) -> Map<String, Value> {
+        match self.0 {
+            Entries::Few(entries) => entries.into_iter().map(|(k, v)| (k.into_owned(), v)).collect(),
+            Entries::Many(map) => map,
+        }
     }
 
     fn str_at(&self, key: &str) -> Option<&str> {
@@ -107,7 +177,7 @@ impl Meta {
 
     /// Sets the protocol version.
     pub fn set_protocol_version(&mut self, version: ProtocolVersion) {
-        self.insert(PROTOCOL_VERSION, Value::String(version.as_str().to_owned()));
+        self.insert_key(Cow::Borrowed(PROTOCOL_VERSION), Value::String(version.as_str().to_owned()));
     }
 
     /// The client capabilities object.
@@ -117,7 +187,7 @@ impl Meta {
 
     /// Sets the client capabilities (a `ClientCapabilities` object).
     pub fn set_client_capabilities(&mut self, capabilities: Value) {
-        self.insert(CLIENT_CAPABILITIES, capabilities);
+        self.insert_key(Cow::Borrowed(CLIENT_CAPABILITIES), capabilities);
     }
 
     /// The client's self-reported `Implementation`.
@@ -127,7 +197,7 @@ impl Meta {
 
     /// Sets the client's `Implementation`.
     pub fn set_client_info(&mut self, info: Value) {
-        self.insert(CLIENT_INFO, info);
+        self.insert_key(Cow::Borrowed(CLIENT_INFO), info);
     }
 
     /// The server's self-reported `Implementation`.
@@ -137,7 +207,7 @@ impl Meta {
 
     /// Sets the server's `Implementation`.
     pub fn set_server_info(&mut self, info: Value) {
-        self.insert(SERVER_INFO, info);
+        self.insert_key(Cow::Borrowed(SERVER_INFO), info);
     }
 
     /// The subscription id, with its JSON type (string or integer) preserved.
@@ -147,7 +217,7 @@ impl Meta {
 
     /// Sets the subscription id to the listen request's id.
     pub fn set_subscription_id(&mut self, id: &RequestId) {
-        self.insert(SUBSCRIPTION_ID, id.to_value());
+        self.insert_key(Cow::Borrowed(SUBSCRIPTION_ID), id.to_value());
     }
 
     /// The log level. An unknown level name reads as `None` here; the
@@ -158,7 +228,7 @@ impl Meta {
 
     /// Sets the log level.
     pub fn set_log_level(&mut self, level: LoggingLevel) {
-        self.insert(LOG_LEVEL, serde_json::to_value(level).unwrap_or(Value::Null));
+        self.insert_key(Cow::Borrowed(LOG_LEVEL), serde_json::to_value(level).unwrap_or(Value::Null));
     }
 
     /// The progress token.
@@ -168,7 +238,7 @@ impl Meta {
 
     /// Sets the progress token.
     pub fn set_progress_token(&mut self, token: &ProgressToken) {
-        self.insert(PROGRESS_TOKEN, token.to_value());
+        self.insert_key(Cow::Borrowed(PROGRESS_TOKEN), token.to_value());
     }
 
     /// The `taskId` of the 2025-11-25 `related-task` entry.
@@ -178,7 +248,7 @@ impl Meta {
 
     /// Sets the 2025-11-25 `related-task` entry to `{taskId}`.
     pub fn set_related_task(&mut self, task_id: &str) {
-        self.insert(RELATED_TASK, json!({ "taskId": task_id }));
+        self.insert_key(Cow::Borrowed(RELATED_TASK), json!({ "taskId": task_id }));
     }
 
     /// The W3C `traceparent`.
@@ -198,16 +268,107 @@ impl Meta {
 
     /// Sets the W3C trace context keys that are given.
     pub fn set_trace_context(&mut self, traceparent: &str, tracestate: Option<&str>) {
-        self.insert(TRACEPARENT, Value::String(traceparent.to_owned()));
+        self.insert_key(Cow::Borrowed(TRACEPARENT), Value::String(traceparent.to_owned()));
         if let Some(state) = tracestate {
-            self.insert(TRACESTATE, Value::String(state.to_owned()));
+            self.insert_key(Cow::Borrowed(TRACESTATE), Value::String(state.to_owned()));
         }
     }
 }
 
 impl From<Map<String, Value>> for Meta {
     fn from(map: Map<String, Value>) -> Self {
-        Meta(map)
+        match map.len() <= SCAN_BELOW {
+            true => Meta(Entries::Few(map.into_iter().map(|(k, v)| (known(&k).unwrap_or(Cow::Owned(k)), v)).collect())),
+            false => Meta(Entries::Many(map)),
+        }
+    }
+}
+
+impl From<Meta> for Map<String, Value> {
+    fn from(meta: Meta) -> Self {
+        meta.into_map()
+    }
+}
+
+impl PartialEq for Meta {
+    fn eq(&self, other: &Meta) -> bool {
+        // As JSON objects are compared (and `serde_json::Map`): same keys, same values.
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Serialize for Meta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// The keys the spec names, which a `_meta` holds as constants.
+const KNOWN: [&str; 11] = [
+    PROTOCOL_VERSION,
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    LOG_LEVEL,
+    RELATED_TASK,
+    PROGRESS_TOKEN,
+    TRACEPARENT,
+    TRACESTATE,
+    BAGGAGE,
+];
+
+/// `key` as its constant, if the spec names it.
+fn known(key: &str) -> Option<Cow<'static, str>> {
+    KNOWN.iter().find(|k| **k == key).map(|k| Cow::Borrowed(*k))
+}
+
+/// A `_meta` key read off the wire: a known key without an allocation.
+struct Key(Cow<'static, str>);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(Key(known(key).unwrap_or_else(|| Cow::Owned(key.to_owned()))))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Key, E> {
+                Ok(Key(known(&key).unwrap_or(Cow::Owned(key))))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Meta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a `_meta` object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Meta, A::Error> {
+                let mut meta = Meta(Entries::Few(Vec::with_capacity(access.size_hint().unwrap_or(4).min(SCAN_BELOW))));
+                // A repeated key keeps its first place and its last value, as in a map.
+                while let Some(Key(key)) = access.next_key::<Key>()? {
+                    let value = access.next_value::<Value>()?;
+                    meta.insert_key(key, value);
+                }
+                Ok(meta)
+            }
+        }
+        deserializer.deserialize_map(Visitor)
     }
 }
 
@@ -287,13 +448,58 @@ mod tests {
     #[test]
     fn get_finds_the_same_by_scan_and_by_hash() {
         for n in [0, 1, SCAN_BELOW - 1, SCAN_BELOW, SCAN_BELOW + 1, 40] {
-            let meta = Meta((0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect());
+            let mut meta = Meta::new();
+            for i in 0..n {
+                meta.insert(format!("com.example/k{i}"), json!(i));
+            }
+            let from_map = Meta::from((0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect::<Map<_, _>>());
+            assert_eq!(meta, from_map);
+            assert!(meta.iter().map(|(k, _)| k).eq(from_map.iter().map(|(k, _)| k)), "order kept");
             for i in 0..n {
                 assert_eq!(meta.get(&format!("com.example/k{i}")), Some(&json!(i)), "{n} keys, key {i}");
             }
             for absent in ["com.example/k", "com.example/kx", "", "com.example/k1 "] {
                 assert_eq!(meta.get(absent), None, "{n} keys, {absent:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_decoded_meta_is_the_object_it_was_read_from() {
+        for n in [0, 3, SCAN_BELOW, SCAN_BELOW + 1, 1000] {
+            let object: Map<String, Value> = (0..n).map(|i| (format!("com.example/k{i}"), json!(i))).collect();
+            let text = serde_json::to_string(&object).unwrap();
+            let meta: Meta = serde_json::from_str(&text).unwrap();
+            assert_eq!(meta.len(), n);
+            assert_eq!(serde_json::to_string(&meta).unwrap(), text, "{n} keys: order and values kept");
+            assert_eq!(meta.clone().into_map(), object);
+        }
+        // A repeated key keeps its first place and its last value, as `serde_json::Map` does.
+        let meta: Meta = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(serde_json::to_string(&meta).unwrap(), r#"{"a":3,"b":2}"#);
+        let mut map: Map<String, Value> = serde_json::from_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(meta.into_map(), map);
+        // Equality ignores order, as a JSON object's does.
+        map.shift_remove("a");
+        map.insert("a".into(), json!(3));
+        assert_eq!(Meta::from(map), serde_json::from_str::<Meta>(r#"{"a":3,"b":2}"#).unwrap());
+        assert!(serde_json::from_str::<Meta>("[1]").is_err());
+    }
+
+    #[test]
+    fn remove_and_insert_keep_the_order_of_the_other_keys() {
+        for n in [4, SCAN_BELOW + 4] {
+            let mut meta = Meta::new();
+            for i in 0..n {
+                meta.insert(format!("k{i}"), json!(i));
+            }
+            assert_eq!(meta.remove("k1"), Some(json!(1)));
+            assert_eq!(meta.remove("k1"), None);
+            assert_eq!(meta.insert("k0", json!("x")), Some(json!(0)));
+            let keys: Vec<String> = meta.iter().map(|(k, _)| k.to_owned()).collect();
+            let want: Vec<String> = (0..n).filter(|i| *i != 1).map(|i| format!("k{i}")).collect();
+            assert_eq!(keys, want, "{n} keys");
+            assert_eq!(meta.get("k0"), Some(&json!("x")));
         }
     }
 

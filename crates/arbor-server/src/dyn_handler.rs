@@ -47,6 +47,7 @@ pub(crate) trait DynServerHandler: Send + Sync + 'static {
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>>;
     fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>>;
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy;
+    fn tool_asks_input(&self, tool: &str) -> bool;
     fn list_changes(&self) -> Option<ListChanges>;
     fn resource_updates(&self) -> Option<ResourceUpdates>;
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
@@ -98,6 +99,10 @@ impl<H: ServerHandler> DynServerHandler for H {
 
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
         ServerHandler::tool_task_policy(self, tool)
+    }
+
+    fn tool_asks_input(&self, tool: &str) -> bool {
+        ServerHandler::tool_asks_input(self, tool)
     }
 
     fn list_changes(&self) -> Option<ListChanges> {

@@ -153,6 +153,16 @@ pub trait ServerHandler: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call of `tool` may answer "input required" ([`Reply::InputRequired`]). A
+    /// 2026-07-28 call that may keeps a copy of its arguments, to bind the sealed state to
+    /// them. Called for every 2026-07-28 `tools/call`, so it must be quick. `true` (the
+    /// default) is always safe; answering `false` for a tool that does ask makes its
+    /// "input required" answer a -32603 error.
+    fn tool_asks_input(&self, tool: &str) -> bool {
+        let _ = tool;
+        true
+    }
+
     /// Whether calls of `tool` may run as tasks (the `io.modelcontextprotocol/tasks`
     /// extension; see [`crate::tasks`]). Called for every 2026-07-28 `tools/call`, so it
     /// must be quick (a panic in it counts as [`TaskPolicy::FORBIDDEN`]). A server whose

@@ -94,14 +94,17 @@ pub(crate) struct RequesterSlots {
 
 #[derive(Debug)]
 struct Table {
-    counts: HashMap<Requester, Arc<AtomicUsize>>,
+    /// Hashed with foldhash (seeded per table, so a client cannot choose colliding
+    /// keys): every request of a known requester is counted here, and SipHash cost more
+    /// than the rest of the lookup.
+    counts: HashMap<Requester, Arc<AtomicUsize>, foldhash::fast::RandomState>,
     /// Sweep idle entries when the table reaches this many.
     sweep_at: usize,
 }
 
 impl RequesterSlots {
     pub(crate) fn new(max: usize) -> Arc<RequesterSlots> {
-        let table = Table { counts: HashMap::new(), sweep_at: SWEEP_FLOOR };
+        let table = Table { counts: HashMap::default(), sweep_at: SWEEP_FLOOR };
         Arc::new(RequesterSlots { max, table: Mutex::new(table) })
     }
 

@@ -45,7 +45,7 @@ use stream::{EventStream, ReaderStart};
 
 use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, session_options, stream_end, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::server::{peer_addr, session_options, stream_expiry, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 use crate::tenant::Tenancy;
 
@@ -75,7 +75,18 @@ pub(crate) fn service_unavailable(reason: impl std::fmt::Display, id: Option<Req
 // The error is the request's final answer, made once: not worth a box.
 #[allow(clippy::result_large_err)]
 async fn find_session(inner: &Arc<Inner>, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
-    let Some(raw) = parts.headers.get(SESSION_ID) else {
+    find_session_named(inner, parts, parts.headers.get(SESSION_ID)).await
+}
+
+/// [`find_session`], with the `Mcp-Session-Id` header already looked up (each lookup
+/// hashes the name again, and a POST reads it on its way here).
+#[allow(clippy::result_large_err)]
+async fn find_session_named(
+    inner: &Arc<Inner>,
+    parts: &Parts,
+    raw: Option<&HeaderValue>,
+) -> Result<Arc<Session>, Response<Body>> {
+    let Some(raw) = raw else {
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
@@ -110,14 +121,19 @@ fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Bod
 }
 
 /// A legacy POST (the body is parsed and not modern).
-pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
-    if parts.headers.get(SESSION_ID).is_none() {
+pub(crate) async fn post(
+    inner: &Arc<Inner>,
+    parts: &Parts,
+    parsed: Parsed,
+    session_header: Option<&HeaderValue>,
+) -> Response<Body> {
+    if session_header.is_none() {
         if parsed.is_initialize() {
             return initialize(inner, parts, parsed).await;
         }
         return bad_request("Mcp-Session-Id header is required");
     }
-    let session = match find_session(inner, parts).await {
+    let session = match find_session_named(inner, parts, session_header).await {
         Ok(session) => session,
         Err(answer) => return answer,
     };
@@ -282,7 +298,6 @@ async fn serve(
     // In the drain's ledger until every answer is returned or in the stream's buffer.
     let admitted = inner.drain.admit();
     submit(parsed, route);
-    let shutdown = inner.shutdown.subscribe();
     // The route ending before anything came means the request will never be answered:
     // its client cancelled it, its session was deleted, or its endpoint stopped. A
     // cancelled request gets no response (not a -32603 in its name), so its stream just
@@ -319,7 +334,7 @@ async fn serve(
             Some(mirror) => mirror.finish(&stream).await,
             None => stream.finish(),
         }
-        return sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()));
+        return sse::response(stream::body(stream, reader_start(inner, session), busy, None, inner.count_stream()));
     }
     if let Some(out) = first {
         if matches!(out, Outgoing::Response(_)) {
@@ -371,7 +386,7 @@ async fn serve(
         stream.finish();
         return service_unavailable(e, None);
     }
-    sse::response(stream::body(stream, reader_start(inner, session), busy, shutdown, inner.count_stream()))
+    sse::response(stream::body(stream, reader_start(inner, session), busy, None, inner.count_stream()))
 }
 
 /// How the first reader of a new POST stream starts: from its beginning, primed (and
@@ -448,8 +463,8 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
         }
     };
     let busy = session.busy();
-    let end = stream_end(inner, verified(parts));
-    sse::response(stream::body(stream, start, busy, end, inner.count_stream()))
+    let expiry = stream_expiry(inner, verified(parts));
+    sse::response(stream::body(stream, start, busy, expiry, inner.count_stream()))
 }
 
 /// DELETE: ends the session (shared: on every node, through the store first).

@@ -204,7 +204,10 @@ impl Session {
 
 /// The sessions by id.
 pub(crate) struct Sessions {
-    map: RwLock<HashMap<Arc<str>, Arc<Session>>>,
+    /// Hashed with FxHash: every legacy request looks its session up, and SipHash cost
+    /// more than the rest of the lookup. Only the server makes session ids (random), so
+    /// no client can choose keys that collide.
+    map: RwLock<HashMap<Arc<str>, Arc<Session>, rustc_hash::FxBuildHasher>>,
     pub(crate) epoch: Instant,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// A large reap's endpoints have all stopped: the next tick gives memory back.
@@ -216,7 +219,7 @@ pub(crate) struct Sessions {
 impl Sessions {
     pub(crate) fn new() -> Sessions {
         Sessions {
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(HashMap::default()),
             epoch: Instant::now(),
             reaper: Mutex::new(None),
             trim_due: Arc::new(AtomicBool::new(false)),

@@ -27,8 +27,9 @@ use arbor_server::exchange::{Outgoing, RouteReceiver};
 use bytes::{Bytes, BytesMut};
 use hyper::body::Frame;
 use parking_lot::Mutex;
+use tokio::sync::futures::OwnedNotified;
 use tokio::sync::{watch, Notify};
-use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior, Sleep};
+use tokio::time::{Instant, Sleep};
 
 use super::session::Busy;
 use crate::server::StreamCount;
@@ -329,58 +330,72 @@ pub(crate) struct ReaderStart {
     pub(crate) keep_alive: Duration,
 }
 
-/// The body of an SSE answer reading `stream`.
+/// The body of an SSE answer reading `stream`; it ends at the server's shutdown and, for a
+/// stream opened with an expiring token, at `expiry` (`server::stream_expiry`).
 ///
 /// A body of its own (`Reader` polled by hyper), not a `futures` `unfold` around an async
 /// `next`: the future of such a `next`, with its `select!` over the change, the keep-alive,
-/// the end and the polling deadline, made the body 608 bytes, held by every open stream;
-/// this one is the `Reader` itself and a box for the end.
+/// the end and the polling deadline, made the body 608 bytes, held by every open stream.
+/// The keep-alive's timer and the shutdown's waiter are inside the `Reader` too, not boxed
+/// beside it (an `Interval`'s boxed `Sleep`, 112 bytes, and a boxed `wait_for` on a
+/// receiver of the shutdown, 168).
 pub(crate) fn body(
     stream: Arc<EventStream>,
     start: ReaderStart,
     busy: Busy,
-    mut shutdown: watch::Receiver<bool>,
+    expiry: Option<watch::Receiver<bool>>,
     count: StreamCount,
 ) -> axum::body::Body {
     let generation = stream.attach();
-    let mut keep_alive = interval_at(Instant::now() + start.keep_alive, start.keep_alive);
-    keep_alive.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let reader = Reader {
         generation,
         cursor: start.cursor,
         prime: start.prime,
         // Boxed: only polling streams pay for a `Sleep`.
         poll_until: start.poll_after.map(|d| Box::pin(tokio::time::sleep(d))),
-        keep_alive,
-        end: Box::pin(async move {
-            let _ = shutdown.wait_for(|stop| *stop).await;
+        keep_alive: tokio::time::sleep(start.keep_alive),
+        period: start.keep_alive,
+        shutdown: count.on_shutdown(),
+        expiry: expiry.map(|mut expiry| -> Pin<Box<dyn Future<Output = ()> + Send>> {
+            Box::pin(async move {
+                let _ = expiry.wait_for(|stop| *stop).await;
+            })
         }),
         ended: false,
         _busy: busy,
-        _count: count,
+        count,
         stream,
     };
     axum::body::Body::new(reader)
 }
 
-struct Reader {
-    stream: Arc<EventStream>,
-    generation: u64,
-    cursor: u64,
-    prime: Option<Duration>,
-    /// SEP-1699 polling: the response ends here while the stream is unfinished.
-    poll_until: Option<Pin<Box<Sleep>>>,
-    keep_alive: Interval,
-    /// Resolves when the response must end (the server's shutdown, the token's expiry).
-    end: Pin<Box<dyn Future<Output = ()> + Send>>,
-    ended: bool,
-    _busy: Busy,
-    _count: StreamCount,
-}
+pin_project_lite::pin_project! {
+    struct Reader {
+        stream: Arc<EventStream>,
+        generation: u64,
+        cursor: u64,
+        prime: Option<Duration>,
+        // SEP-1699 polling: the response ends here while the stream is unfinished.
+        poll_until: Option<Pin<Box<Sleep>>>,
+        // The next keep-alive comment is due at its deadline, then `period` after it was sent
+        // (an `Interval` that delays missed ticks).
+        #[pin]
+        keep_alive: Sleep,
+        period: Duration,
+        // Completes at the server's shutdown (if after the body was made: `count` tells the rest).
+        #[pin]
+        shutdown: OwnedNotified,
+        // Resolves when the token the stream was opened with expires.
+        expiry: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+        ended: bool,
+        _busy: Busy,
+        count: StreamCount,
+    }
 
-impl Drop for Reader {
-    fn drop(&mut self) {
-        self.stream.detach(self.generation);
+    impl PinnedDrop for Reader {
+        fn drop(this: Pin<&mut Self>) {
+            this.stream.detach(this.generation);
+        }
     }
 }
 
@@ -389,19 +404,19 @@ impl hyper::body::Body for Reader {
     type Error = Infallible;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        if this.ended {
+        let mut this = self.project();
+        if *this.ended {
             return Poll::Ready(None);
         }
         let data = |out: BytesMut| Poll::Ready(Some(Ok(Frame::data(out.freeze()))));
         let mut out = BytesMut::new();
         if let Some(retry) = this.prime.take() {
-            sse::put_priming(&mut out, this.stream.id, this.cursor, retry);
+            sse::put_priming(&mut out, this.stream.id, *this.cursor, retry);
         }
-        match this.stream.read(this.generation, &mut this.cursor, &mut out, Some(cx.waker())) {
+        match this.stream.read(*this.generation, this.cursor, &mut out, Some(cx.waker())) {
             Read::Some => return data(out),
             Read::Finished | Read::Superseded => {
-                this.ended = true;
+                *this.ended = true;
                 return if out.is_empty() { Poll::Ready(None) } else { data(out) };
             }
             Read::Nothing if !out.is_empty() => return data(out),
@@ -409,16 +424,39 @@ impl hyper::body::Body for Reader {
             Read::Nothing => {}
         }
         let polled_out = this.poll_until.as_mut().is_some_and(|at| at.as_mut().poll(cx).is_ready());
-        if polled_out || this.end.as_mut().poll(cx).is_ready() {
+        // The flag first: a shutdown before the waiter was made never notifies it.
+        let ends = polled_out
+            || this.count.shutting_down()
+            || this.shutdown.as_mut().poll(cx).is_ready()
+            || this.expiry.as_mut().is_some_and(|expiry| expiry.as_mut().poll(cx).is_ready());
+        if ends {
             // What the buffer already holds still goes out (a drained server's last
             // answers), then the response ends.
-            this.ended = true;
-            let _ = this.stream.read(this.generation, &mut this.cursor, &mut out, None);
+            *this.ended = true;
+            let _ = this.stream.read(*this.generation, this.cursor, &mut out, None);
             return if out.is_empty() { Poll::Ready(None) } else { data(out) };
         }
-        if this.keep_alive.poll_tick(cx).is_ready() {
+        if this.keep_alive.as_mut().poll(cx).is_ready() {
+            // As an `Interval` that delays missed ticks: `period` after the due time, or
+            // after now if the tick came late.
+            let (due, now) = (this.keep_alive.deadline(), Instant::now());
+            let late = now.saturating_duration_since(due) > Duration::from_millis(5);
+            this.keep_alive.as_mut().reset(if late { now } else { due } + *this.period);
             return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)))));
         }
         Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_open_streams_body_is_one_allocation_of_bounded_size() {
+        // Every open SSE stream holds one: its keep-alive timer and shutdown waiter are
+        // inside it. 120 bytes plus a 112-byte timer and a 168-byte end beside it before.
+        let size = std::mem::size_of::<Reader>();
+        assert!(size <= 320, "the legacy SSE body grew to {size} bytes");
     }
 }

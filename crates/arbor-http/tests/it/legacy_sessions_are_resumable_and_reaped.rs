@@ -110,6 +110,51 @@ async fn the_standalone_stream_carries_list_changed_and_resumes_after_last_event
     assert!(resumed.next().await.is_none(), "shutdown ended the stream");
 }
 
+#[tokio::test]
+async fn an_idle_standalone_stream_sends_keep_alives_every_period_until_shutdown() {
+    let keep_alive = std::time::Duration::from_millis(100);
+    let s = serve(HttpConfig { keep_alive, ..HttpConfig::default() }).await;
+    let session = s.initialize("2025-06-18", json!({})).await;
+    let response = s
+        .client
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    use futures::StreamExt;
+    let mut body = response.bytes_stream();
+    let opened = std::time::Instant::now();
+    let mut seen = Vec::new();
+    // Nothing else is sent on it: each chunk is one keep-alive comment.
+    while seen.len() < 4 {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), body.next())
+            .await
+            .expect("a keep-alive in time")
+            .expect("the stream is open")
+            .unwrap();
+        assert_eq!(&chunk[..], b":\n\n");
+        seen.push(opened.elapsed());
+    }
+    for (n, at) in seen.iter().enumerate() {
+        let due = keep_alive * (n as u32 + 1);
+        assert!(*at >= due, "keep-alive {n} came at {at:?}, before {due:?}");
+    }
+    // A shutdown ends the idle stream (its body waits for it with nothing else to wake it).
+    s.finish().await;
+    let end = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(end.is_ok(), "shutdown ended the stream");
+}
+
 /// The elicitation request goes out on the POST's stream; its answer is a POST of its own
 /// (202), and the tool's result then ends the stream.
 async fn ask_round_trip(s: &Served, version: &str, events: &mut SseReader, session: &str) -> Value {

@@ -95,6 +95,34 @@ impl Mounted {
         status
     }
 
+    /// A legacy session (initialize, initialized) with its standalone GET stream open.
+    async fn open_session_stream(&self) -> SseReader {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        let post = |body: Value| {
+            self.client
+                .post(&self.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body.to_string())
+        };
+        let response = post(init).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(post(initialized).header("mcp-session-id", &session).send().await.unwrap().status(), 202);
+        let get = self
+            .client
+            .get(&self.url)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(get.status(), 200);
+        SseReader::new(get)
+    }
+
     async fn finish(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -203,30 +231,7 @@ async fn one_call_shuts_a_mounted_endpoint_down_and_leaves_nothing_counted() {
     assert_eq!(m.ping_as(&host).await, 200);
 
     // A legacy session with its standalone stream open.
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let post = |body: Value| {
-        m.client
-            .post(&m.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string())
-    };
-    let response = post(init).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(initialized).header("mcp-session-id", &session).send().await.unwrap().status(), 202);
-    let get = m
-        .client
-        .get(&m.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(get.status(), 200);
-    let mut stream = SseReader::new(get);
+    let mut stream = m.open_session_stream().await;
     let before = m.http.stats();
     eprintln!("before shutdown: {before:?}, gauge {gauge:?}");
     assert_eq!(before.sessions, 1);
@@ -254,5 +259,23 @@ async fn one_call_shuts_a_mounted_endpoint_down_and_leaves_nothing_counted() {
     assert_eq!(alive, (0, 0), "the server's gauge is empty");
     // The app still serves; the endpoint answers 503 now, with a JSON-RPC error.
     assert_eq!(m.ping_as(&host).await, 503);
+    m.finish().await;
+}
+
+#[tokio::test]
+async fn an_idle_stream_of_a_router_served_by_plain_axum_ends_at_shutdown_not_at_the_grace() {
+    // Nothing of arbor's serves the connection: only the endpoint's shutdown itself can
+    // wake the idle stream's body (no event, no keep-alive for 15 s, no accept loop's stop).
+    let config = HttpConfig { shutdown_grace: Duration::from_secs(60), ..HttpConfig::default() };
+    let m = mount(config, false, None).await;
+    let mut stream = m.open_session_stream().await;
+    while m.http.stats().streams_open == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), m.http.shutdown()).await.expect("shutdown ended before the grace");
+    assert!(stream.next().await.is_none(), "the stream ended");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(m.http.stats().streams_open, 0);
     m.finish().await;
 }

@@ -225,8 +225,18 @@ impl TaskSupervisor {
     /// from the first poll on. For callers whose own task has nothing better to do than
     /// wait for this work (a transport's request handler), never for an actor, which would
     /// run the work's first poll inside its turn.
-    pub fn start_reporting<F, T, E, R>(&self, options: TaskOptions, work: F, report: R) -> Result<TaskRef, SpawnError>
+    ///
+    /// The work is made by `make`, given the task's own [`TaskRef`] once it is admitted (and
+    /// never called on a refusal): work that must be able to cancel itself holds it without
+    /// a channel to hand it over after the start.
+    pub fn start_reporting<M, F, T, E, R>(
+        &self,
+        options: TaskOptions,
+        make: M,
+        report: R,
+    ) -> Result<TaskRef, SpawnError>
     where
+        M: FnOnce(&TaskRef) -> F,
         F: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: Send + 'static,
@@ -234,6 +244,7 @@ impl TaskSupervisor {
     {
         let (handle, wiring) = self.admit(options)?;
         let task_ref = handle.task_ref();
+        let work = make(&task_ref);
         let mut report = ReportOnce(Some(report), std::marker::PhantomData);
         let mut task = Box::pin(async move {
             run(work, wiring).await;

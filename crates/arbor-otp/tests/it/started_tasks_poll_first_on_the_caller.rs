@@ -20,7 +20,7 @@ fn start(
 ) -> (arbor_otp::TaskRef, Arc<Mutex<Vec<Outcome>>>) {
     let reported: Arc<Mutex<Vec<Outcome>>> = Arc::default();
     let into = reported.clone();
-    let task = tasks.start_reporting(options, work, move |outcome: Outcome| into.lock().push(outcome)).unwrap();
+    let task = tasks.start_reporting(options, |_| work, move |outcome: Outcome| into.lock().push(outcome)).unwrap();
     (task, reported)
 }
 
@@ -85,15 +85,52 @@ async fn a_refused_start_never_polls_nor_reports() {
     let polled = Arc::new(Mutex::new(false));
     let (flag, was) = (Arc::new(Mutex::new(false)), polled.clone());
     let report = flag.clone();
+    let made = Arc::new(Mutex::new(false));
+    let making = made.clone();
     let refused = tasks.start_reporting(
         TaskOptions::default(),
-        async move {
-            *was.lock() = true;
-            Ok::<u32, String>(1)
+        move |_| {
+            *making.lock() = true;
+            async move {
+                *was.lock() = true;
+                Ok::<u32, String>(1)
+            }
         },
         move |_| *report.lock() = true,
     );
     assert_eq!(refused.err(), Some(SpawnError::Overloaded { max: 1 }));
-    assert!(!*polled.lock() && !*flag.lock());
+    assert!(!*made.lock() && !*polled.lock() && !*flag.lock(), "a refused start never makes its work");
+    tasks.shutdown().await;
+}
+
+/// The work is made with the task's own handle: it can cancel itself through it (as a
+/// request whose exchange closed does), and ends `Cancelled` like any other cancel.
+#[tokio::test(start_paused = true)]
+async fn the_work_is_made_with_its_own_handle_and_can_cancel_itself() {
+    let tasks = TaskSupervisor::start(TaskSupervisorSpec::new("t").gauge(Gauge::new())).await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let reported: Arc<Mutex<Vec<Outcome>>> = Arc::default();
+    let into = reported.clone();
+    let given = Arc::new(Mutex::new(None));
+    let keep = given.clone();
+    let task = tasks
+        .start_reporting(
+            TaskOptions::default(),
+            move |me: &arbor_otp::TaskRef| {
+                let me = me.clone();
+                *keep.lock() = Some(me.clone());
+                async move {
+                    let _ = rx.await;
+                    let _ = me.cancel();
+                    std::future::pending::<Result<u32, String>>().await
+                }
+            },
+            move |outcome: Outcome| into.lock().push(outcome),
+        )
+        .unwrap();
+    assert_eq!(given.lock().as_ref().map(|t| t.id()), Some(task.id()), "the handle given is the task's own");
+    assert!(reported.lock().is_empty());
+    tx.send(()).unwrap();
+    assert_eq!(self::reported(&reported).await, Outcome::Cancelled);
     tasks.shutdown().await;
 }

@@ -53,7 +53,7 @@ pub fn obj(v: Value) -> Map<String, Value> {
 }
 
 pub fn meta(v: Value) -> Meta {
-    Meta(obj(v))
+    Meta::from(obj(v))
 }
 
 pub fn enc<T: Serialize>(v: &T) -> Value {

@@ -32,7 +32,10 @@ enum Entry {
 
 /// See the module docs.
 pub(crate) struct IdTable {
-    entries: HashMap<RequestId, Entry>,
+    /// Hashed with foldhash (seeded per table): every request of a session is looked up
+    /// and inserted here, and SipHash cost more than the rest; the client chooses the ids,
+    /// so the hash stays seeded, and the table holds only requests in flight.
+    entries: HashMap<RequestId, Entry, foldhash::fast::RandomState>,
     /// The table is swept of finished requests when it reaches this size, so the common
     /// path (a request finishes) costs nothing at all.
     sweep_at: usize,
@@ -40,7 +43,7 @@ pub(crate) struct IdTable {
 
 impl Default for IdTable {
     fn default() -> Self {
-        IdTable { entries: HashMap::new(), sweep_at: 64 }
+        IdTable { entries: HashMap::default(), sweep_at: 64 }
     }
 }
 

@@ -306,7 +306,7 @@ pub(super) fn start(
     // signal's receiver is made only if the handler did not answer at its first poll,
     // which most requests do.
     let drained = {
-        let (id, shared, span) = (id.clone(), ctx.shared.clone(), span.clone());
+        let (id, shared) = (id.clone(), ctx.shared.clone());
         // The tenant's stop signal, fired when it is escalated past its restart budget
         // (`Tree::escalate`): the request answers -32603 at once. Only a tenant with a
         // budget has one; the others' requests race nothing more.
@@ -319,40 +319,33 @@ pub(super) fn start(
                     () = stop.cancelled() => tenant_escalated(method),
                 },
             };
-            telemetry::record_error(&span, &err);
+            // Polled inside the request's span (the work is instrumented with it): its
+            // handle is taken only here, on the rare path, not cloned for every request.
+            telemetry::record_error(&tracing::Span::current(), &err);
             (error_frame(&id, &err), Status::of(&err))
         }
     };
     let spawned = if scoped {
         let route = ctx.output.clone();
-        let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
-        let stop = async move {
-            route.closed().await;
-            // The task cancels itself through its own handle, so it ends `Cancelled`
-            // exactly as a client's cancel would: dropped work, no answer, slot freed.
-            if let Ok(task) = task_rx.await {
-                let _ = task.cancel();
+        match ctx.eager {
+            // The work is made with its own handle: no channel to hand it over.
+            true => ctx.tasks.start_reporting(
+                options,
+                |me| {
+                    let me = me.clone();
+                    Box::pin(scoped_work(job, drained, route, async move { Some(me) })).instrument(span.clone())
+                },
+                report,
+            ),
+            false => {
+                let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
+                let work = Box::pin(scoped_work(job, drained, route, async move { task_rx.await.ok() }))
+                    .instrument(span.clone());
+                ctx.tasks.spawn_reporting(options, work, report).inspect(|task| {
+                    let _ = task_tx.send(task.clone());
+                })
             }
-            std::future::pending::<std::convert::Infallible>().await
-        };
-        // Boxed as it is made and instrumented outside the box: the future is about 5 KiB,
-        // and every move of it is a copy.
-        let work = Box::pin(async move {
-            tokio::select! {
-                biased;
-                response = job.run() => Ok(response),
-                never = stop => match never {},
-                stopped = drained => Ok(stopped),
-            }
-        })
-        .instrument(span.clone());
-        let started = match ctx.eager {
-            true => ctx.tasks.start_reporting(options, work, report),
-            false => ctx.tasks.spawn_reporting(options, work, report),
-        };
-        started.inspect(|task| {
-            let _ = task_tx.send(task.clone());
-        })
+        }
     } else {
         // Boxed as it is made and instrumented outside the box: the future is about 5 KiB,
         // and every move of it is a copy.
@@ -365,7 +358,7 @@ pub(super) fn start(
         })
         .instrument(span.clone());
         match ctx.eager {
-            true => ctx.tasks.start_reporting(options, work, report),
+            true => ctx.tasks.start_reporting(options, |_| work, report),
             false => ctx.tasks.spawn_reporting(options, work, report),
         }
     };
@@ -390,5 +383,31 @@ pub(super) fn start(
             ctx.refuse(&span, &id, &err);
             None
         }
+    }
+}
+
+/// The work of a request scoped to its exchange: its job, raced against its route closing
+/// and the drain. Once the route closes, the task cancels itself through its own handle
+/// (`me`, ready once the task has started), so it ends `Cancelled` exactly as a client's
+/// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made
+/// (the future is about 5 KiB, and every move of it is a copy).
+async fn scoped_work(
+    job: RequestJob,
+    drained: impl std::future::Future<Output = (Vec<u8>, Status)>,
+    route: Output,
+    me: impl std::future::Future<Output = Option<TaskRef>>,
+) -> Result<(Vec<u8>, Status), std::convert::Infallible> {
+    let stop = async move {
+        route.closed().await;
+        if let Some(task) = me.await {
+            let _ = task.cancel();
+        }
+        std::future::pending::<std::convert::Infallible>().await
+    };
+    tokio::select! {
+        biased;
+        response = job.run() => Ok(response),
+        never = stop => match never {},
+        stopped = drained => Ok(stopped),
     }
 }

@@ -92,11 +92,14 @@ impl Drop for SignalGuard {
 
 impl RequestJob {
     /// Runs the request and returns its encoded response, and how it ended (for metrics).
-    pub(crate) async fn run(self) -> (Vec<u8>, Status) {
+    pub(crate) async fn run(mut self) -> (Vec<u8>, Status) {
         let mut guard = SignalGuard(self.signal.clone(), false);
-        let (id, span) = (self.id.clone(), self.span.clone());
+        // Taken, not cloned: each clone of a span is a call into the subscriber, and another
+        // when it is dropped.
+        let span = std::mem::replace(&mut self.span, tracing::Span::none());
+        let id = self.id.clone();
         let mut tool_error = false;
-        let answer = match self.dispatch(&mut tool_error).await {
+        let answer = match self.dispatch(&span, &mut tool_error).await {
             Ok(frame) if tool_error => (frame, Status::ToolError),
             Ok(frame) => (frame, Status::Ok),
             Err(err) => {
@@ -108,7 +111,7 @@ impl RequestJob {
         answer
     }
 
-    async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
+    async fn dispatch(self, span: &tracing::Span, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
         let RequestJob {
             shared,
             handler: versioned,
@@ -120,7 +123,7 @@ impl RequestJob {
             sink,
             requester,
             signal,
-            span,
+            span: _,
         } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
@@ -153,8 +156,10 @@ impl RequestJob {
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
                 // The handler consumes the params, and a state sealed after it must still
-                // bind the arguments: keep a copy, in the one era that seals.
-                let args = if modern { p.arguments.clone() } else { None };
+                // bind the arguments: keep a copy, in the one era that seals, when the tool
+                // can ask for input or a state is presented (opened against them).
+                let keep = modern && (state.is_some() || handler.tool_asks_input(&subject));
+                let args = if keep { p.arguments.clone() } else { None };
                 cache.uncacheable = state.is_some();
                 let bound = Arguments::from(args.as_ref());
                 let caps = cx.client_capabilities();
@@ -179,13 +184,13 @@ impl RequestJob {
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec
-                    .resolve(MethodName::CallTool, &subject, bound, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::CallTool, &subject, keep.then_some(bound), p, state, responses, cx, |p, cx| {
                         handler.call_tool(p, cx)
                     })
                     .await?;
                 if let Outcome::Complete(result) = &outcome {
                     let payloads = shared.config.trace_tool_payloads;
-                    telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
+                    telemetry::record_tool_result(span, result.is_error == Some(true), result, payloads);
                 }
                 *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
@@ -205,9 +210,16 @@ impl RequestJob {
                 let subject = p.uri.clone();
                 cache.uncacheable = state.is_some();
                 let outcome = exec
-                    .resolve(MethodName::ReadResource, &subject, Arguments::None, p, state, responses, cx, |p, cx| {
-                        handler.read_resource(p, cx)
-                    })
+                    .resolve(
+                        MethodName::ReadResource,
+                        &subject,
+                        Some(Arguments::None),
+                        p,
+                        state,
+                        responses,
+                        cx,
+                        |p, cx| handler.read_resource(p, cx),
+                    )
                     .await?;
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
@@ -237,7 +249,7 @@ impl RequestJob {
                 let args = if modern { p.arguments.clone() } else { None };
                 let bound = Arguments::from(args.as_ref());
                 let outcome = exec
-                    .resolve(MethodName::GetPrompt, &subject, bound, p, state, responses, cx, |p, cx| {
+                    .resolve(MethodName::GetPrompt, &subject, Some(bound), p, state, responses, cx, |p, cx| {
                         handler.get_prompt(p, cx)
                     })
                     .await?;
@@ -301,7 +313,8 @@ impl Exec<'_> {
         &self,
         method: MethodName,
         subject: &str,
-        arguments: Arguments<'_>,
+        // `None`: the handler said it never asks for input, and no copy was kept.
+        arguments: Option<Arguments<'_>>,
         params: P,
         request_state: Option<String>,
         responses: Option<InputResponses>,
@@ -321,8 +334,9 @@ impl Exec<'_> {
                 crate::Requester::Principal(key) => Some(key.clone()),
                 _ => None,
             };
-            let binding =
-                input::modern::Binding::new(method, subject).arguments(arguments).principal(principal.as_deref());
+            let binding = input::modern::Binding::new(method, subject)
+                .arguments(arguments.unwrap_or(Arguments::None))
+                .principal(principal.as_deref());
             let resumed = input::modern::open_bound(key, binding, request_state.as_deref(), responses)?;
             let cx = match (resumed.responses, resumed.state) {
                 (None, None) => cx,
@@ -331,6 +345,11 @@ impl Exec<'_> {
             let keep = cx.clone();
             return match invoke(params, cx).await? {
                 Reply::Complete(result) => Ok(Outcome::Complete(result)),
+                // A state bound to no arguments would be refused on the retry: answer the
+                // handler's contradiction at once instead.
+                Reply::InputRequired(_) if arguments.is_none() => Err(McpError::internal(format!(
+                    "Internal error: {subject} asked for input, but its handler said it never does (tool_asks_input)"
+                ))),
                 Reply::InputRequired(input) => {
                     input::modern::seal_bound(key, binding, input, keep.client_capabilities())
                         .map(Outcome::InputRequired)

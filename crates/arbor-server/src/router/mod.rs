@@ -550,6 +550,10 @@ impl ServerHandler for Router {
         self.shared.tools.load().get(tool).map_or(TaskPolicy::FORBIDDEN, |t| t.task_policy)
     }
 
+    fn tool_asks_input(&self, tool: &str) -> bool {
+        self.shared.tools.load().get(tool).is_none_or(|t| t.asks_input)
+    }
+
     fn list_changes(&self) -> Option<ListChanges> {
         self.shared.dynamic.load(Ordering::Acquire).then(|| self.shared.subscribe())
     }

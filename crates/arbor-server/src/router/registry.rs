@@ -17,10 +17,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxBuildHasher;
+
+/// The key index, hashed with FxHash: every request that names a tool or prompt looks it
+/// up (two or three times), and SipHash cost more than the rest of the lookup. Flooding is
+/// no concern: only the server registers keys; a client's name is only looked up.
+type Index = HashMap<String, usize, FxBuildHasher>;
+
 #[derive(Debug)]
 pub(crate) struct Registry<T> {
     entries: Vec<(u64, Arc<T>)>,
-    index: HashMap<String, usize>,
+    index: Index,
     next_seq: u64,
 }
 
@@ -33,7 +40,7 @@ impl<T> Clone for Registry<T> {
 
 impl<T> Default for Registry<T> {
     fn default() -> Self {
-        Registry { entries: Vec::new(), index: HashMap::new(), next_seq: 1 }
+        Registry { entries: Vec::new(), index: Index::default(), next_seq: 1 }
     }
 }
 

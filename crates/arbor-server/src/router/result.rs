@@ -35,6 +35,13 @@ use serde_json::Value;
     note = "for typed output with an `outputSchema`, register the tool with `tool_with_output` and return `Result<T, ToolError>` where `T: Serialize + JsonSchema`"
 )]
 pub trait IntoToolResult {
+    /// Whether a value of this type can be [`Reply::InputRequired`]. A 2026-07-28 call
+    /// that may answer "input required" must keep a copy of its arguments, to bind the
+    /// sealed state to them; a tool whose result type cannot ask saves that copy. Only
+    /// `Reply` (and a `Result` of it) says `true`; an implementation that can return
+    /// [`Reply::InputRequired`] must keep the default.
+    const ASKS_INPUT: bool = true;
+
     /// The result, or why there is none.
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError>;
 }
@@ -44,36 +51,48 @@ fn content(blocks: Vec<ContentBlock>) -> Result<Reply<CallToolResult>, ToolError
 }
 
 impl IntoToolResult for String {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         content(vec![ContentBlock::text(self)])
     }
 }
 
 impl IntoToolResult for &str {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         content(vec![ContentBlock::text(self)])
     }
 }
 
 impl IntoToolResult for () {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         content(Vec::new())
     }
 }
 
 impl IntoToolResult for ContentBlock {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         content(vec![self])
     }
 }
 
 impl IntoToolResult for Vec<ContentBlock> {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         content(self)
     }
 }
 
 impl IntoToolResult for CallToolResult {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         Ok(Reply::Complete(self))
     }
@@ -90,6 +109,8 @@ where
     T: IntoToolResult,
     E: Into<ToolError>,
 {
+    const ASKS_INPUT: bool = T::ASKS_INPUT;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         self.map_err(Into::into)?.into_tool_result()
     }
@@ -102,6 +123,8 @@ where
 pub struct Json<T>(pub T);
 
 impl<T: Serialize> IntoToolResult for Json<T> {
+    const ASKS_INPUT: bool = false;
+
     fn into_tool_result(self) -> Result<Reply<CallToolResult>, ToolError> {
         let value = serde_json::to_value(&self.0)
             .map_err(|e| ToolError::internal(format!("tool output does not serialise: {e}")))?;
@@ -132,6 +155,10 @@ pub trait IntoStructuredResult {
     /// The typed output; its schema is the tool's `outputSchema`.
     type Output: Serialize + schemars::JsonSchema;
 
+    /// Whether a value of this type can be [`Reply::InputRequired`]; see
+    /// [`IntoToolResult::ASKS_INPUT`].
+    const ASKS_INPUT: bool = true;
+
     /// The output, "input required", or why there is neither.
     fn into_structured(self) -> Result<Reply<Self::Output>, ToolError>;
 }
@@ -142,6 +169,7 @@ where
     E: Into<ToolError>,
 {
     type Output = T;
+    const ASKS_INPUT: bool = false;
 
     fn into_structured(self) -> Result<Reply<T>, ToolError> {
         self.map(Reply::Complete).map_err(Into::into)

@@ -65,6 +65,9 @@ pub struct ToolRoute {
     pub(crate) param_headers: Arc<[ParamHeader]>,
     /// The OAuth scopes a call needs (empty: none beyond the server's own).
     pub(crate) scopes: Arc<[String]>,
+    /// Whether the handler's result type can answer "input required"
+    /// ([`IntoToolResult::ASKS_INPUT`]): if not, a call keeps no copy of its arguments.
+    pub(crate) asks_input: bool,
     handler: ErasedTool,
 }
 
@@ -110,7 +113,7 @@ impl ToolRoute {
             Ok(args) => handler.call(args, cx).map(|out| finish(out.into_tool_result())).boxed(),
             Err(message) => futures::future::ready(Ok(Reply::Complete(error_result(message)))).boxed(),
         });
-        ToolRoute::build::<A>(name, None, call)
+        ToolRoute::build::<A>(name, None, <H::Output as IntoToolResult>::ASKS_INPUT, call)
     }
 
     /// A tool with a typed output: `outputSchema` comes from the handler's output type, and
@@ -159,7 +162,7 @@ impl ToolRoute {
             }
             Err(message) => futures::future::ready(Ok(Reply::Complete(error_result(message)))).boxed(),
         });
-        ToolRoute::build::<A>(name, Some(output_schema), call)
+        ToolRoute::build::<A>(name, Some(output_schema), <H::Output as IntoStructuredResult>::ASKS_INPUT, call)
     }
 
     /// A tool from a type implementing [`Tool`], for tools that hold state.
@@ -220,6 +223,7 @@ impl ToolRoute {
     fn build<A: schemars::JsonSchema>(
         name: String,
         output_schema: Option<JsonObject>,
+        asks_input: bool,
         call: ErasedTool,
     ) -> Result<Self, RouterError> {
         let schema_error = |reason| RouterError::Schema {
@@ -244,6 +248,7 @@ impl ToolRoute {
             input,
             param_headers,
             scopes: Arc::from(Vec::new()),
+            asks_input,
             handler: call,
         })
     }

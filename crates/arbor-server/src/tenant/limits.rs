@@ -298,7 +298,9 @@ pub(crate) struct Escalation {
 pub(crate) struct TenantRegistry {
     policy: TenantPolicy,
     bounds: TenantBounds,
-    tenants: RwLock<HashMap<String, Arc<TenantLimits>>>,
+    /// Hashed with foldhash (seeded): every request looks its tenant up, and SipHash cost
+    /// more than the rest of the lookup.
+    tenants: RwLock<HashMap<String, Arc<TenantLimits>, foldhash::fast::RandomState>>,
     escalations: mpsc::UnboundedSender<Escalation>,
     /// Taken once, by the task that escalates (started with the tree). Unbounded, but
     /// each tenant sends at most one escalation per quarantine.

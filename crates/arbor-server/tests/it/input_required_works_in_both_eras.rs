@@ -80,6 +80,23 @@ async fn modern_answers_are_bound_to_the_arguments_they_were_given_for() {
     h.finish().await;
 }
 
+/// A handler that says a tool never asks for input keeps no copy of its arguments; if the
+/// tool asks all the same, the call is answered -32603 at once instead of a state that its
+/// retry could never open, and the connection carries on.
+#[tokio::test]
+async fn a_tool_that_asks_after_saying_it_never_does_is_answered_an_internal_error() {
+    let mut h = Harness::start().await;
+    let meta = modern_meta(json!({"elicitation": {}}));
+    let params = |name: &str| json!({"_meta": meta, "name": name, "arguments": {"path": "A"}});
+    let refused = h.peer.call(1, "tools/call", params("ask_unannounced")).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ask_unannounced") && message.contains("tool_asks_input"), "{message}");
+    let asked = h.peer.call(2, "tools/call", params("ask")).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    h.finish().await;
+}
+
 #[tokio::test]
 async fn modern_input_for_an_undeclared_capability_is_refused() {
     let mut h = Harness::start().await;

@@ -59,6 +59,11 @@ impl ServerHandler for TestHandler {
         (tool == "hang_briefly").then(|| Duration::from_secs(1))
     }
 
+    /// `ask_unannounced` asks for input although its handler says no tool of it does.
+    fn tool_asks_input(&self, tool: &str) -> bool {
+        tool != "ask_unannounced"
+    }
+
     fn list_changes(&self) -> Option<ListChanges> {
         Some(self.changes.subscribe())
     }
@@ -107,7 +112,7 @@ impl ServerHandler for TestHandler {
                 cx.log(LoggingLevel::Warning, Some("test"), json!("warning line"));
                 Ok(text("logged").into())
             }
-            "ask" => match cx.input_responses().and_then(|r| r.get("name")) {
+            "ask" | "ask_unannounced" => match cx.input_responses().and_then(|r| r.get("name")) {
                 Some(InputResponse::Elicit(answer)) => {
                     let name = answer.content.as_ref().and_then(|c| c.get("name")).cloned().unwrap_or(Value::Null);
                     let seen = cx.input_state().cloned().unwrap_or(Value::Null);

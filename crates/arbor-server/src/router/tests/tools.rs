@@ -156,6 +156,33 @@ async fn a_tool_may_answer_input_required_and_has_its_metadata_and_deadline() {
     assert_eq!(router.tool_deadline("nope"), None);
 }
 
+/// Only a route whose result type can be "input required" says it asks for input: a
+/// 2026-07-28 call of the others keeps no copy of its arguments.
+#[tokio::test]
+async fn only_a_tool_whose_result_can_ask_says_it_asks_for_input() {
+    let router = fixture()
+        .tool("text", "", |_: NoArgs, _cx: RequestContext| async { "t".to_owned() })
+        .tool("json", "", |_: NoArgs, _cx: RequestContext| async { Ok::<_, ToolError>(Json(json!({}))) })
+        .tool_with_output("typed", "", |_: NoArgs, _cx: RequestContext| async {
+            Ok::<Quotient, ToolError>(Quotient { quotient: 1.0 })
+        })
+        .tool_with_output("typed_ask", "", |_: NoArgs, _cx: RequestContext| async {
+            Ok::<Reply<Quotient>, ToolError>(Reply::Complete(Quotient { quotient: 1.0 }))
+        });
+    for (tool, asks) in [
+        ("ask", true),
+        ("add", false),
+        ("text", false),
+        ("json", false),
+        ("typed", false),
+        ("typed_ask", true),
+        ("divide", false),
+        ("nope", true),
+    ] {
+        assert_eq!(router.tool_asks_input(tool), asks, "{tool}");
+    }
+}
+
 #[tokio::test]
 async fn every_result_shape_converts() {
     let router = Router::new("s", "1")
