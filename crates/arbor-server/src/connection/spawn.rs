@@ -240,7 +240,6 @@ pub(super) fn start(
         ),
     };
     let job = RequestJob {
-        span: span.clone(),
         shared: ctx.shared.clone(),
         handler,
         id: id.clone(),

@@ -71,9 +71,6 @@ pub(crate) struct RequestJob {
     /// How to reach the client, for legacy input requests.
     pub(crate) requester: ConnectionHandle,
     pub(crate) signal: Arc<RequestSignal>,
-    /// The request's span (`crate::telemetry`): the task runs in it; errors and tool
-    /// results are recorded on it.
-    pub(crate) span: tracing::Span,
 }
 
 /// Marks the request's signal when the task ends: finished if it answered, stopped if its
@@ -92,18 +89,20 @@ impl Drop for SignalGuard {
 
 impl RequestJob {
     /// Runs the request and returns its encoded response, and how it ended (for metrics).
-    pub(crate) async fn run(mut self) -> (Vec<u8>, Status) {
+    ///
+    /// It runs inside the request's span (its work is instrumented with it), and records on
+    /// `Span::current()` only when there is something to record (an error, a tool error, a
+    /// payload): a handle of its own would cost a call into the subscriber to make and
+    /// another to drop, on every request.
+    pub(crate) async fn run(self) -> (Vec<u8>, Status) {
         let mut guard = SignalGuard(self.signal.clone(), false);
-        // Taken, not cloned: each clone of a span is a call into the subscriber, and another
-        // when it is dropped.
-        let span = std::mem::replace(&mut self.span, tracing::Span::none());
         let id = self.id.clone();
         let mut tool_error = false;
-        let answer = match self.dispatch(&span, &mut tool_error).await {
+        let answer = match self.dispatch(&mut tool_error).await {
             Ok(frame) if tool_error => (frame, Status::ToolError),
             Ok(frame) => (frame, Status::Ok),
             Err(err) => {
-                telemetry::record_error(&span, &err);
+                telemetry::record_error(&tracing::Span::current(), &err);
                 (error_frame(&id, &err), Status::of(&err))
             }
         };
@@ -111,20 +110,9 @@ impl RequestJob {
         answer
     }
 
-    async fn dispatch(self, span: &tracing::Span, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
-        let RequestJob {
-            shared,
-            handler: versioned,
-            id,
-            request,
-            meta,
-            terms,
-            deadline,
-            sink,
-            requester,
-            signal,
-            span: _,
-        } = self;
+    async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
+        let RequestJob { shared, handler: versioned, id, request, meta, terms, deadline, sink, requester, signal } =
+            self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
         let cx = RequestContext::from_parts(ContextParts {
@@ -190,7 +178,10 @@ impl RequestJob {
                     .await?;
                 if let Outcome::Complete(result) = &outcome {
                     let payloads = shared.config.trace_tool_payloads;
-                    telemetry::record_tool_result(span, result.is_error == Some(true), result, payloads);
+                    if payloads || result.is_error == Some(true) {
+                        let span = tracing::Span::current();
+                        telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
+                    }
                 }
                 *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
