@@ -55,7 +55,8 @@ pub(crate) struct Inner {
     pub(crate) modern: ModernPool,
     pub(crate) sessions: Sessions,
     pub(crate) sse_sessions: legacy::sse_transport::SseSessions,
-    /// The supervisor of the legacy streams' pumps (started with the first session).
+    /// The supervisor of the legacy streams' pump tasks: POST streams, and a shared session's
+    /// standalone stream (started with the first one).
     streams: OnceCell<TaskSupervisor>,
     /// Flips to `true` once on shutdown; every open stream ends on it.
     pub(crate) shutdown: watch::Sender<bool>,
@@ -81,7 +82,7 @@ impl Inner {
         StreamCount(self.clone())
     }
 
-    /// The task supervisor the legacy streams' pumps run on.
+    /// The task supervisor the legacy streams' pump tasks run on.
     pub(crate) async fn stream_tasks(&self) -> Result<&TaskSupervisor, McpError> {
         let max = self.config.max_sessions.saturating_mul(4).max(1024);
         self.streams

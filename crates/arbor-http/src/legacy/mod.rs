@@ -223,7 +223,7 @@ async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Respon
 }
 
 /// Opens a session's connection on this node alone: its messages unrelated to any
-/// request go to `standalone`, filled by a supervised pump.
+/// request go to `standalone`, fed from the route as they are sent.
 #[allow(clippy::result_large_err)]
 async fn local_endpoint(
     inner: &Arc<Inner>,
@@ -241,23 +241,8 @@ async fn local_endpoint(
             return Err(unavailable(&err));
         }
     };
-    let tasks = match inner.stream_tasks().await {
-        Ok(tasks) => tasks,
-        Err(err) => {
-            endpoint.close();
-            return Err(unavailable(&err));
-        }
-    };
-    let cap = inner.config.event_buffer;
-    let pumped = standalone.clone();
-    let spawned = tasks.spawn(async move {
-        stream::pump(rx, pumped, usize::MAX, cap, true).await;
-        Ok::<(), ()>(())
-    });
-    if let Err(e) = spawned {
-        endpoint.close();
-        return Err(service_unavailable(e, None));
-    }
+    // Fed on each send, with no task of its own (`EventStream::feed`).
+    standalone.feed_from(rx, inner.config.event_buffer);
     // Until a GET stream reads it, the standalone queue is not read: a 2025-11-25 task's
     // input request then waits for that GET or the task's tasks/result stream.
     let reader = endpoint.standalone_reader();
@@ -375,7 +360,7 @@ async fn serve(
             .map(drop),
         (_, None) => tasks
             .spawn(async move {
-                stream::pump(rx, pumped, expected, cap, false).await;
+                stream::pump(rx, pumped, expected, cap).await;
                 drop(admitted);
                 Ok::<(), ()>(())
             })

@@ -1,17 +1,23 @@
-//! One resumable SSE stream of a legacy session: a bounded buffer of numbered events, the
-//! pump that fills it from a route, and the response body that reads it.
+//! One resumable SSE stream of a legacy session: a bounded buffer of numbered events, what
+//! fills it from a route (a POST stream's pump task; for the standalone stream, the route
+//! itself on each send), and the response body that reads it.
 //!
 //! It is not the session (`session.rs` holds the streams) and not the HTTP answer's
 //! choice between JSON and SSE (`mod.rs`). A stream outlives the connection that opened
-//! it: the pump keeps filling the buffer while no client reads (a disconnect is not a
-//! cancel in this era), and a GET with `Last-Event-ID` attaches a new reader.
+//! it: the buffer keeps filling while no client reads (a disconnect is not a cancel in
+//! this era), and a GET with `Last-Event-ID` attaches a new reader.
+//!
+//! The standalone stream has no task: it lives as long as its session and is mostly idle,
+//! and a pump task kept about 1.3 KB of every idle session. Its route calls
+//! [`EventStream::feed`] after each send (`RouteReceiver::on_ready`), and a reader calls it
+//! after taking events.
 //!
 //! Invariants: event ids are `<stream>-<seq>`, `seq` counting from 1 (`0` is the priming
 //! event), so an id names its stream and is unique in the session; the buffer never holds
 //! more than `event_buffer` events (the oldest go first); at most one reader is attached
 //! (a newer one supersedes it), and no lock is held across an await. While a reader is
-//! attached the standalone stream's pump never pushes out an event it has not been
-//! handed: it waits, so a slow reader holds the route back (and, past the server's unread-output bound, the
+//! attached the standalone stream is never fed an event that would push out one it has not
+//! been handed: the event waits in the route, so a slow reader holds the route back (and, past the server's unread-output bound, the
 //! stream's bus queue, whose overflow the client is told of) instead of losing events
 //! in silence.
 
@@ -28,7 +34,7 @@ use bytes::{Bytes, BytesMut};
 use hyper::body::Frame;
 use parking_lot::Mutex;
 use tokio::sync::futures::OwnedNotified;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::time::{Instant, Sleep};
 
 use super::session::Busy;
@@ -40,11 +46,19 @@ use crate::sse;
 pub(crate) struct EventStream {
     pub(crate) id: u64,
     state: Mutex<State>,
-    /// Told when a reader took events or went away: the pump may have room again.
-    taken: Notify,
+    /// The route the standalone stream is fed from on demand ([`EventStream::feed_from`]);
+    /// dropped once it ended. Locked while feeding, so messages go in their route order.
+    source: Mutex<Option<Source>>,
     /// Told whether a reader is attached, on each change (the standalone stream tells its
     /// endpoint, for a 2025-11-25 task's input requests: `Endpoint::set_standalone_read`).
     on_reader: OnceLock<OnReader>,
+}
+
+/// The route a stream is fed from, and its buffer's bound.
+#[derive(Debug)]
+struct Source {
+    rx: RouteReceiver,
+    cap: usize,
 }
 
 /// A hook told `true` when a reader attaches and `false` when the attached one goes.
@@ -76,6 +90,11 @@ struct State {
 }
 
 impl State {
+    /// Events held that no reader was handed yet (seqs ascend, so a binary search).
+    fn unread(&self) -> usize {
+        self.events.len() - self.events.partition_point(|(seq, _)| *seq <= self.delivered)
+    }
+
     /// The waker to wake once the lock is released.
     fn changed(&mut self) -> Option<Waker> {
         self.waker.take()
@@ -103,7 +122,54 @@ enum Read {
 
 impl EventStream {
     pub(crate) fn new(id: u64) -> EventStream {
-        EventStream { id, state: Mutex::new(State::default()), taken: Notify::new(), on_reader: OnceLock::new() }
+        EventStream { id, state: Mutex::new(State::default()), source: Mutex::new(None), on_reader: OnceLock::new() }
+    }
+
+    /// Feeds this stream from `rx` without a task, keeping at most `cap` events: the
+    /// route calls [`EventStream::feed`] after each send and when it ends, through a weak
+    /// reference (the stream owns the receiver, so a strong one would keep both forever).
+    pub(crate) fn feed_from(self: &Arc<Self>, rx: RouteReceiver, cap: usize) {
+        let stream = Arc::downgrade(self);
+        rx.on_ready(move || {
+            if let Some(stream) = stream.upgrade() {
+                stream.feed();
+            }
+        });
+        *self.source.lock() = Some(Source { rx, cap });
+        // What was sent before the hook was set.
+        self.feed();
+    }
+
+    /// Moves what the route holds into the buffer while one more event fits without
+    /// pushing out one the attached reader has not been handed (with no reader attached
+    /// the buffer is the replay window and always takes the latest `cap`); what does not
+    /// fit stays in the route, counted as its unread output. Finishes the stream once the
+    /// route ended. A no-op for a stream fed by a task.
+    pub(crate) fn feed(&self) {
+        let mut source = self.source.lock();
+        let Some(Source { rx, cap }) = source.as_mut() else { return };
+        let cap = *cap;
+        loop {
+            {
+                let state = self.state.lock();
+                if state.attached && state.unread() >= cap.max(1) {
+                    return;
+                }
+            }
+            match rx.try_recv() {
+                Some(out) => {
+                    self.push(out.into_bytes(), cap);
+                }
+                None => {
+                    if rx.is_ended() {
+                        *source = None;
+                        drop(source);
+                        self.finish();
+                    }
+                    return;
+                }
+            }
+        }
     }
 
     /// Sets the hook told whether a reader is attached (once; later calls are ignored).
@@ -131,25 +197,6 @@ impl EventStream {
         };
         wake(waker);
         seq
-    }
-
-    /// Completes once one more event fits in the buffer without pushing out one the
-    /// attached reader has not been handed, or once no reader is attached (the buffer is
-    /// then the replay window, and keeps the latest `cap`).
-    pub(crate) async fn room(&self, cap: usize) {
-        loop {
-            let taken = self.taken.notified();
-            tokio::pin!(taken);
-            taken.as_mut().enable();
-            {
-                let state = self.state.lock();
-                let unread = state.events.iter().filter(|(seq, _)| *seq > state.delivered).count();
-                if !state.attached || unread < cap.max(1) {
-                    return;
-                }
-            }
-            taken.await;
-        }
     }
 
     /// Appends an event another node numbered (`cluster`: a stream followed from the
@@ -239,9 +286,9 @@ impl EventStream {
             }
             current
         };
-        // Told outside the lock: the hook may take locks of its own.
+        // Outside the lock: the hook and the feed take locks of their own.
         if detached {
-            self.taken.notify_waiters();
+            self.feed();
             self.tell(false);
         }
     }
@@ -265,9 +312,6 @@ impl EventStream {
             *cursor = state.last_seq;
         }
         state.delivered = state.delivered.max(*cursor);
-        if wrote {
-            self.taken.notify_waiters();
-        }
         match (wrote, state.done && *cursor >= state.last_seq) {
             (_, true) if !wrote => Read::Finished,
             (true, _) => Read::Some,
@@ -284,25 +328,14 @@ impl EventStream {
     }
 }
 
-/// Moves a route's messages into `stream` until `expected` responses arrived (or the
-/// route ends), then finishes it. Runs as a supervised task.
+/// Moves a POST's route's messages into `stream` until `expected` responses arrived (or
+/// the route ends), then finishes it. Runs as a supervised task.
 ///
-/// With `hold_back` (the standalone stream) it waits for room while a reader is attached
-/// ([`EventStream::room`]): what writes there (subscription streams) holds back in turn
-/// past the server's unread-output bound, so a slow reader costs bounded memory and
-/// reported gaps, not silent loss. A POST's stream does not wait: the request's progress
-/// and logs do not hold back, so waiting would only move its backlog into the route.
-pub(crate) async fn pump(
-    mut rx: RouteReceiver,
-    stream: Arc<EventStream>,
-    mut expected: usize,
-    cap: usize,
-    hold_back: bool,
-) {
+/// It does not wait for a slow reader (the standalone stream does, [`EventStream::feed`]):
+/// the request's progress and logs do not hold back, so waiting would only move its
+/// backlog into the route.
+pub(crate) async fn pump(mut rx: RouteReceiver, stream: Arc<EventStream>, mut expected: usize, cap: usize) {
     while expected > 0 {
-        if hold_back {
-            stream.room(cap).await;
-        }
         let Some(out) = rx.recv().await else { break };
         match out {
             Outgoing::Response(json) => {
@@ -414,7 +447,11 @@ impl hyper::body::Body for Reader {
             sse::put_priming(&mut out, this.stream.id, *this.cursor, retry);
         }
         match this.stream.read(*this.generation, this.cursor, &mut out, Some(cx.waker())) {
-            Read::Some => return data(out),
+            Read::Some => {
+                // What was taken makes room for what the route holds back.
+                this.stream.feed();
+                return data(out);
+            }
             Read::Finished | Read::Superseded => {
                 *this.ended = true;
                 return if out.is_empty() { Poll::Ready(None) } else { data(out) };
@@ -451,6 +488,28 @@ impl hyper::body::Body for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream fed on demand holds its route's receiver, and the route holds the hook
+    /// back to the stream only weakly: the session's stream going closes the route (no
+    /// cycle keeps either), and the route's end finishes the stream and lets the receiver go.
+    #[test]
+    fn a_stream_fed_on_demand_ends_with_its_route_and_frees_it_when_dropped() {
+        let (route, rx) = arbor_server::exchange::Route::channel();
+        let stream = Arc::new(EventStream::new(0));
+        stream.feed_from(rx, 8);
+        assert!(!stream.is_done());
+        drop(route);
+        assert!(stream.is_done(), "the last sender's leaving finishes the stream");
+        assert!(stream.source.lock().is_none(), "the ended route's receiver is let go");
+
+        let (route, rx) = arbor_server::exchange::Route::channel();
+        let stream = Arc::new(EventStream::new(0));
+        stream.feed_from(rx, 8);
+        let weak = Arc::downgrade(&stream);
+        drop(stream);
+        assert!(weak.upgrade().is_none(), "the route's hook does not keep the stream");
+        assert!(route.is_closed(), "the stream's going drops the receiver, closing the route");
+    }
 
     #[test]
     fn an_open_streams_body_is_one_allocation_of_bounded_size() {

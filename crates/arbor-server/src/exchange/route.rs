@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -129,6 +129,18 @@ struct Chan {
     /// Wakes the writers waiting for the receiver to go (`Route::closed`).
     gone: Notify,
     unread: Unread,
+    /// Called after each send and when the last sender goes, for a receiver kept in a data
+    /// structure rather than awaited by a task (`RouteReceiver::on_ready`).
+    ready: OnceLock<Ready>,
+}
+
+/// The hook of [`RouteReceiver::on_ready`].
+struct Ready(Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ready")
+    }
 }
 
 /// Bytes sent on a route and not yet received, and the writers waiting for them to drain.
@@ -165,6 +177,7 @@ impl Drop for Route {
             // Release: a receiver that sees no sender left sees every message they queued.
             if chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
                 chan.readable.notify_one();
+                chan.call_ready();
             }
         }
     }
@@ -240,6 +253,7 @@ impl Route {
             queue.push_back(message);
         }
         chan.readable.notify_one();
+        chan.call_ready();
         true
     }
 
@@ -258,7 +272,34 @@ impl Route {
     }
 }
 
+impl Chan {
+    fn call_ready(&self) {
+        if let Some(ready) = self.ready.get() {
+            (ready.0)();
+        }
+    }
+}
+
 impl RouteReceiver {
+    /// Calls `ready` after every message sent on this route, and when its last sender
+    /// goes, on the sender's thread and with no lock of the route held. For a receiver kept
+    /// inside a data structure that is fed on demand instead of by a task of its own (a
+    /// legacy session's standalone stream, which lives as long as the session and is
+    /// mostly empty): `ready` drains with [`RouteReceiver::try_recv`] and tells the end by
+    /// [`RouteReceiver::is_ended`]. Set once; later calls are ignored. `ready` must be
+    /// quick, must not block on anything a sender may hold, and must not hold the receiver
+    /// strongly (through the structure that owns it), or neither is ever freed.
+    pub fn on_ready(&self, ready: impl Fn() + Send + Sync + 'static) {
+        let _ = self.chan.ready.set(Ready(Box::new(ready)));
+    }
+
+    /// Whether every sender is gone and everything they sent was received: nothing more
+    /// will ever come.
+    pub fn is_ended(&self) -> bool {
+        // The senders first: with none left, everything they sent is queued.
+        self.chan.senders.load(Ordering::Acquire) == 0 && self.chan.queue.lock().is_empty()
+    }
+
     /// The next message; `None` once every [`Route`] clone is dropped, that is once
     /// nothing the submission caused can write any more.
     pub async fn recv(&mut self) -> Option<Outgoing> {
@@ -325,6 +366,30 @@ mod tests {
         // An id that is not a plain number or string goes to the full read.
         assert!(!encoded_result(br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#));
         assert!(!encoded_result(br#"{"jsonrpc":"2.0","id":,"result":{}}"#));
+    }
+
+    /// A receiver fed on demand hears of every send and of its last sender leaving, and
+    /// tells the end only once everything sent was received.
+    #[test]
+    fn a_receiver_fed_on_demand_is_told_of_each_send_and_of_the_end() {
+        let (route, mut rx) = Route::channel();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        rx.on_ready(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        let other = route.clone();
+        assert!(route.send(Outgoing::Notification(b"1".to_vec())));
+        assert!(other.send(Outgoing::Notification(b"2".to_vec())));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        drop(other);
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "a sender that is not the last leaves quietly");
+        drop(route);
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "the last sender's leaving is told");
+        assert!(!rx.is_ended(), "two messages are still queued");
+        assert_eq!(rx.try_recv().unwrap().bytes(), b"1");
+        assert_eq!(rx.try_recv().unwrap().bytes(), b"2");
+        assert!(rx.is_ended());
     }
 
     /// What a slow reader has not taken is counted, and a writer waiting for it to drain
