@@ -244,7 +244,9 @@ impl TaskSupervisor {
     {
         let (handle, wiring) = self.admit(options)?;
         let task_ref = handle.task_ref();
-        let work = make(&task_ref);
+        // Boxed where it is made: the wrapper, its pinning and the spawn then move a pointer,
+        // not the work (a request's is kilobytes, copied four times into fresh memory before).
+        let work = Box::pin(make(&task_ref));
         let mut report = ReportOnce(Some(report), std::marker::PhantomData);
         let mut task = Box::pin(async move {
             run(work, wiring).await;
