@@ -126,8 +126,10 @@ impl ModernPool {
     }
 }
 
+/// Boxed: an endpoint is opened once per shard or tenant, and inline its future (kilobytes:
+/// it starts a connection actor) would size every 2026-07-28 request's future.
 async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, ConnectError> {
-    inner.server.open_endpoint(options, Route::discard()).await
+    Box::pin(inner.server.open_endpoint(options, Route::discard())).await
 }
 
 /// The headers every 2026-07-28 request is checked for, as names made once: a lookup by

@@ -92,7 +92,9 @@ async fn find_session_named(
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
     let session = match inner.sessions.get(id) {
         Some(session) => session,
-        None => shared::adopt(inner, parts, id).await?.ok_or_else(session_not_found)?,
+        // Boxed: adopting opens an endpoint, a future of kilobytes that every legacy
+        // request's future would otherwise carry (see `docs/internals.md`, the hot path).
+        None => Box::pin(shared::adopt(inner, parts, id)).await?.ok_or_else(session_not_found)?,
     };
     // A session belongs to the principal that initialized it: another principal's valid
     // token does not reach it, and learns nothing (the answer is an unknown session's),
@@ -129,7 +131,9 @@ pub(crate) async fn post(
 ) -> Response<Body> {
     if session_header.is_none() {
         if parsed.is_initialize() {
-            return initialize(inner, parts, parsed).await;
+            // Boxed: once per session, and opening its endpoint is a future of kilobytes
+            // that every request's future would otherwise carry.
+            return Box::pin(initialize(inner, parts, parsed)).await;
         }
         return bad_request("Mcp-Session-Id header is required");
     }
@@ -260,8 +264,9 @@ async fn serve(
 ) -> Response<Body> {
     let busy = session.busy();
     if session.shared {
-        // An answer for another node, or a message every copy applies.
-        if let Some(answer) = shared::route(inner, session, &parsed).await {
+        // An answer for another node, or a message every copy applies. Boxed, as the
+        // stream below: only a shared session pays for its future.
+        if let Some(answer) = Box::pin(shared::route(inner, session, &parsed)).await {
             return answer;
         }
     }
@@ -299,13 +304,35 @@ async fn serve(
         let err = McpError::internal("Internal error: the server is shutting down");
         return reject(StatusCode::SERVICE_UNAVAILABLE, &err, request_id);
     }
-    let mut expected = expected;
     let first = match first {
         Some(Outgoing::Response(json)) if expected == 1 || json.first() == Some(&b'[') => {
             return json_response(StatusCode::OK, json);
         }
         other => other,
     };
+    // Boxed: the stream's setup (the pump's supervisor started once, a shared session's
+    // store writes) is a future of kilobytes that every request answered as JSON, the
+    // common case, would otherwise carry.
+    let answering = Answering { busy, rx, admitted, first, ended, expected };
+    Box::pin(stream_answer(inner, session, answering)).await
+}
+
+/// What [`serve`] hands over when the answer is an SSE stream.
+struct Answering {
+    busy: session::Busy,
+    rx: arbor_server::exchange::RouteReceiver,
+    admitted: crate::drain::Admitted,
+    /// What came before the JSON wait ran out, if anything.
+    first: Option<Outgoing>,
+    /// The route ended before anything came.
+    ended: bool,
+    /// Responses the request expects.
+    expected: usize,
+}
+
+/// The rest of [`serve`] for an answer that is an SSE stream.
+async fn stream_answer(inner: &Arc<Inner>, session: &Arc<Session>, answering: Answering) -> Response<Body> {
+    let Answering { busy, rx, admitted, first, ended, mut expected } = answering;
     // The answer is an SSE stream: its events are buffered for resumption, filled by a
     // supervised pump that outlives this connection.
     let stream = session.new_stream();
