@@ -207,8 +207,9 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for Service {
         // future once and keeps it for the connection's life (an open SSE stream's
         // too). Inline, the request and the router's `Oneshot` made that slot 664
         // bytes per connection; boxed, it is a pointer, and a request still makes
-        // one allocation (the endpoint's future, boxed before this too).
-        Box::pin(async move {
+        // one allocation (the endpoint's future, boxed before this too). The box is
+        // allocated first and the future written into it (`pin_in_place`).
+        pin_in_place(|| async move {
             let response = match direct {
                 Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
                 None => tower::ServiceExt::oneshot(router, request).await?,
@@ -344,6 +345,16 @@ pub(crate) async fn accept_loop(
         // Each drops its connection at once now; bounded all the same.
         let _ = tokio::time::timeout(grace, drained.recv()).await;
     }
+}
+
+/// `Box::pin(make())`, with the box allocated before the future is made, so the future is
+/// written into it in place. `Box::pin(future)` makes the future on the stack first (the
+/// allocation comes after it) and then copies all of it: its whole size, however little
+/// of it a future that has not started uses, and an exchange's future holds every await
+/// of the endpoint's answer (kilobytes).
+#[inline(always)]
+fn pin_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
 }
 
 #[cfg(test)]
