@@ -23,6 +23,8 @@
 //!
 //! [`HttpConfig::tenant_header`]: crate::HttpConfig::tenant_header
 
+use std::sync::Arc;
+
 use arbor_protocol::error::McpError;
 use arbor_server::tenant::TenantRefusal;
 use arbor_server::{ConnectOptions, Requester};
@@ -31,6 +33,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 
 use crate::guard::reject;
+use crate::legacy::session::Session;
 use crate::server::{peer_addr, verified, Inner, SESSION_ID};
 
 /// The longest tenant name [`HttpConfig::tenant_header`](crate::HttpConfig::tenant_header)
@@ -65,6 +68,15 @@ struct Gate {
     max_body: usize,
     /// The tenant's limit is the lower one (for the 413's text).
     tenant_cap: bool,
+    /// The live legacy session the request named, as the gate found it: the session's
+    /// lookup is handed on (`gated_session`), not made again.
+    session: Option<Arc<Session>>,
+}
+
+/// The legacy session the gate found for this request (named by its `Mcp-Session-Id`,
+/// of its own principal), if it did.
+pub(crate) fn gated_session(parts: &Parts) -> Option<&Arc<Session>> {
+    parts.extensions.get::<Gate>().and_then(|gate| gate.session.as_ref())
 }
 
 /// The options a request of no known session is served with, before its principal and
@@ -160,12 +172,12 @@ pub(crate) fn admit_named(
     match session {
         Some(session) => {
             let tenancy = session.tenancy.clone();
-            admit_with(inner, parts, &tenancy, None)
+            admit_with(inner, parts, &tenancy, None, Some(session))
         }
         None => {
             let base = resolve(inner, parts)?;
             let tenancy = tenancy_of(parts, base.as_ref());
-            admit_with(inner, parts, &tenancy, Some(base))
+            admit_with(inner, parts, &tenancy, Some(base), None)
         }
     }
 }
@@ -184,17 +196,18 @@ pub(crate) fn tenancy_of(parts: &Parts, base: Option<&ConnectOptions>) -> Tenanc
 /// Admits a request of `tenancy` (see [`admit`]) and notes its body cap.
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit_as(inner: &Inner, parts: &mut Parts, tenancy: &Tenancy) -> Result<(), Response<Body>> {
-    admit_with(inner, parts, tenancy, None)
+    admit_with(inner, parts, tenancy, None, None)
 }
 
 /// [`admit_as`], noting `base` (the options the head names) too when the gate worked
-/// them out.
+/// them out, and the session it found.
 #[allow(clippy::result_large_err)]
 fn admit_with(
     inner: &Inner,
     parts: &mut Parts,
     tenancy: &Tenancy,
     base: Option<Option<ConnectOptions>>,
+    session: Option<Arc<Session>>,
 ) -> Result<(), Response<Body>> {
     let admission =
         inner.server.admit(tenancy.tenant.as_deref(), &tenancy.requester).map_err(|refusal| refused(&refusal))?;
@@ -203,7 +216,7 @@ fn admit_with(
         Some(own) if own < cap => (own, true),
         _ => (cap, false),
     };
-    parts.extensions.insert(Gate { base, max_body, tenant_cap });
+    parts.extensions.insert(Gate { base, max_body, tenant_cap, session });
     Ok(())
 }
 

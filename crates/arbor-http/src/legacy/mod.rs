@@ -90,7 +90,10 @@ async fn find_session_named(
         return Err(bad_request("Mcp-Session-Id header is required"));
     };
     let Ok(id) = raw.to_str() else { return Err(bad_request("Mcp-Session-Id is not visible ASCII")) };
-    let session = match inner.sessions.get(id) {
+    // The tenant gate looked this id up already (a POST's, or a GET's): its record is the
+    // registry's unless the session left since.
+    let gated = crate::tenant::gated_session(parts).filter(|s| *s.id == *id && !s.is_closed()).cloned();
+    let session = match gated.or_else(|| inner.sessions.get(id)) {
         Some(session) => session,
         // Boxed: adopting opens an endpoint, a future of kilobytes that every legacy
         // request's future would otherwise carry (see `docs/internals.md`, the hot path).
@@ -492,4 +495,51 @@ pub(crate) async fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> 
     }
     inner.sessions.remove(&session.id);
     empty(StatusCode::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tenant gate hands the session it found on to `find_session`, which uses it only
+    /// while the session is the registry's: one deleted (or reaped) between the gate and
+    /// the lookup is not found, as a lookup of the registry would not find it.
+    #[tokio::test]
+    async fn a_session_the_gate_found_is_not_served_once_it_left_the_registry() {
+        let http = crate::HttpServer::new(arbor_server::Server::new(arbor_server::Router::new("t", "1")));
+        let inner = http.inner.clone();
+        let endpoint = inner
+            .server
+            .open_endpoint(arbor_server::ConnectOptions::default(), Route::discard())
+            .await
+            .expect("an endpoint");
+        let slot = inner.sessions.admission.admit(None, &inner.config).expect("a slot");
+        let tenancy = Tenancy { tenant: None, requester: arbor_server::Requester::new(None, None) };
+        let id: Arc<str> = Arc::from("0123456789abcdef0123456789abcdef");
+        let session = Session::new(
+            id.clone(),
+            endpoint,
+            Arc::new(EventStream::new(0)),
+            slot,
+            inner.sessions.epoch,
+            None,
+            tenancy,
+            false,
+        );
+        inner.sessions.insert(Arc::new(session));
+        let header = HeaderValue::from_str(&id).expect("hex");
+        let gated = || {
+            let (mut parts, ()) = axum::http::Request::builder().method("POST").body(()).expect("a head").into_parts();
+            crate::tenant::admit_named(&inner, &mut parts, Some(&header)).expect("admitted");
+            assert!(crate::tenant::gated_session(&parts).is_some(), "the gate found the session");
+            parts
+        };
+        let parts = gated();
+        let found = find_session_named(&inner, &parts, Some(&header)).await.expect("found");
+        assert!(Arc::ptr_eq(&found, crate::tenant::gated_session(&parts).expect("gated")));
+        let parts = gated();
+        assert!(inner.sessions.remove(&id), "deleted between the gate and the lookup");
+        let answer = find_session_named(&inner, &parts, Some(&header)).await.expect_err("not found");
+        assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+    }
 }

@@ -72,6 +72,9 @@ pub(crate) struct Session {
     /// With `shared`: the seq after which this node started following the session-wide
     /// stream, once a GET asked for it.
     pub(crate) following_from: Mutex<Option<u64>>,
+    /// Set when it leaves the registry: a record found before (the tenant gate's) is no
+    /// longer the session's.
+    closed: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -119,6 +122,7 @@ impl Session {
             tenancy,
             shared,
             following_from: Mutex::new(None),
+            closed: AtomicBool::new(false),
         };
         session.touch();
         session
@@ -191,8 +195,14 @@ impl Session {
             && now_ms.saturating_sub(self.last_used.load(Ordering::Acquire)) >= timeout.as_millis() as u64
     }
 
+    /// Whether it left the registry (deleted, reaped, or the server shut down).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
     /// Ends the session's streams and closes its endpoint.
     fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         self.standalone.finish();
         for stream in self.streams.lock().list.drain(..) {
             stream.finish();
