@@ -244,8 +244,9 @@ impl TaskSupervisor {
     {
         let (handle, wiring) = self.admit(options)?;
         let task_ref = handle.task_ref();
-        // Boxed where it is made: the wrapper, its pinning and the spawn then move a pointer,
-        // not the work (a request's is kilobytes, copied four times into fresh memory before).
+        // Boxed where it is made: the wrapper's future then holds a pointer, and moving it
+        // through the wrapper, its pinning and a spawn copies less (about 180 instructions
+        // of memcpy per HTTP request by callgrind, for one more small allocation).
         let work = Box::pin(make(&task_ref));
         let mut report = ReportOnce(Some(report), std::marker::PhantomData);
         let mut task = Box::pin(async move {
