@@ -75,7 +75,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         call.task = (rev == V2025_11_25).then(|| TaskMetadata::default().with_ttl(60_000));
         call.input_responses = rev.per_request().then(|| b.input_responses());
         call.request_state = rev.per_request().then(|| "opaque".into());
-        out.push(("CallToolRequest", cr(CR::CallTool(call))));
+        out.push(("CallToolRequest", cr(CR::CallTool(Box::new(call)))));
         let mut read = ReadResourceRequestParams::new("file:///a.txt");
         read.meta = rmeta.clone();
         read.input_responses = rev.per_request().then(|| b.input_responses());

@@ -156,9 +156,16 @@ impl RequestJob {
                     if let Some(ttl) = tasks::route_legacy_call(&shared, handler, &subject, p.task.as_ref(), version)? {
                         p.task = None;
                         let run = versioned.handler.clone();
-                        let created =
-                            Box::pin(tasks::call_as_legacy_task(&shared, run, p, &cx, version, ttl, requester.clone()))
-                                .await?;
+                        let created = Box::pin(tasks::call_as_legacy_task(
+                            &shared,
+                            run,
+                            *p,
+                            &cx,
+                            version,
+                            ttl,
+                            requester.clone(),
+                        ))
+                        .await?;
                         return Ok(encode_response(&id, &created));
                     }
                 }
@@ -168,12 +175,13 @@ impl RequestJob {
                         input::modern::open(key, MethodName::CallTool, &subject, bound, state.as_deref(), responses)?;
                     let input = (resumed.responses, resumed.state);
                     let run = versioned.handler.clone();
-                    let created = Box::pin(tasks::call_as_task(&shared, run, p, &cx, version, input)).await?;
+                    let created = Box::pin(tasks::call_as_task(&shared, run, *p, &cx, version, input)).await?;
                     return Ok(encode_response(&id, &Outcome::<CallToolResult>::Task(created)));
                 }
                 let outcome = exec
                     .resolve(MethodName::CallTool, &subject, keep.then_some(bound), p, state, responses, cx, |p, cx| {
-                        handler.call_tool(p, cx)
+                        // Unboxed only here, as the handler takes them.
+                        handler.call_tool(*p, cx)
                     })
                     .await?;
                 if let Outcome::Complete(result) = &outcome {
