@@ -17,9 +17,9 @@
 //! more than `event_buffer` events (the oldest go first); at most one reader is attached
 //! (a newer one supersedes it), and no lock is held across an await. While a reader is
 //! attached the standalone stream is never fed an event that would push out one it has not
-//! been handed: the event waits in the route, so a slow reader holds the route back (and, past the server's unread-output bound, the
-//! stream's bus queue, whose overflow the client is told of) instead of losing events
-//! in silence.
+//! been handed: the event waits in the route, so a slow reader holds the route back (and,
+//! past the server's unread-output bound, the stream's bus queue, whose overflow the
+//! client is told of) instead of losing events in silence.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
