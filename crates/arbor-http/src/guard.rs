@@ -346,10 +346,18 @@ pub(crate) fn reject(status: StatusCode, err: &McpError, id: Option<RequestId>) 
     json_response(status, body)
 }
 
+/// Header slots of a JSON answer's map. hyper keeps a response's header map, emptied, as
+/// the connection's next request's: grown on demand it would hold six, and a 2026-07-28
+/// request carries seven (`Host`, `Content-Type`, `Accept`, `Content-Length`,
+/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; a real client adds more), so every
+/// request regrew it (about 800 instructions). Twelve is one allocation of the next size.
+const ANSWER_HEADER_SLOTS: usize = 12;
+
 /// A JSON body with `status`.
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
+    *response.headers_mut() = HeaderMap::with_capacity(ANSWER_HEADER_SLOTS);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
@@ -381,6 +389,18 @@ pub(crate) fn modern_status(code: Option<i64>) -> StatusCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_json_answers_header_map_holds_the_next_requests_headers_without_growing() {
+        // hyper empties the answer's map and parses the next request's headers into it.
+        let mut answer = json_response(StatusCode::OK, b"{}".to_vec());
+        let headers = answer.headers_mut();
+        headers.clear();
+        let room = headers.capacity();
+        headers.reserve(7);
+        assert_eq!(headers.capacity(), room, "a 2026-07-28 request's seven headers regrew the map");
+        assert!(room >= 7);
+    }
 
     #[test]
     fn depth_scan_skips_strings_and_counts_nesting() {

@@ -140,11 +140,27 @@ const NAME: HeaderName = HeaderName::from_static("mcp-name");
 /// Looks a header up for `check_request_headers`: its text, borrowed, or `Err` for bytes
 /// that are not visible ASCII.
 fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str, ()>> + 'a {
+    // The three every request is checked against, found in one pass over the few headers
+    // a request has: a `get` hashes its name (about 200 instructions each). The first of
+    // a repeated name, as `get` reads.
+    let (mut version, mut method, mut target) = (None, None, None);
+    for (name, value) in headers {
+        let slot = if *name == PROTOCOL_VERSION {
+            &mut version
+        } else if *name == METHOD {
+            &mut method
+        } else if *name == NAME {
+            &mut target
+        } else {
+            continue;
+        };
+        slot.get_or_insert(value);
+    }
     move |name: &str| {
         let value = match name {
-            PROTOCOL_VERSION_HEADER => headers.get(PROTOCOL_VERSION),
-            METHOD_HEADER => headers.get(METHOD),
-            NAME_HEADER => headers.get(NAME),
+            PROTOCOL_VERSION_HEADER => version,
+            METHOD_HEADER => method,
+            NAME_HEADER => target,
             // An `Mcp-Param-*` header, named by the tool's annotations.
             _ => headers.get(name),
         };

@@ -14,7 +14,7 @@
 //! re-exported here so this module lists everything a server emits.
 //!
 //! What it is not: an exporter or a recorder. The library installs none; without one,
-//! every call here goes to the facade's no-op recorder (a key built, nothing stored).
+//! every call here goes to the facade's no-op recorder (nothing stored).
 //! `arbor_http` serves a Prometheus recorder's text at `/metrics` when the application
 //! installs one (`HttpConfig::metrics`).
 //!
@@ -22,9 +22,10 @@
 //! in-flight gauge are kept (`Kept`) rather than looked up through a key built per call
 //! (a label vector, the recorder's hash and map lookup: about 6,000 instructions per
 //! request with the Prometheus recorder). A handle is kept only if it came from a
-//! recorder that lives as long as the process (the global one, or the facade's no-op while
-//! none is installed), so a thread-local recorder (`metrics::set_default_local_recorder`,
-//! tests) still gets every call through its own registration. A kept handle keeps its
+//! recorder that lives as long as the process (the global one), so a thread-local recorder
+//! (`metrics::set_default_local_recorder`, tests) still gets every call through its own
+//! registration. A zero-sized recorder (the facade's no-op, while none is installed) has
+//! no identity to keep a handle by: it registers at each call, with a key built once. A kept handle keeps its
 //! series: an exporter's idle timeout (`PrometheusBuilder::idle_timeout`, off in
 //! `arbor_http::metrics::prometheus_builder`) must not drop series still being updated, as
 //! for any handle held (the gauges' guards hold theirs already).
@@ -200,11 +201,19 @@ pub(crate) fn tenant_label(name: &str) -> SharedString {
 pub(crate) fn admitted(tenant: &SharedString) {
     static ADMITTED: KeptMap<Box<str>, Counter> = LazyLock::new(Default::default);
     metrics::with_recorder(|recorder| {
-        let register = || {
-            let key = Key::from_parts(REQUESTS_ADMITTED, vec![Label::new(TENANT, tenant.clone())]);
-            recorder.register_counter(&key, &METADATA)
+        static KEYS: KeyMap<Box<str>> = LazyLock::new(Default::default);
+        let make = || Key::from_parts(REQUESTS_ADMITTED, vec![Label::new(TENANT, tenant.clone())]);
+        let register = || recorder.register_counter(&make(), &METADATA);
+        let Some(id) = RecorderId::of(recorder) else {
+            let counter = with_key(
+                &KEYS,
+                &**tenant,
+                || Box::from(&**tenant),
+                make,
+                |key| recorder.register_counter(key, &METADATA),
+            );
+            return counter.increment(1);
         };
-        let Some(id) = RecorderId::of(recorder) else { return register().increment(1) };
         if let Some((from, counter)) = ADMITTED.read().get(&**tenant) {
             if *from == id {
                 return counter.increment(1);
@@ -274,6 +283,36 @@ type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
 
 /// Handles kept by key, each with the recorder it came from.
 type KeptMap<K, H> = LazyLock<RwLock<FxMap<K, (RecorderId, H)>>>;
+
+/// Keys kept for a recorder that keeps no handle (a zero-sized one: the facade's no-op,
+/// while none is installed), which is handed a key at each call as the macros do.
+type KeyMap<K> = LazyLock<RwLock<FxMap<K, Key>>>;
+
+/// Runs `register` with `map`'s key for `wanted`, made (`make`) and kept the first time,
+/// at most [`MAX_KEPT`]: building a key's labels and hashing them at each call cost about
+/// 1,000 instructions per request with no recorder installed.
+fn with_key<K, Q, H>(
+    map: &KeyMap<K>,
+    wanted: &Q,
+    owned: impl FnOnce() -> K,
+    make: impl FnOnce() -> Key,
+    register: impl FnOnce(&Key) -> H,
+) -> H
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(key) = map.read().get(wanted) {
+        return register(key);
+    }
+    let key = make();
+    let handle = register(&key);
+    let mut map = map.write();
+    if map.len() < MAX_KEPT {
+        map.insert(owned(), key);
+    }
+    handle
+}
 
 /// A recorder's identity: its address (compared, never dereferenced), so that a handle is
 /// used only with the recorder it came from. Only a recorder with a size has one: two live
@@ -361,6 +400,22 @@ impl<H> Kept<H> {
     }
 }
 
+/// What a success's histogram is kept by: method, protocol version, transport and the
+/// tool or prompt named.
+type OperationKey = (MethodName, &'static str, &'static str, Option<(&'static str, String)>);
+
+/// The histogram key of a success with `key`'s labels.
+fn operation_key((method, version, transport, target): &OperationKey) -> Key {
+    let mut labels = Vec::with_capacity(4);
+    labels.push(Label::new(METHOD, method.as_str()));
+    labels.push(Label::new(PROTOCOL_VERSION, *version));
+    labels.push(Label::new(TRANSPORT, *transport));
+    if let Some((name, value)) = target {
+        labels.push(Label::new(*name, value.clone()));
+    }
+    Key::from_parts(OPERATION_DURATION, labels)
+}
+
 /// How a request ended, for `error.type` and `rpc.response.status_code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
@@ -412,30 +467,30 @@ impl Operation {
     /// version, transport and target (errors, rare and with codes of any value, register
     /// each time).
     pub(crate) fn finish(self, status: Status) {
-        type Target = Option<(&'static str, String)>;
-        type OperationKey = (MethodName, &'static str, &'static str, Target);
         static KEPT: KeptMap<OperationKey, Histogram> = LazyLock::new(Default::default);
         if status != Status::Ok {
             return self.register(status);
         }
+        static KEYS: KeyMap<OperationKey> = LazyLock::new(Default::default);
         metrics::with_recorder(|recorder| {
-            let Some(id) = RecorderId::of(recorder) else { return self.register(status) };
             let seconds = self.start.elapsed().as_secs_f64();
             let key = (self.method, self.version, self.transport, self.target);
+            let Some(id) = RecorderId::of(recorder) else {
+                let histogram = with_key(
+                    &KEYS,
+                    &key,
+                    || key.clone(),
+                    || operation_key(&key),
+                    |key| recorder.register_histogram(key, &METADATA),
+                );
+                return histogram.record(seconds);
+            };
             if let Some((from, histogram)) = KEPT.read().get(&key) {
                 if *from == id {
                     return histogram.record(seconds);
                 }
             }
-            let (method, version, transport, target) = &key;
-            let mut labels = Vec::with_capacity(4);
-            labels.push(Label::new(METHOD, method.as_str()));
-            labels.push(Label::new(PROTOCOL_VERSION, *version));
-            labels.push(Label::new(TRANSPORT, *transport));
-            if let Some((name, value)) = target {
-                labels.push(Label::new(*name, value.clone()));
-            }
-            let histogram = recorder.register_histogram(&Key::from_parts(OPERATION_DURATION, labels), &METADATA);
+            let histogram = recorder.register_histogram(&operation_key(&key), &METADATA);
             histogram.record(seconds);
             if lasting(id) {
                 let mut kept = KEPT.write();
@@ -596,5 +651,74 @@ pub(crate) fn session_ended(start: Instant, version: Option<&'static str>, trans
     match version {
         Some(v) => histogram!(SESSION_DURATION, PROTOCOL_VERSION => v, TRANSPORT => transport).record(seconds),
         None => histogram!(SESSION_DURATION, TRANSPORT => transport).record(seconds),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{CounterFn, HistogramFn, KeyName, SharedString, Unit};
+
+    /// What the zero-sized recorder below saw: each registration's key, and each value.
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    /// A recorder with no size, as the facade's no-op is: it has no identity to keep
+    /// handles by, so it must be handed a key at every call.
+    struct Stateless;
+
+    struct Values;
+
+    impl CounterFn for Values {
+        fn increment(&self, value: u64) {
+            SEEN.lock().push(format!("+{value}"));
+        }
+        fn absolute(&self, _: u64) {}
+    }
+
+    impl HistogramFn for Values {
+        fn record(&self, _: f64) {
+            SEEN.lock().push("recorded".into());
+        }
+    }
+
+    fn seen(key: &Key) {
+        let labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        SEEN.lock().push(format!("{} {}", key.name(), labels.join(",")));
+    }
+
+    impl Recorder for Stateless {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &metrics::Metadata<'_>) -> Counter {
+            seen(key);
+            Counter::from_arc(Arc::new(Values))
+        }
+        fn register_gauge(&self, _: &Key, _: &metrics::Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &metrics::Metadata<'_>) -> Histogram {
+            seen(key);
+            Histogram::from_arc(Arc::new(Values))
+        }
+    }
+
+    #[test]
+    fn a_zero_sized_recorder_is_handed_the_whole_key_at_every_call() {
+        assert_eq!(std::mem::size_of::<Stateless>(), 0);
+        let tenant = tenant_label("acme");
+        let call = ClientRequest::CallTool(Box::new(arbor_protocol::model::tools::CallToolRequestParams::new("add")));
+        metrics::with_local_recorder(&Stateless, || {
+            for _ in 0..2 {
+                admitted(&tenant);
+                Operation::start(&call, ProtocolVersion::V2025_06_18, "tcp").finish(Status::Ok);
+            }
+        });
+        let admitted = format!("{REQUESTS_ADMITTED} {TENANT}=acme");
+        let operation = format!(
+            "{OPERATION_DURATION} {METHOD}=tools/call,{PROTOCOL_VERSION}=2025-06-18,{TRANSPORT}=tcp,{TOOL_NAME}=add"
+        );
+        let once = [admitted.as_str(), "+1", operation.as_str(), "recorded"];
+        assert_eq!(*SEEN.lock(), [once, once].concat());
     }
 }
