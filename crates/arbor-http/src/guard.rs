@@ -10,6 +10,7 @@
 //! Invariant: a refused request costs only itself: the checks read the request head and
 //! the body bytes, touch no shared state, and answer with the status the spec names.
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
@@ -346,18 +347,32 @@ pub(crate) fn reject(status: StatusCode, err: &McpError, id: Option<RequestId>) 
     json_response(status, body)
 }
 
-/// Header slots of a JSON answer's map. hyper keeps a response's header map, emptied, as
-/// the connection's next request's: grown on demand it would hold six, and a 2026-07-28
-/// request carries seven (`Host`, `Content-Type`, `Accept`, `Content-Length`,
-/// `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`; a real client adds more), so every
-/// request regrew it (about 800 instructions). Twelve is one allocation of the next size.
-const ANSWER_HEADER_SLOTS: usize = 12;
+thread_local! {
+    /// A served request's header map, emptied, for this thread's next JSON answer.
+    static SPARE_HEADERS: Cell<Option<HeaderMap>> = const { Cell::new(None) };
+}
+
+/// The most headers a kept map may have room for: a request that carried many leaves no
+/// large map behind.
+const SPARE_HEADERS_MAX: usize = 32;
+
+/// Keeps `headers`, a served request's, emptied, as the map of this thread's next JSON
+/// answer. hyper keeps an answer's map, emptied, as the connection's next request's; so
+/// one map goes round, request to answer to request, sized for this client's requests,
+/// where each request had one allocated for its answer and one freed (and a fresh
+/// answer's six slots were regrown for a 2026-07-28 request's seven headers).
+pub(crate) fn recycle_headers(mut headers: HeaderMap) {
+    if headers.capacity() <= SPARE_HEADERS_MAX {
+        headers.clear();
+        SPARE_HEADERS.set(Some(headers));
+    }
+}
 
 /// A JSON body with `status`.
 pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    *response.headers_mut() = HeaderMap::with_capacity(ANSWER_HEADER_SLOTS);
+    *response.headers_mut() = SPARE_HEADERS.take().unwrap_or_default();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
@@ -391,15 +406,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_json_answers_header_map_holds_the_next_requests_headers_without_growing() {
-        // hyper empties the answer's map and parses the next request's headers into it.
-        let mut answer = json_response(StatusCode::OK, b"{}".to_vec());
-        let headers = answer.headers_mut();
-        headers.clear();
-        let room = headers.capacity();
-        headers.reserve(7);
-        assert_eq!(headers.capacity(), room, "a 2026-07-28 request's seven headers regrew the map");
-        assert!(room >= 7);
+    fn a_served_requests_header_map_is_the_next_json_answers() {
+        let mut request = HeaderMap::with_capacity(12);
+        for name in ["host", "accept", "mcp-method", "mcp-name", "x-a", "x-b", "x-c"] {
+            request.insert(axum::http::HeaderName::from_static(name), HeaderValue::from_static("v"));
+        }
+        let room = request.capacity();
+        recycle_headers(request);
+        let answer = json_response(StatusCode::OK, b"{}".to_vec());
+        let headers = answer.headers();
+        assert_eq!(headers.capacity(), room, "the answer did not take the request's map");
+        assert_eq!(headers.len(), 1, "the request's headers were kept: {headers:?}");
+        assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+        // Taken once: the next answer makes its own; a large map is not kept.
+        assert!(json_response(StatusCode::OK, Vec::new()).headers().capacity() < room);
+        recycle_headers(HeaderMap::with_capacity(100));
+        assert!(json_response(StatusCode::OK, Vec::new()).headers().capacity() < 100);
     }
 
     #[test]

@@ -512,7 +512,7 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
             return refused;
         }
     }
-    match parts.method {
+    let answer = match parts.method {
         Method::POST => post_endpoint(&inner, &parts, body, session).await,
         // Boxed: a GET opens a stream and a DELETE closes a session, each once per many
         // POSTs, and inline their futures (kilobytes) would size every POST's.
@@ -520,7 +520,9 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
         Method::DELETE if session.is_some() => Box::pin(legacy::delete(&inner, &parts)).await,
         // No session: a GET or DELETE is the modern era's, which has neither.
         _ => guard::method_not_allowed("POST"),
-    }
+    };
+    guard::recycle_headers(parts.headers);
+    answer
 }
 
 /// The protected resource metadata (RFC 9728).
