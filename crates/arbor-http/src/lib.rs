@@ -49,6 +49,7 @@ mod drain;
 #[doc(hidden)]
 pub mod fuzzing;
 mod guard;
+mod head;
 mod health;
 mod idle;
 mod legacy;

@@ -26,7 +26,6 @@ use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
-use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
@@ -35,7 +34,8 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::drain::Admitted;
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, stream_end, verified, Inner, StreamCount, PROTOCOL_VERSION};
+use crate::head::Head;
+use crate::server::{stream_end, verified, Inner, StreamCount, PROTOCOL_VERSION};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -169,7 +169,7 @@ fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str,
 }
 
 /// Serves one 2026-07-28 POST whose body is already parsed.
-pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
+pub(crate) async fn post(inner: &Arc<Inner>, parts: &Head, parsed: Parsed) -> Response<Body> {
     match parsed.kind() {
         BodyKind::Response => {
             let err = McpError::InvalidRequest {
@@ -237,7 +237,7 @@ pub(crate) async fn post(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> R
     // principal), and the endpoint puts it first.
     let submit = |parsed: Parsed, route: Route| match verified {
         Some(v) => endpoint.submit_as(parsed, route, OnClose::Cancel, v.requester.clone(), v.principal.clone()),
-        None => endpoint.submit_from(parsed, route, OnClose::Cancel, Requester::new(None, peer_addr(parts))),
+        None => endpoint.submit_from(parsed, route, OnClose::Cancel, Requester::new(None, parts.peer)),
     };
     if parsed.kind() == BodyKind::Notification {
         submit(parsed, Route::discard());

@@ -7,8 +7,9 @@
 //! on each connection and stops gracefully.
 //!
 //! Invariant: every accepted socket gets `TCP_NODELAY` (an SSE event must not wait for a
-//! delayed ACK) and every request its peer address as `ConnectInfo<SocketAddr>` (the
-//! per-requester bounds read it); a failing `accept` never makes the loop spin or stop;
+//! delayed ACK) and every request its peer address (the per-requester bounds read it):
+//! handed to the endpoint with the head (`head::Head`), as `ConnectInfo<SocketAddr>` to
+//! the router's routes; a failing `accept` never makes the loop spin or stop;
 //! once stopped, connections get `shutdown_grace` to finish their exchange and are then
 //! dropped, so stopping is bounded in time.
 
@@ -176,9 +177,10 @@ struct Routes {
     listener_addr: Option<SocketAddr>,
 }
 
-/// One connection's service: its requests carry its peer, as
-/// `axum::serve(..).into_make_service_with_connect_info` would give it (the per-requester
-/// bounds read it, see `peer_addr`), and each opens an exchange on its clock.
+/// One connection's service: its requests carry its peer (the per-requester bounds read
+/// it): the endpoint's in its `Head`, the router's as
+/// `axum::serve(..).into_make_service_with_connect_info` would give it (`peer_addr`); and
+/// each opens an exchange on its clock.
 ///
 /// A named type, not a closure, so that the connection's task can be one too ([`Served`]).
 struct Service {
@@ -195,12 +197,17 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for Service {
     fn call(&self, mut request: Request<hyper::body::Incoming>) -> ServiceFuture {
         let exchange = self.clock.begin();
         let routes = &*self.routes;
-        let extensions = request.extensions_mut();
-        extensions.insert(ConnectInfo(self.peer));
-        if let Some(addr) = routes.listener_addr {
-            extensions.insert(ListenerAddr(addr));
-        }
         let direct = routes.direct.as_ref().filter(|inner| request.uri().path() == inner.config.path).cloned();
+        // The endpoint served directly is handed the peer with the head; the router's
+        // routes read it from the extensions, as a mounted router does.
+        let peer = self.peer;
+        if direct.is_none() {
+            let extensions = request.extensions_mut();
+            extensions.insert(ConnectInfo(peer));
+            if let Some(addr) = routes.listener_addr {
+                extensions.insert(ListenerAddr(addr));
+            }
+        }
         let router = routes.router.clone();
         // The whole answer's future boxed, the box freed once the answer's head is
         // out: hyper allocates a connection's in-flight slot sized for the service's
@@ -211,7 +218,11 @@ impl hyper::service::Service<Request<hyper::body::Incoming>> for Service {
         // allocated first and the future written into it (`pin_in_place`).
         pin_in_place(|| async move {
             let response = match direct {
-                Some(inner) => crate::server::serve_endpoint(inner, request.map(axum::body::Body::new)).await,
+                Some(inner) => {
+                    let (parts, body) = request.into_parts();
+                    let head = crate::head::Head::new(parts, Some(peer));
+                    crate::server::serve_endpoint(inner, head, axum::body::Body::new(body)).await
+                }
                 None => tower::ServiceExt::oneshot(router, request).await?,
             };
             Ok::<_, std::convert::Infallible>(response.map(|body| idle::Tracked::new(body, exchange)))

@@ -35,6 +35,7 @@ use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
 use crate::drain::{self, DrainState};
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
+use crate::head::Head;
 use crate::legacy::{self, Sessions};
 use crate::listener::{self, Connections};
 use crate::modern::{self, ModernPool};
@@ -482,13 +483,13 @@ fn cors_layer(cors: &crate::config::CorsConfig) -> tower_http::cors::CorsLayer {
 
 /// The MCP endpoint: every method lands here.
 async fn endpoint(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    serve_endpoint(inner, request).await
+    let (parts, body) = request.into_parts();
+    serve_endpoint(inner, Head::routed(parts), body).await
 }
 
 /// The MCP endpoint: through the router ([`HttpServer::router`]), or handed its requests
 /// by the accept loop directly (`serve::Accept::direct`). One function, so both answer the same.
-pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Response<Body> {
-    let (mut parts, body) = request.into_parts();
+pub(crate) async fn serve_endpoint(inner: Arc<Inner>, mut parts: Head, body: Body) -> Response<Body> {
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
@@ -521,7 +522,7 @@ pub(crate) async fn serve_endpoint(inner: Arc<Inner>, request: Request) -> Respo
         // No session: a GET or DELETE is the modern era's, which has neither.
         _ => guard::method_not_allowed("POST"),
     };
-    guard::recycle_headers(parts.headers);
+    guard::recycle_headers(parts.into_parts().headers);
     answer
 }
 
@@ -577,7 +578,7 @@ pub(crate) fn verified(parts: &Parts) -> Option<&Arc<Verified>> {
 /// The options a legacy session of this request opens with: the tenant hook's, else the
 /// verified principal's tenant, else the tenant header's; the principal (whose key becomes the session's owner and
 /// requester); the peer's address.
-pub(crate) fn session_options(inner: &Inner, parts: &Parts) -> ConnectOptions {
+pub(crate) fn session_options(inner: &Inner, parts: &Head) -> ConnectOptions {
     let verified = verified(parts);
     // The tenant as the gate worked it out (`tenant::base_options`).
     let mut options = crate::tenant::base_options(inner, parts).unwrap_or_default();
@@ -587,13 +588,14 @@ pub(crate) fn session_options(inner: &Inner, parts: &Parts) -> ConnectOptions {
             options.auth = Some(key.to_string());
         }
     }
-    options.peer = options.peer.or(peer_addr(parts));
+    options.peer = options.peer.or(parts.peer);
     options
 }
 
-/// The address of the peer that sent a request: set by [`Bound::run`], or by axum's
-/// `into_make_service_with_connect_info::<SocketAddr>()` when the router is mounted in an
-/// application; `None` when neither did (such requests share one requester).
+/// The address of the peer that sent a request through the router: set by the accept loop,
+/// or by axum's `into_make_service_with_connect_info::<SocketAddr>()` when the router is
+/// mounted in an application; `None` when neither did (such requests share one
+/// requester). The endpoint reads its [`Head`]'s.
 pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
     parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0)
 }
@@ -603,7 +605,7 @@ pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
 /// never read), 400 when it breaks off.
 /// The cap is the transport's (`HttpConfig::max_body_bytes`), or the request's tenant's
 /// when that is lower (`TenantQuota::max_body_bytes`); the 413 says which.
-pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Result<Bytes, Response<Body>> {
+pub(crate) async fn read_body(inner: &Inner, parts: &Head, body: Body) -> Result<Bytes, Response<Body>> {
     let (max, tenant_cap) = crate::tenant::max_body(inner, parts);
     let config = &inner.config;
     let too_large = || {
@@ -654,7 +656,7 @@ pub(crate) async fn read_body(inner: &Inner, parts: &Parts, body: Body) -> Resul
 }
 
 /// A POST's common checks, then its parse: `Err` is the answer already.
-pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Result<Parsed, Response<Body>> {
+pub(crate) async fn read_parsed(inner: &Inner, parts: &Head, body: Body) -> Result<Parsed, Response<Body>> {
     let bytes = read_body(inner, parts, body).await?;
     if too_deep(&bytes, inner.guard.max_depth) {
         let err = McpError::InvalidRequest {
@@ -677,7 +679,7 @@ pub(crate) async fn read_parsed(inner: &Inner, parts: &Parts, body: Body) -> Res
 
 /// `session` is the request's `Mcp-Session-Id` header, looked up once by the caller (each
 /// lookup hashes the name again).
-async fn post_endpoint(inner: &Arc<Inner>, parts: &Parts, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
+async fn post_endpoint(inner: &Arc<Inner>, parts: &Head, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
     if let Err(refused) = check_post_head(&parts.headers) {
         return *refused;
     }
@@ -726,9 +728,11 @@ mod tests {
         let http = HttpServer::new(arbor_server::Server::new(arbor_server::Router::new("t", "1")));
         let inner = http.inner.clone();
         let request = || Request::builder().method("POST").uri("/mcp").body(Body::empty()).expect("a request");
-        let endpoint = std::mem::size_of_val(&serve_endpoint(inner.clone(), request()));
+        let (parts, body) = request().into_parts();
+        let endpoint = std::mem::size_of_val(&serve_endpoint(inner.clone(), Head::new(parts, None), body));
         assert!(endpoint <= 3072, "the endpoint's future grew to {endpoint} bytes");
         let (parts, _) = request().into_parts();
+        let parts = Head::new(parts, None);
         let modern = std::mem::size_of_val(&crate::modern::post(&inner, &parts, Parsed::parse(b"{}")));
         assert!(modern <= 1536, "a 2026-07-28 POST's future grew to {modern} bytes");
         let legacy = std::mem::size_of_val(&crate::legacy::post(&inner, &parts, Parsed::parse(b"{}"), None));

@@ -33,8 +33,9 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderName, HeaderValue, Response, StatusCode};
 
 use crate::guard::reject;
+use crate::head::Head;
 use crate::legacy::session::Session;
-use crate::server::{peer_addr, verified, Inner, SESSION_ID};
+use crate::server::{verified, Inner, SESSION_ID};
 
 /// The longest tenant name [`HttpConfig::tenant_header`](crate::HttpConfig::tenant_header)
 /// accepts, in bytes: a tenant is a metrics label and a tree node's name, so it is short.
@@ -56,10 +57,9 @@ impl Tenancy {
     }
 }
 
-/// What the gate learnt about an admitted request, in its extensions (one entry: each
-/// insert into a request's extensions is an allocation, and a rehash past three).
+/// What the gate learnt about an admitted request, kept in its [`Head`].
 #[derive(Clone, Debug)]
-struct Gate {
+pub(crate) struct Gate {
     /// The connect options the head names (the tenant hook's, the verified principal's
     /// tenant, or the tenant header's), when the gate worked them out (`None`: it did not,
     /// for a request of a known session).
@@ -75,8 +75,8 @@ struct Gate {
 
 /// The legacy session the gate found for this request (named by its `Mcp-Session-Id`,
 /// of its own principal), if it did.
-pub(crate) fn gated_session(parts: &Parts) -> Option<&Arc<Session>> {
-    parts.extensions.get::<Gate>().and_then(|gate| gate.session.as_ref())
+pub(crate) fn gated_session(parts: &Head) -> Option<&Arc<Session>> {
+    parts.gate.as_ref().and_then(|gate| gate.session.as_ref())
 }
 
 /// The options a request of no known session is served with, before its principal and
@@ -84,8 +84,8 @@ pub(crate) fn gated_session(parts: &Parts) -> Option<&Arc<Session>> {
 /// off) the tenant header's; `None` is the default tenant. Read from the gate's work
 /// when it did it; else worked out now (a header the gate would have refused is then
 /// the default tenant, but the gate runs first on every path that serves a request).
-pub(crate) fn base_options(inner: &Inner, parts: &Parts) -> Option<ConnectOptions> {
-    match parts.extensions.get::<Gate>().and_then(|gate| gate.base.as_ref()) {
+pub(crate) fn base_options(inner: &Inner, parts: &Head) -> Option<ConnectOptions> {
+    match parts.gate.as_ref().and_then(|gate| gate.base.as_ref()) {
         Some(base) => base.clone(),
         None => resolve(inner, parts).ok().flatten(),
     }
@@ -93,8 +93,8 @@ pub(crate) fn base_options(inner: &Inner, parts: &Parts) -> Option<ConnectOption
 
 /// The largest body to read for this request (see `Gate`), and whether the tenant's
 /// quota set it.
-pub(crate) fn max_body(inner: &Inner, parts: &Parts) -> (usize, bool) {
-    match parts.extensions.get::<Gate>() {
+pub(crate) fn max_body(inner: &Inner, parts: &Head) -> (usize, bool) {
+    match &parts.gate {
         Some(gate) => (gate.max_body, gate.tenant_cap),
         None => (inner.guard.max_body, false),
     }
@@ -151,7 +151,7 @@ fn header_tenant(headers: &axum::http::HeaderMap, name: &HeaderName) -> Result<O
 /// tenant and requester; any other to the tenant its head names and to its principal,
 /// else its peer's address.
 #[allow(clippy::result_large_err)]
-pub(crate) fn admit(inner: &Inner, parts: &mut Parts) -> Result<(), Response<Body>> {
+pub(crate) fn admit(inner: &Inner, parts: &mut Head) -> Result<(), Response<Body>> {
     let session = parts.headers.get(SESSION_ID).cloned();
     admit_named(inner, parts, session.as_ref())
 }
@@ -161,7 +161,7 @@ pub(crate) fn admit(inner: &Inner, parts: &mut Parts) -> Result<(), Response<Bod
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit_named(
     inner: &Inner,
-    parts: &mut Parts,
+    parts: &mut Head,
     session: Option<&axum::http::HeaderValue>,
 ) -> Result<(), Response<Body>> {
     let session = session
@@ -184,18 +184,18 @@ pub(crate) fn admit_named(
 
 /// The tenancy of a request with no session: its tenant as `base` names it; its requester
 /// its verified principal, else the hook's identity, else its peer's address.
-pub(crate) fn tenancy_of(parts: &Parts, base: Option<&ConnectOptions>) -> Tenancy {
+pub(crate) fn tenancy_of(parts: &Head, base: Option<&ConnectOptions>) -> Tenancy {
     let tenant = base.and_then(|b| b.tenant.clone());
     let requester = match verified(parts) {
         Some(v) => v.requester.clone(),
-        None => Requester::new(base.and_then(|b| b.auth.as_deref()), base.and_then(|b| b.peer).or(peer_addr(parts))),
+        None => Requester::new(base.and_then(|b| b.auth.as_deref()), base.and_then(|b| b.peer).or(parts.peer)),
     };
     Tenancy { tenant, requester }
 }
 
 /// Admits a request of `tenancy` (see [`admit`]) and notes its body cap.
 #[allow(clippy::result_large_err)]
-pub(crate) fn admit_as(inner: &Inner, parts: &mut Parts, tenancy: &Tenancy) -> Result<(), Response<Body>> {
+pub(crate) fn admit_as(inner: &Inner, parts: &mut Head, tenancy: &Tenancy) -> Result<(), Response<Body>> {
     admit_with(inner, parts, tenancy, None, None)
 }
 
@@ -204,7 +204,7 @@ pub(crate) fn admit_as(inner: &Inner, parts: &mut Parts, tenancy: &Tenancy) -> R
 #[allow(clippy::result_large_err)]
 fn admit_with(
     inner: &Inner,
-    parts: &mut Parts,
+    parts: &mut Head,
     tenancy: &Tenancy,
     base: Option<Option<ConnectOptions>>,
     session: Option<Arc<Session>>,
@@ -216,7 +216,7 @@ fn admit_with(
         Some(own) if own < cap => (own, true),
         _ => (cap, false),
     };
-    parts.extensions.insert(Gate { base, max_body, tenant_cap, session });
+    parts.gate = Some(Gate { base, max_body, tenant_cap, session });
     Ok(())
 }
 

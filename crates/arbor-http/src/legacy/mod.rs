@@ -35,7 +35,6 @@ use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use arbor_server::exchange::{BodyKind, OnClose, Outgoing, Parsed, Route};
 use arbor_server::ConnectError;
 use axum::body::Body;
-use axum::http::request::Parts;
 use axum::http::{HeaderValue, Response, StatusCode};
 
 pub(crate) use admission::SESSION_COST_ESTIMATE;
@@ -45,7 +44,8 @@ use stream::{EventStream, ReaderStart};
 
 use crate::auth::Verified;
 use crate::guard::{accepts, empty, json_response, modern_status, reject};
-use crate::server::{peer_addr, session_options, stream_expiry, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
+use crate::head::Head;
+use crate::server::{session_options, stream_expiry, verified, Inner, PROTOCOL_VERSION, SESSION_ID};
 use crate::sse;
 use crate::tenant::Tenancy;
 
@@ -74,7 +74,7 @@ pub(crate) fn service_unavailable(reason: impl std::fmt::Display, id: Option<Req
 /// session store, one this node does not hold is adopted from it (`shared::adopt`).
 // The error is the request's final answer, made once: not worth a box.
 #[allow(clippy::result_large_err)]
-async fn find_session(inner: &Arc<Inner>, parts: &Parts) -> Result<Arc<Session>, Response<Body>> {
+async fn find_session(inner: &Arc<Inner>, parts: &Head) -> Result<Arc<Session>, Response<Body>> {
     find_session_named(inner, parts, parts.headers.get(SESSION_ID)).await
 }
 
@@ -83,7 +83,7 @@ async fn find_session(inner: &Arc<Inner>, parts: &Parts) -> Result<Arc<Session>,
 #[allow(clippy::result_large_err)]
 async fn find_session_named(
     inner: &Arc<Inner>,
-    parts: &Parts,
+    parts: &Head,
     raw: Option<&HeaderValue>,
 ) -> Result<Arc<Session>, Response<Body>> {
     let Some(raw) = raw else {
@@ -113,7 +113,7 @@ async fn find_session_named(
 /// A different legacy revision than the negotiated one is tolerated: SDK clients send
 /// their own constant on some requests, and the session's terms do not change.
 #[allow(clippy::result_large_err)]
-fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Body>> {
+fn check_version_header(inner: &Inner, parts: &Head) -> Result<(), Response<Body>> {
     let Some(raw) = parts.headers.get(PROTOCOL_VERSION) else { return Ok(()) };
     let version = raw.to_str().ok().and_then(ProtocolVersion::parse);
     match version {
@@ -128,7 +128,7 @@ fn check_version_header(inner: &Inner, parts: &Parts) -> Result<(), Response<Bod
 /// A legacy POST (the body is parsed and not modern).
 pub(crate) async fn post(
     inner: &Arc<Inner>,
-    parts: &Parts,
+    parts: &Head,
     parsed: Parsed,
     session_header: Option<&HeaderValue>,
 ) -> Response<Body> {
@@ -151,10 +151,10 @@ pub(crate) async fn post(
 }
 
 /// `initialize` without a session: opens one, answers with its id.
-async fn initialize(inner: &Arc<Inner>, parts: &Parts, parsed: Parsed) -> Response<Body> {
+async fn initialize(inner: &Arc<Inner>, parts: &Head, parsed: Parsed) -> Response<Body> {
     // The slot is taken first, so concurrent `initialize`s of one peer cannot overshoot;
     // every early return below gives it back.
-    let slot = match inner.sessions.admission.admit(peer_addr(parts).map(|a| a.ip()), &inner.config) {
+    let slot = match inner.sessions.admission.admit(parts.peer.map(|a| a.ip()), &inner.config) {
         Ok(slot) => slot,
         Err(refusal) => return refusal.response(&inner.config),
     };
@@ -417,7 +417,7 @@ fn reader_start(inner: &Inner, session: &Session) -> ReaderStart {
 }
 
 /// A GET with a session: the standalone stream, or a resumption with `Last-Event-ID`.
-pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
+pub(crate) async fn get(inner: &Arc<Inner>, parts: &Head) -> Response<Body> {
     if !accepts(&parts.headers, "text/event-stream", true) {
         let err = McpError::InvalidRequest {
             message: "Not Acceptable: Accept must list text/event-stream".into(),
@@ -483,7 +483,7 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
 }
 
 /// DELETE: ends the session (shared: on every node, through the store first).
-pub(crate) async fn delete(inner: &Arc<Inner>, parts: &Parts) -> Response<Body> {
+pub(crate) async fn delete(inner: &Arc<Inner>, parts: &Head) -> Response<Body> {
     let session = match find_session(inner, parts).await {
         Ok(session) => session,
         Err(answer) => return answer,
@@ -529,7 +529,8 @@ mod tests {
         inner.sessions.insert(Arc::new(session));
         let header = HeaderValue::from_str(&id).expect("hex");
         let gated = || {
-            let (mut parts, ()) = axum::http::Request::builder().method("POST").body(()).expect("a head").into_parts();
+            let (parts, ()) = axum::http::Request::builder().method("POST").body(()).expect("a head").into_parts();
+            let mut parts = Head::new(parts, None);
             crate::tenant::admit_named(&inner, &mut parts, Some(&header)).expect("admitted");
             assert!(crate::tenant::gated_session(&parts).is_some(), "the gate found the session");
             parts

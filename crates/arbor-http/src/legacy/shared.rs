@@ -31,7 +31,6 @@ use arbor_protocol::error::McpError;
 use arbor_server::exchange::{Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
-use axum::http::request::Parts;
 use axum::http::{Response, StatusCode};
 use serde_json::{json, Value};
 
@@ -39,7 +38,8 @@ use super::session::Session;
 use super::stream::EventStream;
 use crate::cluster::{Answered, Delivery, SessionRecord, SessionStore, SessionStoreError};
 use crate::guard::{empty, reject};
-use crate::server::{peer_addr, session_options, verified, Inner};
+use crate::head::Head;
+use crate::server::{session_options, verified, Inner};
 use crate::tenant::Tenancy;
 
 /// Events read from the store per round trip.
@@ -94,7 +94,7 @@ pub(crate) async fn save(
 /// the answer is an unknown session's, as on one node).
 // The error is the request's final answer, made once: not worth a box.
 #[allow(clippy::result_large_err)]
-pub(crate) async fn adopt(inner: &Arc<Inner>, parts: &Parts, id: &str) -> Result<Option<Arc<Session>>, Response<Body>> {
+pub(crate) async fn adopt(inner: &Arc<Inner>, parts: &Head, id: &str) -> Result<Option<Arc<Session>>, Response<Body>> {
     let Some(store) = store(inner) else { return Ok(None) };
     let record = match store.load(id).await {
         Ok(Some(record)) => record,
@@ -107,7 +107,7 @@ pub(crate) async fn adopt(inner: &Arc<Inner>, parts: &Parts, id: &str) -> Result
     if owner_key(owner.as_ref()) != record.owner || options.tenant != record.tenant {
         return Ok(None);
     }
-    let slot = match inner.sessions.admission.admit(peer_addr(parts).map(|a| a.ip()), &inner.config) {
+    let slot = match inner.sessions.admission.admit(parts.peer.map(|a| a.ip()), &inner.config) {
         Ok(slot) => slot,
         Err(refusal) => return Err(refusal.response(&inner.config)),
     };

@@ -28,7 +28,8 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 use super::admission::Slot;
 use super::session::new_session_id;
 use crate::guard::{empty, reject};
-use crate::server::{authenticate, peer_addr, read_parsed, session_options, stream_end, verified, Inner, StreamCount};
+use crate::head::Head;
+use crate::server::{authenticate, read_parsed, session_options, stream_end, verified, Inner, StreamCount};
 use crate::sse;
 use crate::tenant::Tenancy;
 
@@ -64,7 +65,7 @@ impl SseSessions {
 
 /// `GET {base}/sse`.
 pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let (mut parts, _) = request.into_parts();
+    let mut parts = Head::routed(request.into_parts().0);
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
@@ -82,7 +83,7 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
         reject(StatusCode::SERVICE_UNAVAILABLE, &McpError::Other { code: -32000, message, data: None }, None)
     };
     // The same caps as Streamable HTTP sessions, counted together with them.
-    let slot = match inner.sessions.admission.admit(peer_addr(&parts).map(|a| a.ip()), &inner.config) {
+    let slot = match inner.sessions.admission.admit(parts.peer.map(|a| a.ip()), &inner.config) {
         Ok(slot) => slot,
         Err(refusal) => return refusal.response(&inner.config),
     };
@@ -119,7 +120,8 @@ pub(crate) async fn open(State(inner): State<Arc<Inner>>, request: Request) -> R
 
 /// `POST {base}/messages?sessionId=…`.
 pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -> Response<Body> {
-    let (mut parts, body) = request.into_parts();
+    let (parts, body) = request.into_parts();
+    let mut parts = Head::routed(parts);
     if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
         return *refused;
     }
