@@ -204,7 +204,10 @@ impl RequestJob {
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
-            ClientRequest::ReadResource(mut p) => {
+            ClientRequest::ReadResource(p) => {
+                // Boxed at once, as `tools/call`'s are: held by value, these params (and
+                // the copy kept for a legacy retry) sized every request's future.
+                let mut p = Box::new(p);
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.uri.clone();
                 cache.uncacheable = state.is_some();
@@ -217,7 +220,7 @@ impl RequestJob {
                         state,
                         responses,
                         cx,
-                        |p, cx| handler.read_resource(p, cx),
+                        |p: Box<_>, cx| handler.read_resource(*p, cx),
                     )
                     .await?;
                 Ok(encode_outcome(&id, outcome, version, &cache))
@@ -242,14 +245,16 @@ impl RequestJob {
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
-            ClientRequest::GetPrompt(mut p) => {
+            ClientRequest::GetPrompt(p) => {
+                // Boxed at once, as `resources/read`'s.
+                let mut p = Box::new(p);
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
                 let args = if modern { p.arguments.clone() } else { None };
                 let bound = Arguments::from(args.as_ref());
                 let outcome = exec
-                    .resolve(MethodName::GetPrompt, &subject, Some(bound), p, state, responses, cx, |p, cx| {
-                        handler.get_prompt(p, cx)
+                    .resolve(MethodName::GetPrompt, &subject, Some(bound), p, state, responses, cx, |p: Box<_>, cx| {
+                        handler.get_prompt(*p, cx)
                     })
                     .await?;
                 Ok(encode_outcome(&id, outcome, version, &cache))
