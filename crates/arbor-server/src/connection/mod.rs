@@ -249,10 +249,12 @@ impl Actor for ConnectionActor {
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
         let ConnectionArgs { shared, io, tenant, session_slot, auth, principal, peer, session_id, gauge } = args;
+        let path = format!("root/tenant:{}/connections/{}", tenant.name(), myself.get_id());
         let trace = ConnectionTrace {
             transport: if matches!(io, Io::Stream { .. }) { "pipe" } else { "tcp" },
             session_id,
-            path: format!("root/tenant:{}/connections/{}", tenant.name(), myself.get_id()).into(),
+            requests_path: format!("{path}/requests").into(),
+            path: path.into(),
             payloads: shared.config.trace_tool_payloads,
         };
         let span = trace.connection_span(tenant.name());

@@ -39,7 +39,6 @@ use arbor_protocol::meta::Meta;
 use arbor_protocol::methods::ClientRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::inbound::Reports;
 use super::inspect::InFlight;
@@ -52,7 +51,7 @@ use crate::request::sink::ConnectionSink;
 use crate::request::{error_frame, JobTerms, RequestJob};
 use crate::requester::Requester;
 use crate::serve::Shared;
-use crate::telemetry::{self, ConnectionTrace, RequestSpan};
+use crate::telemetry::{self, ConnectionTrace, InSpan, RequestSpan};
 use crate::tenant::routers::TenantSlot;
 use crate::tree::TenantLimits;
 
@@ -332,14 +331,16 @@ pub(super) fn start(
                 options,
                 |me| {
                     let me = me.clone();
-                    Box::pin(scoped_work(job, drained, route, async move { Some(me) })).instrument(span.clone())
+                    InSpan::new(Box::pin(scoped_work(job, drained, route, async move { Some(me) })), span.clone())
                 },
                 report,
             ),
             false => {
                 let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
-                let work = Box::pin(scoped_work(job, drained, route, async move { task_rx.await.ok() }))
-                    .instrument(span.clone());
+                let work = InSpan::new(
+                    Box::pin(scoped_work(job, drained, route, async move { task_rx.await.ok() })),
+                    span.clone(),
+                );
                 ctx.tasks.spawn_reporting(options, work, report).inspect(|task| {
                     let _ = task_tx.send(task.clone());
                 })
@@ -354,8 +355,8 @@ pub(super) fn start(
                 response = job.run() => Ok(response),
                 stopped = drained => Ok(stopped),
             }
-        })
-        .instrument(span.clone());
+        });
+        let work = InSpan::new(work, span.clone());
         match ctx.eager {
             true => ctx.tasks.start_reporting(options, |_| work, report),
             false => ctx.tasks.spawn_reporting(options, work, report),
