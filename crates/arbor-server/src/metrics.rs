@@ -25,10 +25,11 @@
 //! recorder that lives as long as the process (the global one), so a thread-local recorder
 //! (`metrics::set_default_local_recorder`, tests) still gets every call through its own
 //! registration. A zero-sized recorder (the facade's no-op, while none is installed) has
-//! no identity to keep a handle by: it registers at each call, with a key built once. A kept handle keeps its
-//! series: an exporter's idle timeout (`PrometheusBuilder::idle_timeout`, off in
-//! `arbor_http::metrics::prometheus_builder`) must not drop series still being updated, as
-//! for any handle held (the gauges' guards hold theirs already).
+//! no identity to keep a handle by: it registers at each call, with a key built once. A
+//! kept handle keeps its series: an exporter's idle timeout
+//! (`PrometheusBuilder::idle_timeout`, off in `arbor_http::metrics::prometheus_builder`)
+//! must not drop series still being updated, as for any handle held (the gauges' guards
+//! hold theirs already).
 //!
 //! Invariant: a gauge changed here is changed back exactly once (the guards' `Drop`), so
 //! every gauge returns to its start when what it counts has gone.
