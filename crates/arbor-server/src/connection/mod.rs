@@ -46,7 +46,7 @@ mod spawn;
 mod streams;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arbor_otp::{Gauge, LiveToken, OwnedTaskSupervisor, TaskSupervisorSpec};
 use arbor_protocol::era::Session;
@@ -249,12 +249,11 @@ impl Actor for ConnectionActor {
         args: ConnectionArgs,
     ) -> Result<ConnState, ActorProcessingErr> {
         let ConnectionArgs { shared, io, tenant, session_slot, auth, principal, peer, session_id, gauge } = args;
-        let path = format!("root/tenant:{}/connections/{}", tenant.name(), myself.get_id());
         let trace = ConnectionTrace {
             transport: if matches!(io, Io::Stream { .. }) { "pipe" } else { "tcp" },
             session_id,
-            requests_path: format!("{path}/requests").into(),
-            path: path.into(),
+            path: format!("root/tenant:{}/connections/{}", tenant.name(), myself.get_id()).into(),
+            requests_path: OnceLock::new(),
             payloads: shared.config.trace_tool_payloads,
         };
         let span = trace.connection_span(tenant.name());

@@ -29,7 +29,7 @@ pub mod otlp;
 pub mod propagate;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
@@ -56,9 +56,10 @@ pub(crate) struct ConnectionTrace {
     pub(crate) session_id: Option<Arc<str>>,
     /// The connection's place in the tree, for [`attr::ARBOR_SUPERVISOR_PATH`].
     pub(crate) path: Arc<str>,
-    /// `{path}/requests`, its requests' place: made once, where each request's span
-    /// formatted it (about 800 instructions per request with a subscriber).
-    pub(crate) requests_path: Arc<str>,
+    /// `{path}/requests`, its requests' place: made once, the first time a subscriber
+    /// wants a request's span (each span formatted it: about 800 instructions per request
+    /// with a subscriber), and never without one.
+    pub(crate) requests_path: OnceLock<Box<str>>,
     /// `ServerConfig::trace_tool_payloads`.
     pub(crate) payloads: bool,
 }
@@ -78,6 +79,11 @@ impl ConnectionTrace {
             { attr::ARBOR_TENANT } = tenant,
             { attr::ARBOR_SUPERVISOR_PATH } = &*self.path,
         )
+    }
+
+    /// `{path}/requests` (see `requests_path`).
+    fn requests_path(&self) -> &str {
+        self.requests_path.get_or_init(|| format!("{}/requests", self.path).into())
     }
 
     /// The session id, for a legacy request only: the conventions forbid it on 2026-07-28.
@@ -193,7 +199,7 @@ impl RequestSpan<'_> {
             { attr::NETWORK_TRANSPORT } = trace.transport,
             { attr::ARBOR_TENANT } = info.tenant.as_str(),
             { attr::ARBOR_PRINCIPAL } = info.principal.as_ref().map(|p| p.subject.as_str()),
-            { attr::ARBOR_SUPERVISOR_PATH } = &*trace.requests_path,
+            { attr::ARBOR_SUPERVISOR_PATH } = trace.requests_path(),
             { attr::ARBOR_TRACEPARENT } = Empty,
         );
         if !span.is_disabled() {
