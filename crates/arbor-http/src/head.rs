@@ -12,7 +12,6 @@
 use std::net::SocketAddr;
 use std::ops::{Deref, DerefMut};
 
-use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
 
 use crate::tenant::Gate;
@@ -37,7 +36,7 @@ impl Head {
 
     /// The head, for a request that came through the router.
     pub(crate) fn routed(parts: Parts) -> Head {
-        let peer = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|info| info.0);
+        let peer = crate::server::peer_addr(&parts);
         Head::new(parts, peer)
     }
 

@@ -405,16 +405,21 @@ impl<H> Kept<H> {
 /// tool or prompt named.
 type OperationKey = (MethodName, &'static str, &'static str, Option<(&'static str, String)>);
 
-/// The histogram key of a success with `key`'s labels.
-fn operation_key((method, version, transport, target): &OperationKey) -> Key {
-    let mut labels = Vec::with_capacity(4);
+/// `key`'s labels, with room for `more`.
+fn operation_labels((method, version, transport, target): &OperationKey, more: usize) -> Vec<Label> {
+    let mut labels = Vec::with_capacity(4 + more);
     labels.push(Label::new(METHOD, method.as_str()));
     labels.push(Label::new(PROTOCOL_VERSION, *version));
     labels.push(Label::new(TRANSPORT, *transport));
     if let Some((name, value)) = target {
         labels.push(Label::new(*name, value.clone()));
     }
-    Key::from_parts(OPERATION_DURATION, labels)
+    labels
+}
+
+/// The histogram key of a success with `key`'s labels.
+fn operation_key(key: &OperationKey) -> Key {
+    Key::from_parts(OPERATION_DURATION, operation_labels(key, 0))
 }
 
 /// How a request ended, for `error.type` and `rpc.response.status_code`.
@@ -504,13 +509,7 @@ impl Operation {
 
     /// Records the operation as `histogram!` would, its labels built for this call.
     fn register(self, status: Status) {
-        let mut labels = Vec::with_capacity(6);
-        labels.push(Label::new(METHOD, self.method.as_str()));
-        labels.push(Label::new(PROTOCOL_VERSION, self.version));
-        labels.push(Label::new(TRANSPORT, self.transport));
-        if let Some((key, name)) = self.target {
-            labels.push(Label::new(key, name));
-        }
+        let mut labels = operation_labels(&(self.method, self.version, self.transport, self.target), 2);
         match status {
             Status::Ok => {}
             Status::ToolError => labels.push(Label::new(ERROR_TYPE, "tool_error")),
