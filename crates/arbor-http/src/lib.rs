@@ -33,9 +33,9 @@
 //! no shared state.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
-// Not `forbid(unsafe_code)`: the crate makes three libc calls no safe crate in the lock file
-// wraps (getrlimit/setrlimit in listener.rs, malloc_trim in legacy/session.rs). Each is one
-// expression with its SAFETY comment, and these lints keep any new one that way.
+// Not `forbid(unsafe_code)`: the crate makes libc calls no safe crate in the lock file wraps
+// (getrlimit/setrlimit in listener.rs; malloc, free and malloc_trim in legacy/give_back.rs).
+// Each is one expression with its SAFETY comment, and these lints keep any new one that way.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(any(feature = "aws-lc", feature = "rust-crypto")))]

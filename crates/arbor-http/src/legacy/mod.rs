@@ -21,6 +21,7 @@
 //! answer, its stream just ends; `initialize` past a session cap (`admission`) is 503.
 
 pub(crate) mod admission;
+mod give_back;
 pub(crate) mod session;
 pub(crate) mod shared;
 pub(crate) mod sse_transport;

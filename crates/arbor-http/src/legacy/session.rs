@@ -2,7 +2,7 @@
 //! it was last used), the registry, and the reaper that closes idle sessions. Reaping
 //! gives memory back: the registry's table shrinks once mostly empty, and after a sweep
 //! of at least `TRIM_AFTER` sessions, once their endpoints have stopped, the next tick
-//! asks glibc's malloc to return its free pages (`malloc_trim`).
+//! asks glibc's malloc to return its free pages (`give_back`).
 //!
 //! It is not the session's MCP state: that lives in the endpoint, a connection actor
 //! under the server's tree. The record only adds what HTTP needs.
@@ -352,7 +352,7 @@ impl Sessions {
                 // A tick after the endpoints of a large reap stopped, so that what their
                 // actors held (dropped once their supervisor saw them exit) is free.
                 if trim_now(&inner.sessions.trim_due, inner.config.trim_after_reap) {
-                    give_back();
+                    super::give_back::give_back();
                 }
                 let reaped = inner.sessions.reap(timeout);
                 if reaped > 0 {
@@ -382,16 +382,6 @@ async fn trim_once_stopped(gone: Vec<Arc<Session>>, due: Arc<AtomicBool>) {
 /// and the server keeps `HttpConfig::trim_after_reap` on.
 fn trim_now(due: &AtomicBool, enabled: bool) -> bool {
     due.swap(false, Ordering::AcqRel) && enabled
-}
-
-/// Asks glibc's malloc to return its free pages to the system, on the blocking pool
-/// (trimming a large heap walks it). Without it a server that held 10,000 sessions keeps
-/// their RSS after reaping: glibc keeps freed arena pages (measured: 143 MiB kept where
-/// 1.2 MiB were in use). Other allocators and platforms are left to their own policy.
-fn give_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory and is thread-safe in glibc.
-    drop(tokio::task::spawn_blocking(|| unsafe { libc::malloc_trim(0) }));
 }
 
 #[cfg(test)]
