@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use arbor_otp::pin_in_place;
 use axum::extract::{ConnectInfo, Request};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -356,16 +357,6 @@ pub(crate) async fn accept_loop(
         // Each drops its connection at once now; bounded all the same.
         let _ = tokio::time::timeout(grace, drained.recv()).await;
     }
-}
-
-/// `Box::pin(make())`, with the box allocated before the future is made, so the future is
-/// written into it in place. `Box::pin(future)` makes the future on the stack first (the
-/// allocation comes after it) and then copies all of it: its whole size, however little
-/// of it a future that has not started uses, and an exchange's future holds every await
-/// of the endpoint's answer (kilobytes).
-#[inline(always)]
-fn pin_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
-    Box::into_pin(Box::write(Box::new_uninit(), make()))
 }
 
 #[cfg(test)]

@@ -82,7 +82,9 @@ pub use supervisor::strategy::{AutoShutdown, RestartIntensity, Strategy, Supervi
 /// `tokio-util` line of their own: blocking work gets one, client calls and requests use it.
 pub use task::blocking::CancellationToken;
 pub use task::outcome::{CancelError, SpawnError, TaskOutcome};
-pub use task::{OwnedTaskSupervisor, TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec};
+pub use task::{
+    pin_in_place, OwnedTaskSupervisor, TaskHandle, TaskOptions, TaskRef, TaskSupervisor, TaskSupervisorSpec,
+};
 
 /// The text of a caught panic payload.
 pub(crate) fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {

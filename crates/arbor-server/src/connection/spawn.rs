@@ -32,7 +32,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use arbor_otp::{SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
+use arbor_otp::{pin_in_place, SpawnError, TaskOptions, TaskOutcome, TaskRef, TaskSupervisor};
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta::Meta;
@@ -331,14 +331,19 @@ pub(super) fn start(
                 options,
                 |me| {
                     let me = me.clone();
-                    InSpan::new(Box::pin(scoped_work(job, drained, route, async move { Some(me) })), span.clone())
+                    // Made in its box: the work is kilobytes, and a copy of it costs
+                    // more than the rest of the start.
+                    InSpan::new(
+                        pin_in_place(|| scoped_work(job, drained, route, async move { Some(me) })),
+                        span.clone(),
+                    )
                 },
                 report,
             ),
             false => {
                 let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
                 let work = InSpan::new(
-                    Box::pin(scoped_work(job, drained, route, async move { task_rx.await.ok() })),
+                    pin_in_place(|| scoped_work(job, drained, route, async move { task_rx.await.ok() })),
                     span.clone(),
                 );
                 ctx.tasks.spawn_reporting(options, work, report).inspect(|task| {
@@ -349,7 +354,7 @@ pub(super) fn start(
     } else {
         // Boxed as it is made and instrumented outside the box: the future is about 5 KiB,
         // and every move of it is a copy.
-        let work = Box::pin(async move {
+        let work = pin_in_place(|| async move {
             tokio::select! {
                 biased;
                 response = job.run() => Ok(response),
