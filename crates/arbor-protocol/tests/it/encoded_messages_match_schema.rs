@@ -64,7 +64,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
                     .with_resource_subscriptions(vec!["file:///a.txt".to_owned()]),
             );
             listen.meta = rmeta.clone();
-            out.push(("SubscriptionsListenRequest", cr(CR::SubscriptionsListen(listen))));
+            out.push(("SubscriptionsListenRequest", cr(CR::SubscriptionsListen(Box::new(listen)))));
         }
         out.push(("ListToolsRequest", cr(CR::ListTools(b.paginated()))));
         out.push(("ListResourcesRequest", cr(CR::ListResources(b.paginated()))));
@@ -80,19 +80,19 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         read.meta = rmeta.clone();
         read.input_responses = rev.per_request().then(|| b.input_responses());
         read.request_state = rev.per_request().then(|| "opaque".into());
-        out.push(("ReadResourceRequest", cr(CR::ReadResource(read))));
+        out.push(("ReadResourceRequest", cr(CR::ReadResource(Box::new(read)))));
         let mut get = GetPromptRequestParams::new("greet").with_argument("who", "world");
         get.meta = rmeta.clone();
         get.input_responses = rev.per_request().then(|| b.input_responses());
         get.request_state = rev.per_request().then(|| "opaque".into());
-        out.push(("GetPromptRequest", cr(CR::GetPrompt(get))));
+        out.push(("GetPromptRequest", cr(CR::GetPrompt(Box::new(get)))));
         let mut prompt = PromptReference::new("greet");
         prompt.title = b.at_least(V2025_06_18).then(|| "Greet".into());
         for reference in [Reference::Prompt(prompt), Reference::resource_template("file:///{path}")] {
             let mut complete = CompleteRequestParams::new(reference, CompleteArgument::new("who", "wo"));
             complete.meta = rmeta.clone();
             complete.context = b.at_least(V2025_06_18).then(|| CompleteContext::default().with_argument("lang", "en"));
-            out.push(("CompleteRequest", cr(CR::Complete(complete))));
+            out.push(("CompleteRequest", cr(CR::Complete(Box::new(complete)))));
         }
     }
 
@@ -152,7 +152,7 @@ fn cases(rev: Rev) -> Vec<(&'static str, Value)> {
         };
         let mut update = UpdateTaskRequestParams::new("t-1", answers);
         update.meta = rmeta.clone();
-        out.push(("UpdateTaskRequest", cr(CR::UpdateTask(update))));
+        out.push(("UpdateTaskRequest", cr(CR::UpdateTask(Box::new(update)))));
         for status in [
             TaskStatus::Working,
             TaskStatus::InputRequired,

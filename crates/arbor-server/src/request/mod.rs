@@ -204,10 +204,9 @@ impl RequestJob {
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
-            ClientRequest::ReadResource(p) => {
-                // Boxed at once, as `tools/call`'s are: held by value, these params (and
-                // the copy kept for a legacy retry) sized every request's future.
-                let mut p = Box::new(p);
+            ClientRequest::ReadResource(mut p) => {
+                // Boxed (in the request), as `tools/call`'s are: held by value, these params
+                // (and the copy kept for a legacy retry) sized every request's future.
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.uri.clone();
                 cache.uncacheable = state.is_some();
@@ -236,7 +235,7 @@ impl RequestJob {
                 Ok(encode_response(&id, &r))
             }
             ClientRequest::ReadDirectory(p) => {
-                let mut r = handler.read_directory(p, cx).await?;
+                let mut r = handler.read_directory(*p, cx).await?;
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
@@ -245,9 +244,8 @@ impl RequestJob {
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
-            ClientRequest::GetPrompt(p) => {
-                // Boxed at once, as `resources/read`'s.
-                let mut p = Box::new(p);
+            ClientRequest::GetPrompt(mut p) => {
+                // Boxed, as `resources/read`'s.
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
                 let subject = p.name.clone();
                 let args = if modern { p.arguments.clone() } else { None };
@@ -260,7 +258,7 @@ impl RequestJob {
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::Complete(p) => {
-                let mut r = handler.complete(p, cx).await?;
+                let mut r = handler.complete(*p, cx).await?;
                 finish(&mut r, &cache);
                 Ok(encode_response(&id, &r))
             }
