@@ -4,7 +4,9 @@
 //! [`ServerHandler`]'s callbacks return `impl Future`, so the trait has no `dyn` form; the
 //! runtime (`Shared`, the built-in subscription handler, request and notification tasks)
 //! keeps an `Arc<dyn DynServerHandler>` instead, and the blanket impl below boxes each
-//! callback's future: one allocation per call, as `async_trait` made before. This is not
+//! callback's future: one allocation per call, as `async_trait` made before, the box
+//! allocated first and the future made in it (`pin_in_place`: `tools/call`'s future is
+//! hundreds of bytes, and `Box::pin` copied all of them into the fresh box). This is not
 //! a second trait for users: it is crate-private and implemented for every
 //! `ServerHandler` and nothing else.
 //!
@@ -14,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use arbor_otp::pin_in_place;
 use arbor_protocol::era::http::ParamHeader;
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::ClientNotification;
@@ -114,15 +117,15 @@ impl<H: ServerHandler> DynServerHandler for H {
     }
 
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult> {
-        Box::pin(ServerHandler::list_tools(self, params, cx))
+        pin_in_place(|| ServerHandler::list_tools(self, params, cx))
     }
 
     fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>> {
-        Box::pin(ServerHandler::call_tool(self, params, cx))
+        pin_in_place(|| ServerHandler::call_tool(self, params, cx))
     }
 
     fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult> {
-        Box::pin(ServerHandler::list_resources(self, params, cx))
+        pin_in_place(|| ServerHandler::list_resources(self, params, cx))
     }
 
     fn list_resource_templates(
@@ -130,7 +133,7 @@ impl<H: ServerHandler> DynServerHandler for H {
         params: PaginatedRequestParams,
         cx: RequestContext,
     ) -> Answer<'_, ListResourceTemplatesResult> {
-        Box::pin(ServerHandler::list_resource_templates(self, params, cx))
+        pin_in_place(|| ServerHandler::list_resource_templates(self, params, cx))
     }
 
     fn read_resource(
@@ -138,23 +141,23 @@ impl<H: ServerHandler> DynServerHandler for H {
         params: ReadResourceRequestParams,
         cx: RequestContext,
     ) -> Answer<'_, Reply<ReadResourceResult>> {
-        Box::pin(ServerHandler::read_resource(self, params, cx))
+        pin_in_place(|| ServerHandler::read_resource(self, params, cx))
     }
 
     fn subscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()> {
-        Box::pin(ServerHandler::subscribe(self, params, cx))
+        pin_in_place(|| ServerHandler::subscribe(self, params, cx))
     }
 
     fn unsubscribe(&self, params: ResourceSubscriptionParams, cx: RequestContext) -> Answer<'_, ()> {
-        Box::pin(ServerHandler::unsubscribe(self, params, cx))
+        pin_in_place(|| ServerHandler::unsubscribe(self, params, cx))
     }
 
     fn list_skills(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListSkillsResult> {
-        Box::pin(ServerHandler::list_skills(self, params, cx))
+        pin_in_place(|| ServerHandler::list_skills(self, params, cx))
     }
 
     fn get_skill(&self, params: GetSkillRequestParams, cx: RequestContext) -> Answer<'_, GetSkillResult> {
-        Box::pin(ServerHandler::get_skill(self, params, cx))
+        pin_in_place(|| ServerHandler::get_skill(self, params, cx))
     }
 
     fn read_directory(
@@ -162,26 +165,26 @@ impl<H: ServerHandler> DynServerHandler for H {
         params: ReadDirectoryRequestParams,
         cx: RequestContext,
     ) -> Answer<'_, ReadDirectoryResult> {
-        Box::pin(ServerHandler::read_directory(self, params, cx))
+        pin_in_place(|| ServerHandler::read_directory(self, params, cx))
     }
 
     fn list_prompts(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListPromptsResult> {
-        Box::pin(ServerHandler::list_prompts(self, params, cx))
+        pin_in_place(|| ServerHandler::list_prompts(self, params, cx))
     }
 
     fn get_prompt(&self, params: GetPromptRequestParams, cx: RequestContext) -> Answer<'_, Reply<GetPromptResult>> {
-        Box::pin(ServerHandler::get_prompt(self, params, cx))
+        pin_in_place(|| ServerHandler::get_prompt(self, params, cx))
     }
 
     fn complete(&self, params: CompleteRequestParams, cx: RequestContext) -> Answer<'_, CompleteResult> {
-        Box::pin(ServerHandler::complete(self, params, cx))
+        pin_in_place(|| ServerHandler::complete(self, params, cx))
     }
 
     fn set_log_level(&self, level: LoggingLevel, connection: ConnectionInfo) -> Answer<'_, ()> {
-        Box::pin(ServerHandler::set_log_level(self, level, connection))
+        pin_in_place(|| ServerHandler::set_log_level(self, level, connection))
     }
 
     fn on_notification(&self, notification: ClientNotification, connection: ConnectionInfo) -> BoxFuture<'_, ()> {
-        Box::pin(ServerHandler::on_notification(self, notification, connection))
+        pin_in_place(|| ServerHandler::on_notification(self, notification, connection))
     }
 }
