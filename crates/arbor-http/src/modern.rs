@@ -169,110 +169,120 @@ fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str,
 }
 
 /// Serves one 2026-07-28 POST whose body is already parsed.
-pub(crate) async fn post(inner: &Arc<Inner>, parts: &Head, parsed: Parsed) -> Response<Body> {
-    match parsed.kind() {
-        BodyKind::Response => {
-            let err = McpError::InvalidRequest {
-                message: "Invalid Request: a 2026-07-28 POST carries a request or a notification, never a response"
-                    .into(),
-                data: None,
-            };
-            return reject(StatusCode::BAD_REQUEST, &err, None);
-        }
-        BodyKind::Batch => {
-            let err = McpError::InvalidRequest {
-                message: "Invalid Request: batches are not part of 2026-07-28".into(),
-                data: None,
-            };
-            return reject(StatusCode::BAD_REQUEST, &err, None);
-        }
-        BodyKind::Request | BodyKind::Notification => {}
-    }
-    if let (BodyKind::Request, Some(version), Some(method)) = (parsed.kind(), parsed.modern_version(), parsed.method())
-    {
-        // A request that decoded answers from its typed params; only a refused one (its
-        // error still comes second to a header mismatch) reads its params as JSON.
-        let checked = match parsed.typed_target() {
-            Some(target) => {
-                let annotated = match (MethodName::parse(method), target) {
-                    (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
-                    _ => None,
+///
+/// Not an `async fn`, so the parsed body is held once (see `server::serve_endpoint`).
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+pub(crate) fn post<'a>(
+    inner: &'a Arc<Inner>,
+    parts: &'a Head,
+    parsed: Parsed,
+) -> impl std::future::Future<Output = Response<Body>> + Send + 'a {
+    async move {
+        match parsed.kind() {
+            BodyKind::Response => {
+                let err = McpError::InvalidRequest {
+                    message: "Invalid Request: a 2026-07-28 POST carries a request or a notification, never a response"
+                        .into(),
+                    data: None,
                 };
-                let target = target.map(Target::Text);
-                let annotated = annotated.as_deref().unwrap_or(&[]);
-                let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
-                check_request_headers_of(&lookup(&parts.headers), method, target, arguments, version, annotated)
+                return reject(StatusCode::BAD_REQUEST, &err, None);
             }
-            None => {
-                let params = parsed.params_json();
-                let name = params.and_then(|p| p.get("name")).and_then(|n| n.as_str());
-                let annotated = match (MethodName::parse(method), name) {
-                    (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
-                    _ => None,
+            BodyKind::Batch => {
+                let err = McpError::InvalidRequest {
+                    message: "Invalid Request: batches are not part of 2026-07-28".into(),
+                    data: None,
                 };
-                let annotated = annotated.as_deref().unwrap_or(&[]);
-                check_request_headers(&lookup(&parts.headers), method, params, version, annotated)
+                return reject(StatusCode::BAD_REQUEST, &err, None);
+            }
+            BodyKind::Request | BodyKind::Notification => {}
+        }
+        if let (BodyKind::Request, Some(version), Some(method)) =
+            (parsed.kind(), parsed.modern_version(), parsed.method())
+        {
+            // A request that decoded answers from its typed params; only a refused one (its
+            // error still comes second to a header mismatch) reads its params as JSON.
+            let checked = match parsed.typed_target() {
+                Some(target) => {
+                    let annotated = match (MethodName::parse(method), target) {
+                        (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
+                        _ => None,
+                    };
+                    let target = target.map(Target::Text);
+                    let annotated = annotated.as_deref().unwrap_or(&[]);
+                    let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
+                    check_request_headers_of(&lookup(&parts.headers), method, target, arguments, version, annotated)
+                }
+                None => {
+                    let params = parsed.params_json();
+                    let name = params.and_then(|p| p.get("name")).and_then(|n| n.as_str());
+                    let annotated = match (MethodName::parse(method), name) {
+                        (Some(MethodName::CallTool), Some(name)) => Some(inner.server.tool_param_headers(name)),
+                        _ => None,
+                    };
+                    let annotated = annotated.as_deref().unwrap_or(&[]);
+                    check_request_headers(&lookup(&parts.headers), method, params, version, annotated)
+                }
+            };
+            if let Err(err) = checked {
+                return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
+            }
+        }
+        let verified = verified(parts);
+        // The tenant hook's options, else the verified principal's tenant (one shared endpoint
+        // per tenant; the principal rides each submission, not the endpoint), else the tenant
+        // header's: as the gate worked them out.
+        let options = crate::tenant::base_options(inner, parts);
+        let endpoint = match inner.modern.endpoint(inner, options).await {
+            Ok(ep) => ep,
+            Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
+            Err(e) => {
+                let err = McpError::internal(format!("Internal error: cannot serve the request: {e}"));
+                return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned());
             }
         };
-        if let Err(err) = checked {
-            return reject(StatusCode::BAD_REQUEST, &err, parsed.request_id().cloned());
+        // Who sent it, for the endpoint's per-requester bounds, the owner of its tasks and the
+        // binding of its `requestState`: the verified principal, else the peer's address. A
+        // principal the tenant hook established is the endpoint's own (one endpoint per
+        // principal), and the endpoint puts it first.
+        let submit = |parsed: Parsed, route: Route| match verified {
+            Some(v) => endpoint.submit_as(parsed, route, OnClose::Cancel, v.requester.clone(), v.principal.clone()),
+            None => endpoint.submit_from(parsed, route, OnClose::Cancel, Requester::new(None, parts.peer)),
+        };
+        if parsed.kind() == BodyKind::Notification {
+            submit(parsed, Route::discard());
+            return empty(StatusCode::ACCEPTED);
         }
-    }
-    let verified = verified(parts);
-    // The tenant hook's options, else the verified principal's tenant (one shared endpoint
-    // per tenant; the principal rides each submission, not the endpoint), else the tenant
-    // header's: as the gate worked them out.
-    let options = crate::tenant::base_options(inner, parts);
-    let endpoint = match inner.modern.endpoint(inner, options).await {
-        Ok(ep) => ep,
-        Err(ConnectError::Refused(refusal)) => return crate::tenant::refused(&refusal),
-        Err(e) => {
-            let err = McpError::internal(format!("Internal error: cannot serve the request: {e}"));
-            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, parsed.request_id().cloned());
+        let id = parsed.request_id().cloned();
+        // A listen lasts as long as its client wants, so no longer than its token either.
+        let listen = parsed.method() == Some(MethodName::SubscriptionsListen.as_str());
+        let (route, mut rx) = Route::channel();
+        // In the drain's ledger until the answer is handed on (returned, or written by the body).
+        let admitted = inner.drain.admit();
+        submit(parsed, route);
+        let shutdown = if listen { stream_end(inner, verified) } else { inner.shutdown.subscribe() };
+        let first = tokio::select! {
+            out = rx.recv() => Some(out),
+            _ = inner.json_deadline() => None,
+        };
+        if first.is_none() && inner.is_shutting_down() {
+            let err = McpError::internal("Internal error: the server is shutting down");
+            return reject(StatusCode::SERVICE_UNAVAILABLE, &err, id);
         }
-    };
-    // Who sent it, for the endpoint's per-requester bounds, the owner of its tasks and the
-    // binding of its `requestState`: the verified principal, else the peer's address. A
-    // principal the tenant hook established is the endpoint's own (one endpoint per
-    // principal), and the endpoint puts it first.
-    let submit = |parsed: Parsed, route: Route| match verified {
-        Some(v) => endpoint.submit_as(parsed, route, OnClose::Cancel, v.requester.clone(), v.principal.clone()),
-        None => endpoint.submit_from(parsed, route, OnClose::Cancel, Requester::new(None, parts.peer)),
-    };
-    if parsed.kind() == BodyKind::Notification {
-        submit(parsed, Route::discard());
-        return empty(StatusCode::ACCEPTED);
-    }
-    let id = parsed.request_id().cloned();
-    // A listen lasts as long as its client wants, so no longer than its token either.
-    let listen = parsed.method() == Some(MethodName::SubscriptionsListen.as_str());
-    let (route, mut rx) = Route::channel();
-    // In the drain's ledger until the answer is handed on (returned, or written by the body).
-    let admitted = inner.drain.admit();
-    submit(parsed, route);
-    let shutdown = if listen { stream_end(inner, verified) } else { inner.shutdown.subscribe() };
-    let first = tokio::select! {
-        out = rx.recv() => Some(out),
-        _ = inner.json_deadline() => None,
-    };
-    if first.is_none() && inner.is_shutting_down() {
-        let err = McpError::internal("Internal error: the server is shutting down");
-        return reject(StatusCode::SERVICE_UNAVAILABLE, &err, id);
-    }
-    match first {
-        Some(Some(out @ Outgoing::Response(_))) => {
-            let status = modern_status(out.error_code());
-            let Outgoing::Response(body) = out else { unreachable!() };
-            json_response(status, body)
+        match first {
+            Some(Some(out @ Outgoing::Response(_))) => {
+                let status = modern_status(out.error_code());
+                let Outgoing::Response(body) = out else { unreachable!() };
+                json_response(status, body)
+            }
+            Some(Some(out)) => stream(inner, Some(out), rx, shutdown, admitted),
+            // The endpoint stopped (shutdown, or evicted from the pool) before answering: the
+            // request may be retried elsewhere, so 503 rather than a 500 that blames the server.
+            Some(None) => {
+                let err = McpError::internal("Internal error: the endpoint closed before answering; retry");
+                reject(StatusCode::SERVICE_UNAVAILABLE, &err, id)
+            }
+            None => stream(inner, None, rx, shutdown, admitted),
         }
-        Some(Some(out)) => stream(inner, Some(out), rx, shutdown, admitted),
-        // The endpoint stopped (shutdown, or evicted from the pool) before answering: the
-        // request may be retried elsewhere, so 503 rather than a 500 that blames the server.
-        Some(None) => {
-            let err = McpError::internal("Internal error: the endpoint closed before answering; retry");
-            reject(StatusCode::SERVICE_UNAVAILABLE, &err, id)
-        }
-        None => stream(inner, None, rx, shutdown, admitted),
     }
 }
 

@@ -127,28 +127,33 @@ fn check_version_header(inner: &Inner, parts: &Head) -> Result<(), Response<Body
 }
 
 /// A legacy POST (the body is parsed and not modern).
-pub(crate) async fn post(
-    inner: &Arc<Inner>,
-    parts: &Head,
+///
+/// Not an `async fn`, so the parsed body is held once (see `server::serve_endpoint`).
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+pub(crate) fn post<'a>(
+    inner: &'a Arc<Inner>,
+    parts: &'a Head,
     parsed: Parsed,
-    session_header: Option<&HeaderValue>,
-) -> Response<Body> {
-    if session_header.is_none() {
-        if parsed.is_initialize() {
-            // Boxed: once per session, and opening its endpoint is a future of kilobytes
-            // that every request's future would otherwise carry.
-            return Box::pin(initialize(inner, parts, parsed)).await;
+    session_header: Option<&'a HeaderValue>,
+) -> impl std::future::Future<Output = Response<Body>> + Send + 'a {
+    async move {
+        if session_header.is_none() {
+            if parsed.is_initialize() {
+                // Boxed: once per session, and opening its endpoint is a future of kilobytes
+                // that every request's future would otherwise carry.
+                return Box::pin(initialize(inner, parts, parsed)).await;
+            }
+            return bad_request("Mcp-Session-Id header is required");
         }
-        return bad_request("Mcp-Session-Id header is required");
+        let session = match find_session_named(inner, parts, session_header).await {
+            Ok(session) => session,
+            Err(answer) => return answer,
+        };
+        if let Err(answer) = check_version_header(inner, parts) {
+            return answer;
+        }
+        serve(inner, &session, parsed, verified(parts)).await
     }
-    let session = match find_session_named(inner, parts, session_header).await {
-        Ok(session) => session,
-        Err(answer) => return answer,
-    };
-    if let Err(answer) = check_version_header(inner, parts) {
-        return answer;
-    }
-    serve(inner, &session, parsed, verified(parts)).await
 }
 
 /// `initialize` without a session: opens one, answers with its id.

@@ -396,23 +396,29 @@ pub(super) fn start(
 /// (`me`, ready once the task has started), so it ends `Cancelled` exactly as a client's
 /// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made
 /// (the future is about 5 KiB, and every move of it is a copy).
-async fn scoped_work(
+///
+/// Not an `async fn`: an `async fn` moves each argument into a new local at its first poll,
+/// so its future holds the job twice and copies it once more.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+fn scoped_work(
     job: RequestJob,
     drained: impl std::future::Future<Output = (Vec<u8>, Status)>,
     route: Output,
     me: impl std::future::Future<Output = Option<TaskRef>>,
-) -> Result<(Vec<u8>, Status), std::convert::Infallible> {
-    let stop = async move {
-        route.closed().await;
-        if let Some(task) = me.await {
-            let _ = task.cancel();
+) -> impl std::future::Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
+    async move {
+        let stop = async move {
+            route.closed().await;
+            if let Some(task) = me.await {
+                let _ = task.cancel();
+            }
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        tokio::select! {
+            biased;
+            response = job.run() => Ok(response),
+            never = stop => match never {},
+            stopped = drained => Ok(stopped),
         }
-        std::future::pending::<std::convert::Infallible>().await
-    };
-    tokio::select! {
-        biased;
-        response = job.run() => Ok(response),
-        never = stop => match never {},
-        stopped = drained => Ok(stopped),
     }
 }
