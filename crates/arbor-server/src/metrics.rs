@@ -450,13 +450,19 @@ pub(crate) struct Operation {
 }
 
 impl Operation {
-    pub(crate) fn start(request: &ClientRequest, version: ProtocolVersion, transport: &'static str) -> Operation {
+    /// The operation of `request`, arrived at `start`.
+    pub(crate) fn start(
+        request: &ClientRequest,
+        version: ProtocolVersion,
+        transport: &'static str,
+        start: Instant,
+    ) -> Operation {
         let target = match request {
             ClientRequest::CallTool(p) => Some((TOOL_NAME, p.name.clone())),
             ClientRequest::GetPrompt(p) => Some((PROMPT_NAME, p.name.clone())),
             _ => None,
         };
-        Operation { start: Instant::now(), method: request.method(), version: version.as_str(), target, transport }
+        Operation { start, method: request.method(), version: version.as_str(), target, transport }
     }
 
     /// The handler panicked (its -32603 answer follows through [`Operation::finish`]).
@@ -711,7 +717,7 @@ mod tests {
         metrics::with_local_recorder(&Stateless, || {
             for _ in 0..2 {
                 admitted(&tenant);
-                Operation::start(&call, ProtocolVersion::V2025_06_18, "tcp").finish(Status::Ok);
+                Operation::start(&call, ProtocolVersion::V2025_06_18, "tcp", Instant::now()).finish(Status::Ok);
             }
         });
         let admitted = format!("{REQUESTS_ADMITTED} {TENANT}=acme");

@@ -210,8 +210,9 @@ pub(super) fn start(
         return None;
     }
     let method = request.method();
+    // One clock read for the request's start, its operation's and its deadline.
     let since = Instant::now();
-    let op = Operation::start(&request, terms.version, metrics::transport(ctx.endpoint));
+    let op = Operation::start(&request, terms.version, metrics::transport(ctx.endpoint), since.into_std());
     // From here on the request belongs to this version of the tenant's handler.
     let handler = ctx.handlers.load();
     let version = handler.version;
@@ -245,7 +246,7 @@ pub(super) fn start(
         request,
         meta,
         terms,
-        deadline: Some(Instant::now() + deadline),
+        deadline: Some(since + deadline),
         sink,
         requester,
         signal: Default::default(),
