@@ -57,16 +57,22 @@ pub fn encode_notification<N: Notification>(params: &N::Params) -> Vec<u8> {
     to_vec(&NotificationFrame { method: N::METHOD.as_str(), params })
 }
 
+/// What every response [`encode_response`] writes begins with, before its id.
+pub const RESPONSE_HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+
+/// What follows the id in a response [`encode_response`] writes, before its result.
+pub const RESULT_KEY: &[u8] = br#","result":"#;
+
 /// Encodes a successful response frame: the bytes [`ResponseFrame`] serialises to, with
 /// the envelope's fixed keys written as they are. Serialised as map entries, the
 /// `"jsonrpc":"2.0"` entry and the `id` and `result` keys were each scanned for escapes:
 /// about 450 instructions of every answer.
 pub fn encode_response<T: Serialize>(id: &RequestId, result: &T) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(RESPONSE_HEAD);
     // An id and a model type serialise only to JSON values: writing to a Vec cannot fail.
     serde_json::to_writer(&mut out, id).expect("a request id always serialises");
-    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(RESULT_KEY);
     serde_json::to_writer(&mut out, result).expect("a model type always serialises");
     out.push(b'}');
     out

@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use arbor_protocol::method;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -70,13 +71,13 @@ impl Outgoing {
     }
 }
 
-/// Whether `bytes` begin as the runtime's encoder writes a result:
+/// Whether `bytes` begin as the runtime's encoder (`method::encode_response`) writes a result:
 /// `{"jsonrpc":"2.0","id":<number or plain string>,"result":`. A result has no error code,
 /// and this check costs a few dozen instructions where reading the answer costs about
 /// 2,800 (the 2026-07-28 path asks every answer for its code to pick its HTTP status).
 /// Anything else (an error, another key order, an id with escapes) is read in full.
 fn encoded_result(bytes: &[u8]) -> bool {
-    let Some(rest) = bytes.strip_prefix(br#"{"jsonrpc":"2.0","id":"#) else { return false };
+    let Some(rest) = bytes.strip_prefix(method::RESPONSE_HEAD) else { return false };
     let after_id = match rest.first() {
         Some(b'"') => match rest[1..].iter().position(|&b| b == b'"' || b == b'\\') {
             Some(end) if rest[1 + end] == b'"' => &rest[end + 2..],
@@ -90,7 +91,7 @@ fn encoded_result(bytes: &[u8]) -> bool {
             &rest[end..]
         }
     };
-    after_id.starts_with(br#","result":"#)
+    after_id.starts_with(method::RESULT_KEY)
 }
 
 /// The sending half of a route; cheap to clone. Unbounded: the HTTP side drains it
