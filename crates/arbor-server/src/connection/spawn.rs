@@ -210,7 +210,7 @@ pub(super) fn start(
         return None;
     }
     let method = request.method();
-    // One clock read for the request's start, its operation's and its deadline.
+    // One clock read for the request's start, its operation's start and its deadline.
     let since = Instant::now();
     let op = Operation::start(&request, terms.version, metrics::transport(ctx.endpoint), since.into_std());
     // From here on the request belongs to this version of the tenant's handler.

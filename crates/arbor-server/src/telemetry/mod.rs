@@ -395,12 +395,16 @@ mod tests {
         assert_eq!(NameText::new("tools/list", None).as_str(), "tools/list");
         assert_eq!(NameText::new("tools/call", Some("echo")).as_str(), "tools/call echo");
         // Exactly the stack's room, and one byte past it (allocated instead).
-        let fits = "é".repeat((NAME_ON_STACK - "tools/call ".len()) / 2);
-        assert_eq!(NameText::new("tools/call", Some(&fits)).as_str(), format!("tools/call {fits}"));
+        let room = NAME_ON_STACK - "tools/call ".len();
+        let fits = "t".repeat(room);
         assert!(matches!(NameText::new("tools/call", Some(&fits)), NameText::Stack(..)));
-        let long = "t".repeat(NAME_ON_STACK);
+        assert_eq!(NameText::new("tools/call", Some(&fits)).as_str(), format!("tools/call {fits}"));
+        let long = "t".repeat(room + 1);
         assert!(matches!(NameText::new("tools/call", Some(&long)), NameText::Heap(_)));
         assert_eq!(NameText::new("tools/call", Some(&long)).as_str(), format!("tools/call {long}"));
+        // A name of several-byte characters is copied whole.
+        let accented = "é".repeat(room / 2);
+        assert_eq!(NameText::new("tools/call", Some(&accented)).as_str(), format!("tools/call {accented}"));
     }
 
     #[test]
