@@ -403,7 +403,7 @@ impl<H> Kept<H> {
 
 /// What a success's histogram is kept by: method, protocol version, transport and the
 /// tool or prompt named.
-type OperationKey = (MethodName, &'static str, &'static str, Option<(&'static str, String)>);
+type OperationKey = (MethodName, &'static str, &'static str, Option<(&'static str, Arc<str>)>);
 
 /// `key`'s labels, with room for `more`.
 fn operation_labels((method, version, transport, target): &OperationKey, more: usize) -> Vec<Label> {
@@ -445,21 +445,23 @@ pub(crate) struct Operation {
     start: Instant,
     method: MethodName,
     version: &'static str,
-    target: Option<(&'static str, String)>,
+    target: Option<(&'static str, Arc<str>)>,
     transport: &'static str,
 }
 
 impl Operation {
-    /// The operation of `request`, arrived at `start`.
+    /// The operation of `request`, arrived at `start`; `subject` is the tool or prompt it
+    /// names ([`crate::request::subject_of`]), shared with its job rather than copied.
     pub(crate) fn start(
         request: &ClientRequest,
+        subject: Option<Arc<str>>,
         version: ProtocolVersion,
         transport: &'static str,
         start: Instant,
     ) -> Operation {
         let target = match request {
-            ClientRequest::CallTool(p) => Some((TOOL_NAME, p.name.clone())),
-            ClientRequest::GetPrompt(p) => Some((PROMPT_NAME, p.name.clone())),
+            ClientRequest::CallTool(_) => subject.map(|name| (TOOL_NAME, name)),
+            ClientRequest::GetPrompt(_) => subject.map(|name| (PROMPT_NAME, name)),
             _ => None,
         };
         Operation { start, method: request.method(), version: version.as_str(), target, transport }
@@ -717,7 +719,9 @@ mod tests {
         metrics::with_local_recorder(&Stateless, || {
             for _ in 0..2 {
                 admitted(&tenant);
-                Operation::start(&call, ProtocolVersion::V2025_06_18, "tcp", Instant::now()).finish(Status::Ok);
+                let subject = crate::request::subject_of(&call);
+                Operation::start(&call, subject, ProtocolVersion::V2025_06_18, "tcp", Instant::now())
+                    .finish(Status::Ok);
             }
         });
         let admitted = format!("{REQUESTS_ADMITTED} {TENANT}=acme");

@@ -48,7 +48,7 @@ use crate::context::RequestSink;
 use crate::error::{duplicate_id, overloaded, panicked, tenant_escalated, timed_out, OverloadScope};
 use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
-use crate::request::{error_frame, JobTerms, RequestJob};
+use crate::request::{error_frame, subject_of, JobTerms, RequestJob};
 use crate::requester::Requester;
 use crate::serve::Shared;
 use crate::telemetry::{self, ConnectionTrace, InSpan, RequestSpan};
@@ -212,7 +212,10 @@ pub(super) fn start(
     let method = request.method();
     // One clock read for the request's start, its operation's start and its deadline.
     let since = Instant::now();
-    let op = Operation::start(&request, terms.version, metrics::transport(ctx.endpoint), since.into_std());
+    // The tool or prompt named, made once for the metrics and the job.
+    let subject = subject_of(&request);
+    let op =
+        Operation::start(&request, subject.clone(), terms.version, metrics::transport(ctx.endpoint), since.into_std());
     // From here on the request belongs to this version of the tenant's handler.
     let handler = ctx.handlers.load();
     let version = handler.version;
@@ -244,6 +247,7 @@ pub(super) fn start(
         handler,
         id: id.clone(),
         request,
+        subject,
         meta,
         terms,
         deadline: Some(since + deadline),

@@ -64,6 +64,8 @@ pub(crate) struct RequestJob {
     pub(crate) handler: Arc<Versioned>,
     pub(crate) id: RequestId,
     pub(crate) request: Box<ClientRequest>,
+    /// The tool or prompt the request names ([`subject_of`]), shared with its metrics.
+    pub(crate) subject: Option<Arc<str>>,
     pub(crate) meta: Meta,
     pub(crate) terms: JobTerms,
     pub(crate) deadline: Option<Instant>,
@@ -111,8 +113,19 @@ impl RequestJob {
     }
 
     async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
-        let RequestJob { shared, handler: versioned, id, request, meta, terms, deadline, sink, requester, signal } =
-            self;
+        let RequestJob {
+            shared,
+            handler: versioned,
+            id,
+            request,
+            subject,
+            meta,
+            terms,
+            deadline,
+            sink,
+            requester,
+            signal,
+        } = self;
         let modern = terms.version.era() == Era::Modern;
         let version = terms.version;
         let cx = RequestContext::from_parts(ContextParts {
@@ -142,7 +155,7 @@ impl RequestJob {
             }
             ClientRequest::CallTool(mut p) => {
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
-                let subject = p.name.clone();
+                let subject = subject.unwrap_or_else(|| p.name.as_str().into());
                 // The handler consumes the params, and a state sealed after it must still
                 // bind the arguments: keep a copy, in the one era that seals, when the tool
                 // can ask for input or a state is presented (opened against them).
@@ -247,7 +260,7 @@ impl RequestJob {
             ClientRequest::GetPrompt(mut p) => {
                 // Boxed, as `resources/read`'s.
                 let (state, responses) = (p.request_state.take(), p.input_responses.take());
-                let subject = p.name.clone();
+                let subject = subject.unwrap_or_else(|| p.name.as_str().into());
                 let args = if modern { p.arguments.clone() } else { None };
                 let bound = Arguments::from(args.as_ref());
                 let outcome = exec
@@ -439,6 +452,17 @@ fn discover(shared: &Shared) -> DiscoverResult {
             .with_meta(meta);
     result.instructions = shared.info.instructions.clone();
     result
+}
+
+/// The tool or prompt `request` names, shared by its job and its metrics: the handler
+/// consumes the request's params, and each kept a copy of the name (two allocations per
+/// `tools/call`; one now).
+pub(crate) fn subject_of(request: &ClientRequest) -> Option<Arc<str>> {
+    match request {
+        ClientRequest::CallTool(p) => Some(p.name.as_str().into()),
+        ClientRequest::GetPrompt(p) => Some(p.name.as_str().into()),
+        _ => None,
+    }
 }
 
 /// The error response to `id`.
