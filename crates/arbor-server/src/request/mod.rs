@@ -454,9 +454,9 @@ fn discover(shared: &Shared) -> DiscoverResult {
     result
 }
 
-/// The tool or prompt `request` names, shared by its job and its metrics: the handler
-/// consumes the request's params, and each kept a copy of the name (two allocations per
-/// `tools/call`; one now).
+/// The tool or prompt `request` names, one copy shared by its job and its metrics: the
+/// handler consumes the request's params, and the two had each copied the name out of them
+/// (an allocation per `tools/call` more).
 pub(crate) fn subject_of(request: &ClientRequest) -> Option<Arc<str>> {
     match request {
         ClientRequest::CallTool(p) => Some(p.name.as_str().into()),
