@@ -26,7 +26,7 @@ use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, Response, StatusCode};
+use axum::http::{Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use tokio::sync::{watch, Mutex};
@@ -34,8 +34,8 @@ use tokio::time::{interval_at, Instant, Interval, MissedTickBehavior};
 
 use crate::drain::Admitted;
 use crate::guard::{empty, json_response, modern_status, reject};
-use crate::head::Head;
-use crate::server::{stream_end, verified, Inner, StreamCount, PROTOCOL_VERSION};
+use crate::head::{Head, Known};
+use crate::server::{stream_end, verified, Inner, StreamCount};
 use crate::sse;
 
 /// How many tenant endpoints are kept; past it the oldest-made is closed.
@@ -132,37 +132,17 @@ async fn open(inner: &Inner, options: ConnectOptions) -> Result<Endpoint, Connec
     Box::pin(inner.server.open_endpoint(options, Route::discard())).await
 }
 
-/// The headers every 2026-07-28 request is checked for, as names made once: a lookup by
-/// `&str` parses and lowercases the name at every call.
-const METHOD: HeaderName = HeaderName::from_static("mcp-method");
-const NAME: HeaderName = HeaderName::from_static("mcp-name");
-
 /// Looks a header up for `check_request_headers`: its text, borrowed, or `Err` for bytes
-/// that are not visible ASCII.
-fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str, ()>> + 'a {
-    // The three every request is checked against, found in one pass over the few headers
-    // a request has: a `get` hashes its name (about 200 instructions each). The first of
-    // a repeated name, as `get` reads.
-    let (mut version, mut method, mut target) = (None, None, None);
-    for (name, value) in headers {
-        let slot = if *name == PROTOCOL_VERSION {
-            &mut version
-        } else if *name == METHOD {
-            &mut method
-        } else if *name == NAME {
-            &mut target
-        } else {
-            continue;
-        };
-        slot.get_or_insert(value);
-    }
+/// that are not visible ASCII. The three every request is checked against were found with
+/// the head ([`Known`]).
+fn lookup<'a>(parts: &'a Head, known: &'a Known<'a>) -> impl Fn(&str) -> Option<Result<&'a str, ()>> + 'a {
     move |name: &str| {
         let value = match name {
-            PROTOCOL_VERSION_HEADER => version,
-            METHOD_HEADER => method,
-            NAME_HEADER => target,
+            PROTOCOL_VERSION_HEADER => known.protocol_version,
+            METHOD_HEADER => known.method,
+            NAME_HEADER => known.name,
             // An `Mcp-Param-*` header, named by the tool's annotations.
-            _ => headers.get(name),
+            _ => parts.headers.get(name),
         };
         value.map(|v| v.to_str().map_err(|_| ()))
     }
@@ -175,6 +155,7 @@ fn lookup<'a>(headers: &'a HeaderMap) -> impl Fn(&str) -> Option<Result<&'a str,
 pub(crate) fn post<'a>(
     inner: &'a Arc<Inner>,
     parts: &'a Head,
+    known: &'a Known<'a>,
     parsed: Parsed,
 ) -> impl std::future::Future<Output = Response<Body>> + Send + 'a {
     async move {
@@ -210,7 +191,7 @@ pub(crate) fn post<'a>(
                     let target = target.map(Target::Text);
                     let annotated = annotated.as_deref().unwrap_or(&[]);
                     let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
-                    check_request_headers_of(&lookup(&parts.headers), method, target, arguments, version, annotated)
+                    check_request_headers_of(&lookup(parts, known), method, target, arguments, version, annotated)
                 }
                 None => {
                     let params = parsed.params_json();
@@ -220,7 +201,7 @@ pub(crate) fn post<'a>(
                         _ => None,
                     };
                     let annotated = annotated.as_deref().unwrap_or(&[]);
-                    check_request_headers(&lookup(&parts.headers), method, params, version, annotated)
+                    check_request_headers(&lookup(parts, known), method, params, version, annotated)
                 }
             };
             if let Err(err) = checked {

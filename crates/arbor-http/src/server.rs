@@ -35,7 +35,7 @@ use crate::body::{self, BodyError, BodyLimits};
 use crate::config::HttpConfig;
 use crate::drain::{self, DrainState};
 use crate::guard::{self, check_post_head, reject, too_deep, Guard};
-use crate::head::Head;
+use crate::head::{Head, Known};
 use crate::legacy::{self, Sessions};
 use crate::listener::{self, Connections};
 use crate::modern::{self, ModernPool};
@@ -500,7 +500,10 @@ pub(crate) fn serve_endpoint(
     body: Body,
 ) -> impl std::future::Future<Output = Response<Body>> + Send {
     async move {
-        if let Err(refused) = inner.guard.check_origin_and_host(&parts) {
+        // Borrowed from the map itself (`parts.parts`), so the writes below to the head's
+        // extensions and gate leave it standing.
+        let known = Known::of(&parts.parts.headers);
+        if let Err(refused) = inner.guard.check_head(&parts, &known) {
             return *refused;
         }
         let served = matches!(parts.method, Method::POST | Method::GET | Method::DELETE);
@@ -508,23 +511,24 @@ pub(crate) fn serve_endpoint(
             // Nothing to authenticate: a method the endpoint does not serve is 405 for anyone.
             return guard::method_not_allowed("POST");
         }
-        if let Err(refused) = authenticate(&inner, &mut parts).await {
-            return refused;
+        if let Some(auth) = &inner.auth {
+            match auth.authenticate(&parts).await {
+                Ok(verified) => parts.parts.extensions.insert(verified),
+                Err(refused) => return refused,
+            };
         }
         // The tenant's quarantine and rates, before anything reads the body: a POST, and a GET
         // (it opens a stream). A DELETE only gives resources back, so it is never refused.
-        // Looked up once here (each lookup hashes the name again); a clone of a header value
-        // shares its bytes.
-        let session_header = parts.headers.get(SESSION_ID).cloned();
-        let session = session_header.as_ref();
+        let session = known.session_id;
         let gated = parts.method == Method::POST || (parts.method == Method::GET && session.is_some());
         if gated {
-            if let Err(refused) = crate::tenant::admit_named(&inner, &mut parts, session) {
-                return refused;
+            match crate::tenant::gate_named(&inner, &parts, session) {
+                Ok(gate) => parts.gate = Some(gate),
+                Err(refused) => return refused,
             }
         }
         let answer = match parts.method {
-            Method::POST => post_endpoint(&inner, &parts, body, session).await,
+            Method::POST => post_endpoint(&inner, &parts, &known, body, session).await,
             // Boxed: a GET opens a stream and a DELETE closes a session, each once per many
             // POSTs, and inline their futures (kilobytes) would size every POST's.
             Method::GET if session.is_some() => Box::pin(legacy::get(&inner, &parts)).await,
@@ -616,7 +620,13 @@ pub(crate) fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
 /// never read), 400 when it breaks off.
 /// The cap is the transport's (`HttpConfig::max_body_bytes`), or the request's tenant's
 /// when that is lower (`TenantQuota::max_body_bytes`); the 413 says which.
-pub(crate) async fn read_body(inner: &Inner, parts: &Head, body: Body) -> Result<Bytes, Response<Body>> {
+/// `content_length` is the head's first `Content-Length`.
+pub(crate) async fn read_body(
+    inner: &Inner,
+    parts: &Head,
+    content_length: Option<&HeaderValue>,
+    body: Body,
+) -> Result<Bytes, Response<Body>> {
     let (max, tenant_cap) = crate::tenant::max_body(inner, parts);
     let config = &inner.config;
     let too_large = || {
@@ -631,7 +641,7 @@ pub(crate) async fn read_body(inner: &Inner, parts: &Head, body: Body) -> Result
         answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         answer
     };
-    let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let declared = content_length.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|len| len > max as u64) {
         return Err(too_large());
     }
@@ -667,8 +677,13 @@ pub(crate) async fn read_body(inner: &Inner, parts: &Head, body: Body) -> Result
 }
 
 /// A POST's common checks, then its parse: `Err` is the answer already.
-pub(crate) async fn read_parsed(inner: &Inner, parts: &Head, body: Body) -> Result<Parsed, Response<Body>> {
-    let bytes = read_body(inner, parts, body).await?;
+pub(crate) async fn read_parsed(
+    inner: &Inner,
+    parts: &Head,
+    content_length: Option<&HeaderValue>,
+    body: Body,
+) -> Result<Parsed, Response<Body>> {
+    let bytes = read_body(inner, parts, content_length, body).await?;
     if too_deep(&bytes, inner.guard.max_depth) {
         let err = McpError::InvalidRequest {
             message: format!("Invalid Request: JSON nested deeper than {}", inner.guard.max_depth),
@@ -688,13 +703,18 @@ pub(crate) async fn read_parsed(inner: &Inner, parts: &Head, body: Body) -> Resu
     Ok(parsed)
 }
 
-/// `session` is the request's `Mcp-Session-Id` header, looked up once by the caller (each
-/// lookup hashes the name again).
-async fn post_endpoint(inner: &Arc<Inner>, parts: &Head, body: Body, session: Option<&HeaderValue>) -> Response<Body> {
-    if let Err(refused) = check_post_head(&parts.headers) {
+/// `session` is the request's `Mcp-Session-Id` header, found with its other `known` ones.
+async fn post_endpoint(
+    inner: &Arc<Inner>,
+    parts: &Head,
+    known: &Known<'_>,
+    body: Body,
+    session: Option<&HeaderValue>,
+) -> Response<Body> {
+    if let Err(refused) = check_post_head(known, &parts.headers) {
         return *refused;
     }
-    let parsed = match read_parsed(inner, parts, body).await {
+    let parsed = match read_parsed(inner, parts, known.content_length, body).await {
         Ok(parsed) => parsed,
         Err(answer) => return answer,
     };
@@ -708,17 +728,17 @@ async fn post_endpoint(inner: &Arc<Inner>, parts: &Head, body: Body, session: Op
         // the answer to an in-flight request's elicitation).
         return drain::refused(parsed.request_id().cloned());
     }
-    if parsed.modern_version().is_some() || (session.is_none() && modern_header(parts)) {
-        return modern::post(inner, parts, parsed).await;
+    if parsed.modern_version().is_some() || (session.is_none() && modern_header(known)) {
+        return modern::post(inner, parts, known, parsed).await;
     }
-    legacy::post(inner, parts, parsed, session).await
+    legacy::post(inner, parts, known.protocol_version, parsed, session).await
 }
 
 /// Whether `MCP-Protocol-Version` names a 2026-07-28-era revision (or one we do not know,
 /// which only a newer client sends): such a body without `_meta` is answered by the
 /// modern endpoint (-32602), not refused for lacking a session.
-fn modern_header(parts: &Parts) -> bool {
-    match parts.headers.get(PROTOCOL_VERSION).map(|v| v.to_str()) {
+fn modern_header(known: &Known<'_>) -> bool {
+    match known.protocol_version.map(|v| v.to_str()) {
         Some(Ok(v)) => ProtocolVersion::parse(v).is_none_or(|v| v.era() == Era::Modern),
         Some(Err(_)) => false,
         None => false,
@@ -747,9 +767,10 @@ mod tests {
         assert!(endpoint <= 2048, "the endpoint's future grew to {endpoint} bytes");
         let (parts, _) = request().into_parts();
         let parts = Head::new(parts, None);
-        let modern = std::mem::size_of_val(&crate::modern::post(&inner, &parts, Parsed::parse(b"{}")));
+        let known = Known::default();
+        let modern = std::mem::size_of_val(&crate::modern::post(&inner, &parts, &known, Parsed::parse(b"{}")));
         assert!(modern <= 896, "a 2026-07-28 POST's future grew to {modern} bytes");
-        let legacy = std::mem::size_of_val(&crate::legacy::post(&inner, &parts, Parsed::parse(b"{}"), None));
+        let legacy = std::mem::size_of_val(&crate::legacy::post(&inner, &parts, None, Parsed::parse(b"{}"), None));
         assert!(legacy <= 1216, "a legacy POST's future grew to {legacy} bytes");
     }
 }

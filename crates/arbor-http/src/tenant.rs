@@ -164,6 +164,18 @@ pub(crate) fn admit_named(
     parts: &mut Head,
     session: Option<&axum::http::HeaderValue>,
 ) -> Result<(), Response<Body>> {
+    parts.gate = Some(gate_named(inner, parts, session)?);
+    Ok(())
+}
+
+/// [`admit_named`], answering the gate rather than noting it in the head: for a caller
+/// that holds the head's headers borrowed ([`Known`](crate::head::Known)).
+#[allow(clippy::result_large_err)]
+pub(crate) fn gate_named(
+    inner: &Inner,
+    parts: &Head,
+    session: Option<&axum::http::HeaderValue>,
+) -> Result<Gate, Response<Body>> {
     let session = session
         .and_then(|id| id.to_str().ok())
         .and_then(|id| inner.sessions.get(id))
@@ -172,12 +184,12 @@ pub(crate) fn admit_named(
     match session {
         Some(session) => {
             let tenancy = session.tenancy.clone();
-            admit_with(inner, parts, &tenancy, None, Some(session))
+            gate_with(inner, &tenancy, None, Some(session))
         }
         None => {
             let base = resolve(inner, parts)?;
             let tenancy = tenancy_of(parts, base.as_ref());
-            admit_with(inner, parts, &tenancy, Some(base), None)
+            gate_with(inner, &tenancy, Some(base), None)
         }
     }
 }
@@ -196,19 +208,19 @@ pub(crate) fn tenancy_of(parts: &Head, base: Option<&ConnectOptions>) -> Tenancy
 /// Admits a request of `tenancy` (see [`admit`]) and notes its body cap.
 #[allow(clippy::result_large_err)]
 pub(crate) fn admit_as(inner: &Inner, parts: &mut Head, tenancy: &Tenancy) -> Result<(), Response<Body>> {
-    admit_with(inner, parts, tenancy, None, None)
+    parts.gate = Some(gate_with(inner, tenancy, None, None)?);
+    Ok(())
 }
 
-/// [`admit_as`], noting `base` (the options the head names) too when the gate worked
-/// them out, and the session it found.
+/// Admits a request of `tenancy`: what the gate notes in its head, with `base` (the
+/// options the head names) when the gate worked them out, and the session it found.
 #[allow(clippy::result_large_err)]
-fn admit_with(
+fn gate_with(
     inner: &Inner,
-    parts: &mut Head,
     tenancy: &Tenancy,
     base: Option<Option<ConnectOptions>>,
     session: Option<Arc<Session>>,
-) -> Result<(), Response<Body>> {
+) -> Result<Gate, Response<Body>> {
     let admission =
         inner.server.admit(tenancy.tenant.as_deref(), &tenancy.requester).map_err(|refusal| refused(&refusal))?;
     let cap = inner.guard.max_body;
@@ -216,8 +228,7 @@ fn admit_with(
         Some(own) if own < cap => (own, true),
         _ => (cap, false),
     };
-    parts.gate = Some(Gate { base, max_body, tenant_cap, session });
-    Ok(())
+    Ok(Gate { base, max_body, tenant_cap, session })
 }
 
 /// The answer to a request its tenant's policy refused: [`TenantRefusal::status`] (429 for

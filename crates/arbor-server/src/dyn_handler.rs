@@ -14,7 +14,6 @@
 //! adds nothing but the box.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use arbor_otp::pin_in_place;
 use arbor_protocol::era::http::ParamHeader;
@@ -46,11 +45,10 @@ type Answer<'a, T> = BoxFuture<'a, Result<T, McpError>>;
 pub(crate) trait DynServerHandler: Send + Sync + 'static {
     fn info(&self) -> ServerInfo;
     fn capabilities(&self) -> ServerCapabilities;
-    fn tool_deadline(&self, tool: &str) -> Option<Duration>;
+    fn tool_terms(&self, tool: &str) -> crate::handler::ToolTerms;
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>>;
     fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>>;
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy;
-    fn tool_asks_input(&self, tool: &str) -> bool;
     fn list_changes(&self) -> Option<ListChanges>;
     fn resource_updates(&self) -> Option<ResourceUpdates>;
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
@@ -88,8 +86,8 @@ impl<H: ServerHandler> DynServerHandler for H {
         ServerHandler::capabilities(self)
     }
 
-    fn tool_deadline(&self, tool: &str) -> Option<Duration> {
-        ServerHandler::tool_deadline(self, tool)
+    fn tool_terms(&self, tool: &str) -> crate::handler::ToolTerms {
+        ServerHandler::tool_terms(self, tool)
     }
 
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
@@ -102,10 +100,6 @@ impl<H: ServerHandler> DynServerHandler for H {
 
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
         ServerHandler::tool_task_policy(self, tool)
-    }
-
-    fn tool_asks_input(&self, tool: &str) -> bool {
-        ServerHandler::tool_asks_input(self, tool)
     }
 
     fn list_changes(&self) -> Option<ListChanges> {

@@ -66,6 +66,24 @@ fn not_offered(method: MethodName) -> McpError {
     McpError::method_not_found(method.as_str())
 }
 
+/// A tool's terms for one call ([`ServerHandler::tool_terms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolTerms {
+    /// The call's deadline, overriding the runtime's default
+    /// ([`ServerHandler::tool_deadline`]).
+    pub deadline: Option<Duration>,
+    /// Whether the call may answer "input required" ([`ServerHandler::tool_asks_input`]).
+    pub asks_input: bool,
+}
+
+impl ToolTerms {
+    /// Terms with `deadline` and `asks_input`.
+    pub fn new(deadline: Option<Duration>, asks_input: bool) -> ToolTerms {
+        ToolTerms { deadline, asks_input }
+    }
+}
+
 /// One callback per client→server operation. Every method has a default that answers
 /// "not offered", so an implementation overrides only what it serves.
 ///
@@ -134,6 +152,16 @@ pub trait ServerHandler: Send + Sync + 'static {
     fn tool_deadline(&self, tool: &str) -> Option<Duration> {
         let _ = tool;
         None
+    }
+
+    /// What the runtime asks of a tool for every `tools/call`, in one call: its
+    /// [`tool_deadline`](ServerHandler::tool_deadline) and whether it
+    /// [asks for input](ServerHandler::tool_asks_input). The default asks the two; a
+    /// handler that answers both from one lookup overrides it (a [`Router`](crate::Router)
+    /// does), and must answer as the two would. Quick and non-blocking, as they are (a
+    /// panic in it counts as no deadline and "may ask").
+    fn tool_terms(&self, tool: &str) -> ToolTerms {
+        ToolTerms { deadline: self.tool_deadline(tool), asks_input: self.tool_asks_input(tool) }
     }
 
     /// The `x-mcp-header` annotations of tool `tool`'s input schema (2026-07-28 HTTP:

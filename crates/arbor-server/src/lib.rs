@@ -57,7 +57,7 @@ pub use config::ServerConfig;
 pub use connection::Connection;
 pub use context::{ConnectionInfo, RequestContext};
 pub use error::{ConnectError, ServeError, StartError};
-pub use handler::{ListChangeSender, ListChanges, ListKind, ServerHandler, ServerInfo};
+pub use handler::{ListChangeSender, ListChanges, ListKind, ServerHandler, ServerInfo, ToolTerms};
 pub use input::StateKey;
 pub use principal::{Principal, ScopeHierarchy};
 pub use reply::{InputRequired, Reply};

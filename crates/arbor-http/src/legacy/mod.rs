@@ -114,8 +114,8 @@ async fn find_session_named(
 /// A different legacy revision than the negotiated one is tolerated: SDK clients send
 /// their own constant on some requests, and the session's terms do not change.
 #[allow(clippy::result_large_err)]
-fn check_version_header(inner: &Inner, parts: &Head) -> Result<(), Response<Body>> {
-    let Some(raw) = parts.headers.get(PROTOCOL_VERSION) else { return Ok(()) };
+fn check_version_header(inner: &Inner, header: Option<&HeaderValue>) -> Result<(), Response<Body>> {
+    let Some(raw) = header else { return Ok(()) };
     let version = raw.to_str().ok().and_then(ProtocolVersion::parse);
     match version {
         Some(v) if v.era() == Era::Legacy && inner.server.config().supported_versions.contains(v) => Ok(()),
@@ -126,13 +126,15 @@ fn check_version_header(inner: &Inner, parts: &Head) -> Result<(), Response<Body
     }
 }
 
-/// A legacy POST (the body is parsed and not modern).
+/// A legacy POST (the body is parsed and not modern); `version_header` is its
+/// `MCP-Protocol-Version`.
 ///
 /// Not an `async fn`, so the parsed body is held once (see `server::serve_endpoint`).
 #[allow(clippy::manual_async_fn)] // on purpose: see above
 pub(crate) fn post<'a>(
     inner: &'a Arc<Inner>,
     parts: &'a Head,
+    version_header: Option<&'a HeaderValue>,
     parsed: Parsed,
     session_header: Option<&'a HeaderValue>,
 ) -> impl std::future::Future<Output = Response<Body>> + Send + 'a {
@@ -149,7 +151,7 @@ pub(crate) fn post<'a>(
             Ok(session) => session,
             Err(answer) => return answer,
         };
-        if let Err(answer) = check_version_header(inner, parts) {
+        if let Err(answer) = check_version_header(inner, version_header) {
             return answer;
         }
         serve(inner, &session, parsed, verified(parts)).await
@@ -435,7 +437,7 @@ pub(crate) async fn get(inner: &Arc<Inner>, parts: &Head) -> Response<Body> {
         Ok(session) => session,
         Err(answer) => return answer,
     };
-    if let Err(answer) = check_version_header(inner, parts) {
+    if let Err(answer) = check_version_header(inner, parts.headers.get(PROTOCOL_VERSION)) {
         return answer;
     }
     let polling = session.version().is_some_and(|v| v.supports(Feature::SsePolling));

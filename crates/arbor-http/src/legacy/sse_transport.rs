@@ -165,7 +165,7 @@ pub(crate) async fn message(State(inner): State<Arc<Inner>>, request: Request) -
     if let Err(refused) = crate::tenant::admit_as(&inner, &mut parts, &tenancy) {
         return refused;
     }
-    let parsed = match read_parsed(&inner, &parts, body).await {
+    let parsed = match read_parsed(&inner, &parts, parts.headers.get(header::CONTENT_LENGTH), body).await {
         Ok(parsed) => parsed,
         Err(answer) => return answer,
     };

@@ -115,6 +115,10 @@ async fn an_idle_standalone_stream_sends_keep_alives_every_period_until_shutdown
     let keep_alive = std::time::Duration::from_millis(100);
     let s = serve(HttpConfig { keep_alive, ..HttpConfig::default() }).await;
     let session = s.initialize("2025-06-18", json!({})).await;
+    // Taken before the GET is sent: the server starts the stream's period after it reads
+    // the request, so no keep-alive can be due before `opened + period` (taken once the
+    // answer's head arrived, a slow machine saw the first at 96 ms of a 100 ms period).
+    let opened = std::time::Instant::now();
     let response = s
         .client
         .get(&s.url)
@@ -126,7 +130,6 @@ async fn an_idle_standalone_stream_sends_keep_alives_every_period_until_shutdown
     assert_eq!(response.status(), 200);
     use futures::StreamExt;
     let mut body = response.bytes_stream();
-    let opened = std::time::Instant::now();
     let mut seen = Vec::new();
     // Nothing else is sent on it: each chunk is one keep-alive comment.
     while seen.len() < 4 {

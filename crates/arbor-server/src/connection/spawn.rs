@@ -39,6 +39,7 @@ use arbor_protocol::meta::Meta;
 use arbor_protocol::methods::ClientRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Span;
 
 use super::inbound::Reports;
 use super::inspect::InFlight;
@@ -219,12 +220,17 @@ pub(super) fn start(
     // From here on the request belongs to this version of the tenant's handler.
     let handler = ctx.handlers.load();
     let version = handler.version;
+    // A tool's terms, from one lookup: its deadline, and whether it may ask for input (the
+    // job's `asks_input`; only a `tools/call` of a tool that says it never does is `false`).
+    let mut asks_input = true;
     let deadline = match &*request {
         ClientRequest::CallTool(p) => {
             let handler = &handler.handler;
-            // A panicking override falls back to the default rather than taking the
+            // A panicking override falls back to the defaults rather than taking the
             // connection down with it.
-            std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_deadline(&p.name))).ok().flatten()
+            let terms = std::panic::catch_unwind(AssertUnwindSafe(|| handler.tool_terms(&p.name))).ok();
+            asks_input = terms.is_none_or(|t| t.asks_input);
+            terms.and_then(|t| t.deadline)
         }
         // A blocking `tasks/result` waits for its task, which ends before its TTL (at most
         // `tasks.ttl`): the request deadline alone would cut a long task's result.
@@ -248,6 +254,7 @@ pub(super) fn start(
         id: id.clone(),
         request,
         subject,
+        asks_input,
         meta,
         terms,
         deadline: Some(since + deadline),
@@ -328,6 +335,10 @@ pub(super) fn start(
             (error_frame(&id, &err), Status::of(&err))
         }
     };
+    // The span goes into the work itself where the work is made only once admitted (a
+    // clone and its close cost about 400 instructions per request with a subscriber); it
+    // stays here for a refusal, the one case where the work is never made.
+    let mut span = Some(span);
     let spawned = if scoped {
         let route = ctx.output.clone();
         match ctx.eager {
@@ -340,7 +351,7 @@ pub(super) fn start(
                     // more than the rest of the start.
                     InSpan::new(
                         pin_in_place(|| scoped_work(job, drained, route, async move { Some(me) })),
-                        span.clone(),
+                        span.take().unwrap_or_else(Span::none),
                     )
                 },
                 report,
@@ -349,7 +360,7 @@ pub(super) fn start(
                 let (task_tx, task_rx) = oneshot::channel::<TaskRef>();
                 let work = InSpan::new(
                     pin_in_place(|| scoped_work(job, drained, route, async move { task_rx.await.ok() })),
-                    span.clone(),
+                    span.clone().unwrap_or_else(Span::none),
                 );
                 ctx.tasks.spawn_reporting(options, work, report).inspect(|task| {
                     let _ = task_tx.send(task.clone());
@@ -360,10 +371,15 @@ pub(super) fn start(
         // Boxed as it is made and instrumented outside the box: the future is about 3 KiB,
         // and every move of it is a copy.
         let work = pin_in_place(|| session_work(job, drained));
-        let work = InSpan::new(work, span.clone());
         match ctx.eager {
-            true => ctx.tasks.start_reporting(options, |_| work, report),
-            false => ctx.tasks.spawn_reporting(options, work, report),
+            true => ctx.tasks.start_reporting(
+                options,
+                |_| InSpan::new(work, span.take().unwrap_or_else(Span::none)),
+                report,
+            ),
+            false => {
+                ctx.tasks.spawn_reporting(options, InSpan::new(work, span.clone().unwrap_or_else(Span::none)), report)
+            }
         }
     };
     match spawned {
@@ -384,7 +400,8 @@ pub(super) fn start(
                 }
                 SpawnError::ShuttingDown => McpError::internal("Internal error: the connection is closing"),
             };
-            ctx.refuse(&span, &id, &err);
+            // Never made, so the span is still here.
+            ctx.refuse(span.as_ref().unwrap_or(&Span::none()), &id, &err);
             None
         }
     }

@@ -66,6 +66,9 @@ pub(crate) struct RequestJob {
     pub(crate) request: Box<ClientRequest>,
     /// The tool or prompt the request names ([`subject_of`]), shared with its metrics.
     pub(crate) subject: Option<Arc<str>>,
+    /// Whether a `tools/call` may answer "input required" (its tool's terms, looked up
+    /// with its deadline); `true` for any other request.
+    pub(crate) asks_input: bool,
     pub(crate) meta: Meta,
     pub(crate) terms: JobTerms,
     pub(crate) deadline: Option<Instant>,
@@ -119,6 +122,7 @@ impl RequestJob {
             id,
             request,
             subject,
+            asks_input,
             meta,
             terms,
             deadline,
@@ -159,7 +163,7 @@ impl RequestJob {
                 // The handler consumes the params, and a state sealed after it must still
                 // bind the arguments: keep a copy, in the one era that seals, when the tool
                 // can ask for input or a state is presented (opened against them).
-                let keep = modern && (state.is_some() || handler.tool_asks_input(&subject));
+                let keep = modern && (state.is_some() || asks_input);
                 let args = if keep { p.arguments.clone() } else { None };
                 cache.uncacheable = state.is_some();
                 let bound = Arguments::from(args.as_ref());

@@ -536,6 +536,14 @@ impl ServerHandler for Router {
         self.shared.tools.load().get(tool).and_then(|t| t.deadline)
     }
 
+    fn tool_terms(&self, tool: &str) -> crate::handler::ToolTerms {
+        match self.shared.tools.load().get(tool) {
+            Some(t) => crate::handler::ToolTerms::new(t.deadline, t.asks_input),
+            // As `tool_deadline` and `tool_asks_input` answer for a tool not registered.
+            None => crate::handler::ToolTerms::new(None, true),
+        }
+    }
+
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
         let tools = self.shared.tools.load();
         tools.get(tool).map(|t| t.param_headers.clone()).filter(|h| !h.is_empty())

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::router::{Json, NoArgs};
+use crate::ToolTerms;
 
 #[tokio::test]
 async fn input_schema_is_an_object_with_required_fields_and_no_dialect_uri() {
@@ -180,7 +181,11 @@ async fn only_a_tool_whose_result_can_ask_says_it_asks_for_input() {
         ("nope", true),
     ] {
         assert_eq!(router.tool_asks_input(tool), asks, "{tool}");
+        // The one-lookup answer the runtime asks agrees with the two it stands for.
+        let terms = router.tool_terms(tool);
+        assert_eq!(terms, ToolTerms::new(router.tool_deadline(tool), asks), "{tool}");
     }
+    assert_eq!(router.tool_terms("ask").deadline, Some(Duration::from_secs(3)));
 }
 
 #[tokio::test]
