@@ -241,7 +241,10 @@ pub(crate) fn post<'a>(
         let admitted = inner.drain.admit();
         submit(parsed, route);
         let shutdown = if listen { stream_end(inner, verified) } else { inner.shutdown.subscribe() };
+        // Biased: the answer first, as it is most often ready at the first poll (an
+        // unbiased select also draws a random number to pick its first branch).
         let first = tokio::select! {
+            biased;
             out = rx.recv() => Some(out),
             _ = inner.json_deadline() => None,
         };

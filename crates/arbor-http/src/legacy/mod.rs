@@ -304,7 +304,9 @@ async fn serve(
     // cancelled request gets no response (not a -32603 in its name), so its stream just
     // ends, as a pumped stream does when its route ends.
     let mut ended = false;
+    // Biased: the answer first (see `modern::post`).
     let first = tokio::select! {
+        biased;
         out = rx.recv() => {
             ended = out.is_none();
             out
