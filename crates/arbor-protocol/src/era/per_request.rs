@@ -16,9 +16,8 @@
 //! Invariant: a [`Terms`] built here has a supported modern version and a
 //! capabilities object that came from this very request.
 
-use super::{SupportedVersions, Terms};
+use super::{progress_token_of, SupportedVersions, Terms};
 use crate::error::McpError;
-use crate::jsonrpc::RequestId;
 use crate::meta::{self, Meta};
 use crate::model::capabilities::ClientCapabilities;
 use crate::model::logging::LoggingLevel;
@@ -68,19 +67,7 @@ impl PerRequest {
         let Some(m) = request_meta else {
             return Err(missing(meta::PROTOCOL_VERSION));
         };
-        // The four keys read here, found in one pass over `_meta` (a lookup per key scanned
-        // its entries and compared their long names each time).
-        let (mut requested, mut capabilities, mut level, mut progress) = (None, None, None, None);
-        for (key, value) in m.iter() {
-            match key {
-                meta::PROTOCOL_VERSION => requested = Some(value),
-                meta::CLIENT_CAPABILITIES => capabilities = Some(value),
-                meta::LOG_LEVEL => level = Some(value),
-                meta::PROGRESS_TOKEN => progress = Some(value),
-                _ => {}
-            }
-        }
-        let Some(requested) = requested.and_then(Value::as_str) else {
+        let Some(requested) = m.protocol_version() else {
             return Err(missing(meta::PROTOCOL_VERSION));
         };
         if let Transport::Http(headers) = transport {
@@ -98,8 +85,7 @@ impl PerRequest {
         let version = ProtocolVersion::parse(requested)
             .filter(|v| v.era() == Era::Modern && self.supported.contains(*v))
             .ok_or_else(|| McpError::unsupported_version(self.supported.strings(), requested))?;
-        let client_capabilities =
-            capabilities.and_then(Value::as_object).cloned().ok_or_else(|| missing(meta::CLIENT_CAPABILITIES))?;
+        let client_capabilities = m.client_capabilities().cloned().ok_or_else(|| missing(meta::CLIENT_CAPABILITIES))?;
         // Checked only for its shape; `{}` (no capabilities, what most requests send) has
         // nothing to check, and the typed read cost as much as the rest of the terms.
         if let Err(e) =
@@ -112,14 +98,14 @@ impl PerRequest {
             )));
         }
         let log_level =
-            match level {
+            match m.get(meta::LOG_LEVEL) {
                 None => None,
                 Some(raw) => Some(LoggingLevel::deserialize(raw).map_err(|_| {
                     McpError::invalid_params(format!("Invalid log level: {}", Clamped(&raw.to_string())))
                 })?),
             };
-        let progress_token = progress.and_then(RequestId::from_value);
-        if progress_token.is_none() && progress.is_some() {
+        let progress_token = progress_token_of(Some(m));
+        if progress_token.is_none() && m.get(meta::PROGRESS_TOKEN).is_some() {
             return Err(McpError::invalid_params("progressToken must be a string or an integer"));
         }
         Ok(Terms { version, client_capabilities, log_level, logs_by_default: false, progress_token })
