@@ -19,14 +19,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arbor_protocol::era::http::{
-    check_request_headers, check_request_headers_of, Target, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+    check_request_headers, check_request_headers_of, routing_headers_agree, RoutingHeaders, Target, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
 };
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;
 use arbor_server::exchange::{BodyKind, Endpoint, OnClose, Outgoing, Parsed, Route, RouteReceiver};
 use arbor_server::{ConnectError, ConnectOptions, Requester};
 use axum::body::Body;
-use axum::http::{Response, StatusCode};
+use axum::http::{HeaderValue, Response, StatusCode};
 use bytes::{Bytes, BytesMut};
 use parking_lot::RwLock;
 use tokio::sync::{watch, Mutex};
@@ -148,6 +148,16 @@ fn lookup<'a>(parts: &'a Head, known: &'a Known<'a>) -> impl Fn(&str) -> Option<
     }
 }
 
+/// The routing headers `known` found, for the plain comparison
+/// (`routing_headers_agree`).
+fn routing<'a>(known: &Known<'a>) -> RoutingHeaders<'a> {
+    RoutingHeaders {
+        protocol_version: known.protocol_version.map(HeaderValue::as_bytes),
+        method: known.method.map(HeaderValue::as_bytes),
+        name: known.name.map(HeaderValue::as_bytes),
+    }
+}
+
 /// Serves one 2026-07-28 POST whose body is already parsed.
 ///
 /// Not an `async fn`, so the parsed body is held once (see `server::serve_endpoint`).
@@ -190,8 +200,12 @@ pub(crate) fn post<'a>(
                     };
                     let target = target.map(Target::Text);
                     let annotated = annotated.as_deref().unwrap_or(&[]);
-                    let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
-                    check_request_headers_of(&lookup(parts, known), method, target, arguments, version, annotated)
+                    if annotated.is_empty() && routing_headers_agree(routing(known), method, target, version) {
+                        Ok(())
+                    } else {
+                        let arguments = if annotated.is_empty() { None } else { parsed.typed_arguments() };
+                        check_request_headers_of(&lookup(parts, known), method, target, arguments, version, annotated)
+                    }
                 }
                 None => {
                     let params = parsed.params_json();

@@ -168,3 +168,87 @@ fn each_disagreement_is_refused_naming_its_header() {
     let control = [base[0], base[1], ("Mcp-Name", "t\u{1}")];
     refused(check(&control, "tools/call", call, &[]), "Mcp-Name");
 }
+
+/// What `routing_headers_agree` reads, from `pairs` (the first of each name).
+fn routing<'h>(pairs: &'h [(&'h str, &'h str)]) -> RoutingHeaders<'h> {
+    let find = |name: &str| pairs.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_bytes());
+    RoutingHeaders {
+        protocol_version: find(PROTOCOL_VERSION_HEADER),
+        method: find(METHOD_HEADER),
+        name: find(NAME_HEADER),
+    }
+}
+
+#[test]
+fn every_known_revision_and_method_is_plain_header_text() {
+    // What `routing_headers_agree` takes for granted instead of scanning them.
+    let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    for version in ProtocolVersion::ALL {
+        assert!(plain(version.as_str()), "{version:?}");
+    }
+    for method in MethodName::ALL {
+        assert!(plain(method.as_str()), "{method:?}");
+    }
+}
+
+#[test]
+fn the_usual_request_is_decided_by_the_plain_comparison() {
+    let call = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "echo")];
+    assert!(routing_headers_agree(routing(&call), "tools/call", Some(Target::Text("echo")), V));
+    let list = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/list")];
+    assert!(routing_headers_agree(routing(&list), "tools/list", None, V));
+    // Anything else goes to the full check: a name in the sentinel form, a mismatch, a
+    // missing header, a value that is not plain text, a target that is not a string.
+    let encoded = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?aMOpbGxv?=")];
+    assert!(!routing_headers_agree(routing(&encoded), "tools/call", Some(Target::Text("h\u{e9}llo")), V));
+    let literal = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "=?base64?SGk=?=")];
+    assert!(!routing_headers_agree(routing(&literal), "tools/call", Some(Target::Text("=?base64?SGk=?=")), V));
+    assert!(!routing_headers_agree(routing(&call), "tools/call", Some(Target::Text("other")), V));
+    assert!(!routing_headers_agree(routing(&call), "tools/call", Some(Target::Other), V));
+    assert!(!routing_headers_agree(routing(&call[..2]), "tools/call", Some(Target::Text("echo")), V));
+    assert!(!routing_headers_agree(routing(&call), "tools/call", Some(Target::Text("echo")), "2025-11-25"));
+    let control = [("MCP-Protocol-Version", V), ("Mcp-Method", "tools/call"), ("Mcp-Name", "a\nb")];
+    assert!(!routing_headers_agree(routing(&control), "tools/call", Some(Target::Text("a\nb")), V));
+}
+
+/// The plain comparison never lets through what the full check refuses: over every request
+/// built from a few values each header and body member may take (chosen so that they often
+/// agree), whenever it says `true` the full check says `Ok`.
+#[test]
+fn the_plain_comparison_never_passes_what_the_full_check_refuses() {
+    let versions = [Some(V), Some("2025-11-25"), Some(""), Some(" 2026-07-28"), None];
+    let methods = ["tools/call", "tools/list", "prompts/get", "resources/read", "tasks/get", "x"];
+    let sent_methods = [Some("tools/call"), Some("tools/list"), Some("tasks/get"), Some("TOOLS/CALL"), None];
+    let names = [Some("echo"), Some("=?base64?ZWNobw==?="), Some("=?base64?x?="), Some("a\tb"), Some("caf\u{e9}"), Some(""), None];
+    let (mut passed, mut cases) = (0, 0);
+    for version in versions {
+        for meta in versions.iter().flatten() {
+            for method in methods {
+                for sent_method in sent_methods {
+                    for name in names {
+                        for body in names {
+                            let pairs: Vec<(&str, &str)> = [
+                                version.map(|v| (PROTOCOL_VERSION_HEADER, v)),
+                                sent_method.map(|m| (METHOD_HEADER, m)),
+                                name.map(|n| (NAME_HEADER, n)),
+                            ]
+                            .into_iter()
+                            .flatten()
+                            .collect();
+                            let target = body.map(Target::Text);
+                            cases += 1;
+                            if routing_headers_agree(routing(&pairs), method, target, meta) {
+                                passed += 1;
+                                let full = check_request_headers_of(&headers(&pairs), method, target, None, meta, &[]);
+                                assert!(full.is_ok(), "{pairs:?} {method} {body:?} {meta}: {full:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Not vacuous: tools/list with each version that is plain text, and tools/call with the
+    // plain names.
+    assert!(passed >= 6, "only {passed} of {cases} cases agreed plainly");
+}
