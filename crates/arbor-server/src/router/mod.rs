@@ -546,12 +546,12 @@ impl ServerHandler for Router {
 
     fn tool_param_headers(&self, tool: &str) -> Option<Arc<[ParamHeader]>> {
         let tools = self.shared.tools.load();
-        tools.get(tool).map(|t| t.param_headers.clone()).filter(|h| !h.is_empty())
+        tools.get(tool).filter(|t| !t.param_headers.is_empty()).map(|t| t.param_headers.clone())
     }
 
     fn tool_scopes(&self, tool: &str) -> Option<Arc<[String]>> {
         let tools = self.shared.tools.load();
-        tools.get(tool).map(|t| t.scopes.clone()).filter(|s| !s.is_empty())
+        tools.get(tool).filter(|t| !t.scopes.is_empty()).map(|t| t.scopes.clone())
     }
 
     fn tool_task_policy(&self, tool: &str) -> TaskPolicy {
