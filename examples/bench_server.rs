@@ -245,8 +245,17 @@ mod telemetry {
     /// an exporting layer (`tracing-opentelemetry` keeps a string as a string and a number
     /// as a number), it takes strings and numbers as they are and formats only what has no
     /// type of its own with `Debug`; formatting a string with `Debug` escapes it character
-    /// by character, a cost of this sink rather than of the spans.
+    /// by character, a cost of this sink rather than of the spans. Its buffer is made with
+    /// room for a span's fields (the request span's eleven take about 200 bytes): grown
+    /// from empty, field by field, its `realloc`s were 1,280 instructions per request, a
+    /// cost of this sink's `String` rather than of the spans.
     struct Fields(String);
+
+    impl Fields {
+        fn new() -> Fields {
+            Fields(String::with_capacity(256))
+        }
+    }
 
     impl Fields {
         fn put(&mut self, field: &Field, value: impl std::fmt::Display) {
@@ -292,15 +301,15 @@ mod telemetry {
 
     impl<S: Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>> Layer<S> for EverySpan {
         fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _cx: Context<'_, S>) {
-            attrs.record(&mut Fields(String::new()));
+            attrs.record(&mut Fields::new());
         }
 
         fn on_record(&self, _id: &Id, values: &Record<'_>, _cx: Context<'_, S>) {
-            values.record(&mut Fields(String::new()));
+            values.record(&mut Fields::new());
         }
 
         fn on_event(&self, event: &Event<'_>, _cx: Context<'_, S>) {
-            event.record(&mut Fields(String::new()));
+            event.record(&mut Fields::new());
         }
     }
 }
