@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arbor_protocol::era::http::{
-    check_request_headers, check_request_headers_of, routing_headers_agree, RoutingHeaders, Target, METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER,
+    check_request_headers, check_request_headers_of, routing_headers_agree, RoutingHeaders, Target, METHOD_HEADER,
+    NAME_HEADER, PROTOCOL_VERSION_HEADER,
 };
 use arbor_protocol::error::McpError;
 use arbor_protocol::methods::MethodName;

@@ -219,7 +219,15 @@ fn the_plain_comparison_never_passes_what_the_full_check_refuses() {
     let versions = [Some(V), Some("2025-11-25"), Some(""), Some(" 2026-07-28"), None];
     let methods = ["tools/call", "tools/list", "prompts/get", "resources/read", "tasks/get", "x"];
     let sent_methods = [Some("tools/call"), Some("tools/list"), Some("tasks/get"), Some("TOOLS/CALL"), None];
-    let names = [Some("echo"), Some("=?base64?ZWNobw==?="), Some("=?base64?x?="), Some("a\tb"), Some("caf\u{e9}"), Some(""), None];
+    let names = [
+        Some("echo"),
+        Some("=?base64?ZWNobw==?="),
+        Some("=?base64?x?="),
+        Some("a\tb"),
+        Some("caf\u{e9}"),
+        Some(""),
+        None,
+    ];
     let (mut passed, mut cases) = (0, 0);
     for version in versions {
         for meta in versions.iter().flatten() {
