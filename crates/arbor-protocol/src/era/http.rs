@@ -10,7 +10,8 @@
 //!
 //! This module is the codec of those values ([`encode_header_value`],
 //! [`decode_header_value`]), the reading of the annotations ([`param_headers`]) and the
-//! server's check that headers and body agree ([`check_request_headers`], -32020). It is
+//! server's check that headers and body agree ([`check_request_headers`], -32020; the usual
+//! request is settled first by a plain comparison, [`routing_headers_agree`]). It is
 //! not the HTTP layer: it never sees a request, only a header lookup function, and it does
 //! not decide status codes.
 //!
