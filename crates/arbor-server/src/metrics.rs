@@ -408,7 +408,7 @@ type OperationKey = (MethodName, ProtocolVersion, &'static str, Option<(Subject,
 
 /// What a request's subject names, for the label it goes under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Subject {
+enum Subject {
     Tool,
     Prompt,
 }

@@ -407,7 +407,7 @@ pub struct RoutingHeaders<'h> {
 /// [`check_request_headers_of`] would answer `Ok` for the same request with no
 /// `Mcp-Param-*` annotations; `false` says nothing: run the full check, which also words
 /// the error. The usual request is decided here, without the full check's lookups and
-/// decoding (about 450 instructions of a request's 45,000).
+/// decoding (about 385 instructions of a request's 45,000).
 pub fn routing_headers_agree(
     headers: RoutingHeaders<'_>,
     method: &str,
@@ -425,10 +425,9 @@ pub fn routing_headers_agree(
     }
     match (name_field_of(kind), target) {
         (None, _) => true,
+        // Plain header text decodes to itself (`Borrowed`); the sentinel form does not.
         (Some(_), Some(Target::Text(body))) => {
-            headers.name == Some(body.as_bytes())
-                && body.bytes().all(|b| (0x20..=0x7e).contains(&b) || b == b'\t')
-                && !looks_like_sentinel(body)
+            headers.name == Some(body.as_bytes()) && matches!(decode_header_text(body), Ok(Cow::Borrowed(_)))
         }
         (Some(_), _) => false,
     }
