@@ -300,6 +300,11 @@ impl RequestContext {
         self.inner.signal.token().child_token()
     }
 
+    /// The request's signal: the task's guard marks it finished or stopped.
+    pub(crate) fn signal(&self) -> &Arc<RequestSignal> {
+        &self.inner.signal
+    }
+
     /// A context for calling the same handler again with the client's answers to its
     /// input requests (legacy era): same request, same signal, new input.
     pub(crate) fn with_input(&self, responses: Option<InputResponses>, state: Option<Value>) -> RequestContext {

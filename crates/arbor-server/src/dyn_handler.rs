@@ -52,7 +52,9 @@ pub(crate) trait DynServerHandler: Send + Sync + 'static {
     fn list_changes(&self) -> Option<ListChanges>;
     fn resource_updates(&self) -> Option<ResourceUpdates>;
     fn list_tools(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListToolsResult>;
-    fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>>;
+    /// The params boxed, as the request holds them: unboxed only into the handler's call,
+    /// so they are not copied (384 bytes) on the way.
+    fn call_tool(&self, params: Box<CallToolRequestParams>, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>>;
     fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult>;
     fn list_resource_templates(
         &self,
@@ -114,8 +116,8 @@ impl<H: ServerHandler> DynServerHandler for H {
         pin_in_place(|| ServerHandler::list_tools(self, params, cx))
     }
 
-    fn call_tool(&self, params: CallToolRequestParams, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>> {
-        pin_in_place(|| ServerHandler::call_tool(self, params, cx))
+    fn call_tool(&self, params: Box<CallToolRequestParams>, cx: RequestContext) -> Answer<'_, Reply<CallToolResult>> {
+        pin_in_place(|| ServerHandler::call_tool(self, *params, cx))
     }
 
     fn list_resources(&self, params: PaginatedRequestParams, cx: RequestContext) -> Answer<'_, ListResourcesResult> {

@@ -264,7 +264,9 @@ impl TaskSupervisor {
         // of memcpy per HTTP request by callgrind, for one more small allocation).
         let work = pin_in_place(|| make(&task_ref));
         let mut report = ReportOnce(Some(report), std::marker::PhantomData);
-        let mut task = Box::pin(async move {
+        // The wrapper is made in its box too: `Box::pin` built it on the stack (the report
+        // closure and the wiring, hundreds of bytes) and copied it.
+        let mut task = pin_in_place(|| async move {
             run(work, wiring).await;
             // The wrapper has deposited the outcome, so this is ready at once.
             let outcome = handle.await;

@@ -45,7 +45,7 @@ use super::inbound::Reports;
 use super::inspect::InFlight;
 use super::output::{Kind, Output};
 use super::{BatchReply, ConnState, ConnectionHandle};
-use crate::context::RequestSink;
+use crate::context::{ContextParts, RequestContext, RequestSink};
 use crate::error::{duplicate_id, overloaded, panicked, tenant_escalated, timed_out, OverloadScope};
 use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
@@ -248,6 +248,18 @@ pub(super) fn start(
             ctx.me.with_output(ctx.output.clone()),
         ),
     };
+    let cx = RequestContext::from_parts(ContextParts {
+        id: id.clone(),
+        meta,
+        connection: terms.connection,
+        progress_token: terms.progress_token,
+        log_level: terms.log_level,
+        deadline: Some(since + deadline),
+        signal: Default::default(),
+        input_responses: None,
+        input_state: None,
+        sink: Some(sink),
+    });
     let job = RequestJob {
         shared: ctx.shared.clone(),
         handler,
@@ -255,12 +267,9 @@ pub(super) fn start(
         request,
         subject,
         asks_input,
-        meta,
-        terms,
-        deadline: Some(since + deadline),
-        sink,
+        version: terms.version,
+        cx,
         requester,
-        signal: Default::default(),
     };
     let report = {
         let (id, output, tenant, batch) = (id.clone(), ctx.output.clone(), ctx.tenant.clone(), ctx.batch.cloned());

@@ -1,8 +1,8 @@
 //! Request execution: what one supervised request task does.
 //!
-//! A [`RequestJob`] is built by the connection actor from a decoded request and the terms
-//! it was checked under, and runs on the connection's task supervisor. It builds the
-//! [`RequestContext`], calls the handler, finishes the result for its era (`resultType`,
+//! A [`RequestJob`] is built when a request is admitted (`connection::spawn`), from the
+//! decoded request and the terms it was checked under, its [`RequestContext`] already
+//! made, and runs on the connection's task supervisor. It calls the handler, finishes the result for its era (`resultType`,
 //! cache fields), and returns the encoded response frame. Errors are mapped through
 //! [`McpError`] once, here. "Input required" is resolved here too: sealed into an MRTR
 //! result in 2026-07-28 (`input::modern`), driven through server-to-client requests in the
@@ -34,10 +34,9 @@ use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::time::Instant;
 
 use crate::connection::ConnectionHandle;
-use crate::context::{ConnectionInfo, ContextParts, RequestContext, RequestSignal, RequestSink};
+use crate::context::{ConnectionInfo, RequestContext, RequestSignal};
 use crate::input;
 use crate::input::modern::Arguments;
 use crate::metrics::Status;
@@ -58,6 +57,11 @@ pub(crate) struct JobTerms {
 }
 
 /// One request, ready to run.
+///
+/// Its [`RequestContext`] is built when the request is admitted (`connection::spawn`), not
+/// here: the job is moved from its start into its task and through the task's layers, and
+/// carrying the context's parts (`_meta`, the terms, the sink, the signal: 160 bytes) loose
+/// made every one of those moves, and the context's own build, copy them.
 pub(crate) struct RequestJob {
     pub(crate) shared: Arc<Shared>,
     /// The tenant's handler at admission: the request runs on it, start to end.
@@ -69,13 +73,12 @@ pub(crate) struct RequestJob {
     /// Whether a `tools/call` may answer "input required" (its tool's terms, looked up
     /// with its deadline); `true` for any other request.
     pub(crate) asks_input: bool,
-    pub(crate) meta: Meta,
-    pub(crate) terms: JobTerms,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) sink: Arc<dyn RequestSink>,
+    pub(crate) version: ProtocolVersion,
+    /// The handler's context: id, `_meta`, connection, progress token, log level,
+    /// deadline, signal and sink.
+    pub(crate) cx: RequestContext,
     /// How to reach the client, for legacy input requests.
     pub(crate) requester: ConnectionHandle,
-    pub(crate) signal: Arc<RequestSignal>,
 }
 
 /// Marks the request's signal when the task ends: finished if it answered, stopped if its
@@ -100,7 +103,7 @@ impl RequestJob {
     /// payload): a handle of its own would cost a call into the subscriber to make and
     /// another to drop, on every request.
     pub(crate) async fn run(self) -> (Vec<u8>, Status) {
-        let mut guard = SignalGuard(self.signal.clone(), false);
+        let mut guard = SignalGuard(self.cx.signal().clone(), false);
         let id = self.id.clone();
         let mut tool_error = false;
         let answer = match self.dispatch(&mut tool_error).await {
@@ -116,34 +119,8 @@ impl RequestJob {
     }
 
     async fn dispatch(self, tool_error: &mut bool) -> Result<Vec<u8>, McpError> {
-        let RequestJob {
-            shared,
-            handler: versioned,
-            id,
-            request,
-            subject,
-            asks_input,
-            meta,
-            terms,
-            deadline,
-            sink,
-            requester,
-            signal,
-        } = self;
-        let modern = terms.version.era() == Era::Modern;
-        let version = terms.version;
-        let cx = RequestContext::from_parts(ContextParts {
-            id: id.clone(),
-            meta,
-            connection: terms.connection,
-            progress_token: terms.progress_token,
-            log_level: terms.log_level,
-            deadline,
-            signal,
-            input_responses: None,
-            input_state: None,
-            sink: Some(sink),
-        });
+        let RequestJob { shared, handler: versioned, id, request, subject, asks_input, version, cx, requester } = self;
+        let modern = version.era() == Era::Modern;
         let exec = Exec { shared: &shared, modern, version, requester: &requester };
         let handler = &*versioned.handler;
         let mut cache = CacheDefaults::new(shared.config.cache_ttl, shared.config.cache_scope);
@@ -197,8 +174,7 @@ impl RequestJob {
                 }
                 let outcome = exec
                     .resolve(MethodName::CallTool, &subject, keep.then_some(bound), p, state, responses, cx, |p, cx| {
-                        // Unboxed only here, as the handler takes them.
-                        handler.call_tool(*p, cx)
+                        handler.call_tool(p, cx)
                     })
                     .await?;
                 if let Outcome::Complete(result) = &outcome {

@@ -71,10 +71,12 @@ use arbor_protocol::model::skills::{
 };
 use arbor_protocol::model::tools::{CallToolRequestParams, CallToolResult, ListToolsResult};
 use completion::{CompletionRequest, IntoCompletion};
+use futures::future::BoxFuture;
 use handle::{Shared, COMPLETIONS, PROMPTS, RESOURCES, SKILLS, TASKS, TOOLS};
 use pagination::ListId;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -477,6 +479,23 @@ impl Router {
         Ok(self)
     }
 
+    /// `tools/call`'s synchronous part: the tool's route, and its call started.
+    fn tool_call(
+        &self,
+        params: CallToolRequestParams,
+        cx: RequestContext,
+    ) -> Result<BoxFuture<'static, Result<Reply<CallToolResult>, McpError>>, McpError> {
+        self.not_offered(TOOLS, MethodName::CallTool)?;
+        // The lookup clones one `Arc` out of the current list; nothing is held across the
+        // call, so a tool removed meanwhile finishes this call undisturbed.
+        let route = self.shared.tools.load().get(&params.name).cloned();
+        let route = route.ok_or_else(|| {
+            McpError::invalid_params(format!("Unknown tool: {}", arbor_protocol::reflect::Clamped(&params.name)))
+        })?;
+        let arguments = Value::Object(params.arguments.unwrap_or_default());
+        Ok(route.call(arguments, cx))
+    }
+
     fn not_offered(&self, bit: u8, method: MethodName) -> Result<(), McpError> {
         if self.shared.serves(bit) {
             Ok(())
@@ -611,20 +630,16 @@ impl ServerHandler for Router {
         Ok(result)
     }
 
-    async fn call_tool(
+    /// Not an `async fn`: the lookup is done here and the future holds only the tool's
+    /// own (boxed) call, not the params (384 bytes, which an `async fn` holds twice and
+    /// copies at its first poll).
+    fn call_tool(
         &self,
         params: CallToolRequestParams,
         cx: RequestContext,
-    ) -> Result<Reply<CallToolResult>, McpError> {
-        self.not_offered(TOOLS, MethodName::CallTool)?;
-        // The lookup clones one `Arc` out of the current list; nothing is held across the
-        // call, so a tool removed meanwhile finishes this call undisturbed.
-        let route = self.shared.tools.load().get(&params.name).cloned();
-        let route = route.ok_or_else(|| {
-            McpError::invalid_params(format!("Unknown tool: {}", arbor_protocol::reflect::Clamped(&params.name)))
-        })?;
-        let arguments = Value::Object(params.arguments.unwrap_or_default());
-        route.call(arguments, cx).await
+    ) -> impl Future<Output = Result<Reply<CallToolResult>, McpError>> + Send {
+        let call = self.tool_call(params, cx);
+        async move { call?.await }
     }
 
     async fn list_resources(

@@ -204,7 +204,7 @@ pub(crate) async fn run(
             (None, None) => cx.clone(),
             _ => cx.with_input(responses, state),
         };
-        handler.call_tool(params.clone(), call_cx)
+        handler.call_tool(Box::new(params.clone()), call_cx)
     };
     let caps = cx.client_capabilities();
     input::legacy::drive(invoke, requester, caps, version, shared.config.max_input_rounds).await

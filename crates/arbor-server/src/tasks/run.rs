@@ -227,7 +227,7 @@ async fn modern(
             Some((responses, state)) => cx.with_input(responses, state),
             None => cx.clone(),
         };
-        let asked = match handler.call_tool(params.clone(), call_cx).await? {
+        let asked = match handler.call_tool(Box::new(params.clone()), call_cx).await? {
             Reply::Complete(result) => return Ok(Some(result)),
             Reply::InputRequired(asked) => asked,
         };
