@@ -2,11 +2,11 @@
 //!
 //! A [`RequestJob`] is built when a request is admitted (`connection::spawn`), from the
 //! decoded request and the terms it was checked under, its [`RequestContext`] already
-//! made, and runs on the connection's task supervisor. It calls the handler, finishes the result for its era (`resultType`,
-//! cache fields), and returns the encoded response frame. Errors are mapped through
-//! [`McpError`] once, here. "Input required" is resolved here too: sealed into an MRTR
-//! result in 2026-07-28 (`input::modern`), driven through server-to-client requests in the
-//! legacy era (`input::legacy`).
+//! made, and runs on the connection's task supervisor. It calls the handler, finishes the
+//! result for its era (`resultType`, cache fields), and returns the encoded response
+//! frame. Errors are mapped through [`McpError`] once, here. "Input required" is resolved
+//! here too: sealed into an MRTR result in 2026-07-28 (`input::modern`), driven through
+//! server-to-client requests in the legacy era (`input::legacy`).
 //!
 //! It does not write the response itself: the task's report (see `connection`) writes it
 //! once the task is known to have finished, so a cancelled or timed-out task can never
@@ -60,7 +60,7 @@ pub(crate) struct JobTerms {
 ///
 /// Its [`RequestContext`] is built when the request is admitted (`connection::spawn`), not
 /// here: the job is moved from its start into its task and through the task's layers, and
-/// carrying the context's parts (`_meta`, the terms, the sink, the signal: 160 bytes) loose
+/// carrying the context's parts (`_meta`, the terms, the sink, the signal: 152 bytes) loose
 /// made every one of those moves, and the context's own build, copy them.
 pub(crate) struct RequestJob {
     pub(crate) shared: Arc<Shared>,
