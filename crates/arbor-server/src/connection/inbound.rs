@@ -63,12 +63,14 @@ pub(crate) enum Inbound {
     Notification(Box<ClientNotification>),
     /// A response to one of our server-to-client requests.
     Response { id: RequestId, result: Box<RawValue> },
-    /// An error response to one of our server-to-client requests.
-    Error(ErrorResponse),
+    /// An error response to one of our server-to-client requests. Boxed, as the refusal's
+    /// error: rare, they sized every request's `Inbound` (136 bytes, moved from the decoder
+    /// through the transport into the actor), which is now 48.
+    Error(Box<ErrorResponse>),
     /// A JSON-RPC batch (2025-03-26 only; the actor checks the session allows it).
     Batch(Vec<Inbound>),
     /// A frame to answer with an error (`id` when it could be read).
-    Refused { id: Option<RequestId>, error: McpError },
+    Refused { id: Option<RequestId>, error: Box<McpError> },
     /// A notification that could not be read; notifications are never answered.
     Ignored,
 }
@@ -137,7 +139,7 @@ fn decode(read: Read<'_>) -> Inbound {
         // The id, when the line's first bytes show it for certain, lets the client match the
         // refusal to its request; otherwise the error goes without one.
         Read::Oversized { limit, prefix } => {
-            Inbound::Refused { id: request_id_in_prefix(prefix), error: frame_too_long(limit) }
+            Inbound::Refused { id: request_id_in_prefix(prefix), error: Box::new(frame_too_long(limit)) }
         }
         Read::Frame(bytes) => decode_bytes(bytes),
     }
@@ -151,7 +153,7 @@ pub(crate) fn decode_bytes(bytes: &[u8]) -> Inbound {
     match ClientRequest::decode_frame(bytes) {
         Ok((id, request)) => Inbound::Request { id, request: Box::new(request) },
         Err(FrameError::Decode(err)) => {
-            Inbound::Refused { id: err.id.clone(), error: absent_in_era(bytes, McpError::from(&err)) }
+            Inbound::Refused { id: err.id.clone(), error: Box::new(absent_in_era(bytes, McpError::from(&err))) }
         }
         Err(FrameError::Method(_)) => classify(bytes),
     }
@@ -160,10 +162,10 @@ pub(crate) fn decode_bytes(bytes: &[u8]) -> Inbound {
 /// The slow path: what is this frame, if not a request we can serve?
 fn classify(bytes: &[u8]) -> Inbound {
     match decode_raw(bytes) {
-        Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        Err(err) => Inbound::Refused { id: err.id.clone(), error: Box::new(McpError::from(&err)) },
         Ok(RawMessage::Request { id, method, params }) => match ClientRequest::decode(&method, params) {
             Ok(request) => Inbound::Request { id, request: Box::new(request) },
-            Err(err) => Inbound::Refused { id: Some(id), error: absent_in_era(bytes, McpError::from(&err)) },
+            Err(err) => Inbound::Refused { id: Some(id), error: Box::new(absent_in_era(bytes, McpError::from(&err))) },
         },
         Ok(RawMessage::Notification { method, params }) => match ClientNotification::decode(&method, params) {
             Ok(notification) => Inbound::Notification(Box::new(notification)),
@@ -173,7 +175,7 @@ fn classify(bytes: &[u8]) -> Inbound {
             }
         },
         Ok(RawMessage::Response { id, result }) => Inbound::Response { id, result: result.to_owned() },
-        Ok(RawMessage::Error(err)) => Inbound::Error(err),
+        Ok(RawMessage::Error(err)) => Inbound::Error(Box::new(err)),
     }
 }
 
@@ -214,14 +216,14 @@ fn decode_batch(bytes: &[u8]) -> Inbound {
     let items = match decode_frame(bytes, Batching::Allowed) {
         Ok(Frame::Batch(items)) => items,
         Ok(Frame::Single(_)) => return classify(bytes),
-        Err(err) => return Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+        Err(err) => return Inbound::Refused { id: err.id.clone(), error: Box::new(McpError::from(&err)) },
     };
     let decoded = items
         .into_iter()
         .map(|item| match item {
             // Rare path: re-encode the element and take the usual route.
             Ok(message) => decode_bytes(&Message::to_vec(&message)),
-            Err(err) => Inbound::Refused { id: err.id.clone(), error: McpError::from(&err) },
+            Err(err) => Inbound::Refused { id: err.id.clone(), error: Box::new(McpError::from(&err)) },
         })
         .collect();
     Inbound::Batch(decoded)

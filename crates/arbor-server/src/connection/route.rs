@@ -113,7 +113,10 @@ impl ConnState {
             Inbound::Request { id, request } => self.on_request(id, request),
             Inbound::Notification(n) => self.on_notification(*n),
             Inbound::Response { id, result } => self.pending.answer(&id, &result),
-            Inbound::Error(e) => self.pending.fail(e.id.as_ref(), e.error),
+            Inbound::Error(e) => {
+                let arbor_protocol::jsonrpc::ErrorResponse { id, error } = *e;
+                self.pending.fail(id.as_ref(), error)
+            }
             Inbound::Refused { id, error } => self.reply_error(id, &error),
             Inbound::Batch(items) => {
                 let allowed = self.legacy.as_ref().is_some_and(|l| l.session.version().supports(Feature::Batching));

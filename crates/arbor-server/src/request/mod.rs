@@ -29,7 +29,7 @@ use arbor_protocol::methods::{ClientRequest, MethodName};
 use arbor_protocol::model::common::{EmptyResult, ProgressToken};
 use arbor_protocol::model::lifecycle::DiscoverResult;
 use arbor_protocol::model::logging::LoggingLevel;
-use arbor_protocol::model::mrtr::{InputResponses, Outcome};
+use arbor_protocol::model::mrtr::{InputRequiredResult, InputResponses, Outcome};
 use arbor_protocol::model::tools::CallToolResult;
 use arbor_protocol::version::{Era, Feature, ProtocolVersion};
 use serde::Serialize;
@@ -177,14 +177,14 @@ impl RequestJob {
                         handler.call_tool(p, cx)
                     })
                     .await?;
-                if let Outcome::Complete(result) = &outcome {
+                if let Resolved::Complete(result) = &outcome {
                     let payloads = shared.config.trace_tool_payloads;
                     if payloads || result.is_error == Some(true) {
                         let span = tracing::Span::current();
                         telemetry::record_tool_result(&span, result.is_error == Some(true), result, payloads);
                     }
                 }
-                *tool_error = matches!(&outcome, Outcome::Complete(r) if r.is_error == Some(true));
+                *tool_error = matches!(&outcome, Resolved::Complete(r) if r.is_error == Some(true));
                 Ok(encode_outcome(&id, outcome, version, &cache))
             }
             ClientRequest::ListResources(p) => {
@@ -293,6 +293,16 @@ impl RequestJob {
     }
 }
 
+/// What resolving "input required" ends with: the handler's result, or (2026-07-28) the
+/// sealed request for input, encoded as `Outcome::InputRequired` is. Not an `Outcome`:
+/// its `InputRequiredResult` variant made an `Outcome<CallToolResult>` 592 bytes, moved
+/// three times on every call's way to the encoder. Boxed here, the rare input request
+/// does not size the common result.
+enum Resolved<T> {
+    Complete(T),
+    InputRequired(Box<InputRequiredResult>),
+}
+
 /// What resolving "input required" needs besides the handler.
 struct Exec<'a> {
     shared: &'a Shared,
@@ -315,7 +325,7 @@ impl Exec<'_> {
         responses: Option<InputResponses>,
         cx: RequestContext,
         invoke: F,
-    ) -> Result<Outcome<T>, McpError>
+    ) -> Result<Resolved<T>, McpError>
     where
         P: Clone,
         F: Fn(P, RequestContext) -> Fut,
@@ -339,7 +349,7 @@ impl Exec<'_> {
             };
             let keep = cx.clone();
             return match invoke(params, cx).await? {
-                Reply::Complete(result) => Ok(Outcome::Complete(result)),
+                Reply::Complete(result) => Ok(Resolved::Complete(result)),
                 // A state bound to no arguments would be refused on the retry: answer the
                 // handler's contradiction at once instead.
                 Reply::InputRequired(_) if arguments.is_none() => Err(McpError::internal(format!(
@@ -347,7 +357,7 @@ impl Exec<'_> {
                 ))),
                 Reply::InputRequired(input) => {
                     input::modern::seal_bound(key, binding, input, keep.client_capabilities())
-                        .map(Outcome::InputRequired)
+                        .map(|sealed| Resolved::InputRequired(Box::new(sealed)))
                 }
             };
         }
@@ -359,7 +369,7 @@ impl Exec<'_> {
         let could_answer = caps.elicitation.is_some() || caps.sampling.is_some() || caps.roots.is_some();
         let spare = could_answer.then(|| params.clone());
         match invoke(params, cx.clone()).await? {
-            Reply::Complete(result) => Ok(Outcome::Complete(result)),
+            Reply::Complete(result) => Ok(Resolved::Complete(result)),
             input => Box::pin(self.drive_legacy(input, spare, cx, invoke)).await,
         }
     }
@@ -372,7 +382,7 @@ impl Exec<'_> {
         spare: Option<P>,
         cx: RequestContext,
         invoke: F,
-    ) -> Result<Outcome<T>, McpError>
+    ) -> Result<Resolved<T>, McpError>
     where
         P: Clone,
         F: Fn(P, RequestContext) -> Fut,
@@ -398,22 +408,22 @@ impl Exec<'_> {
             }
         };
         let max_rounds = self.shared.config.max_input_rounds;
-        input::legacy::drive(invoke, self.requester, &caps, self.version, max_rounds).await.map(Outcome::Complete)
+        input::legacy::drive(invoke, self.requester, &caps, self.version, max_rounds).await.map(Resolved::Complete)
     }
 }
 
 fn encode_outcome<T: Shape + Serialize>(
     id: &RequestId,
-    outcome: Outcome<T>,
+    outcome: Resolved<T>,
     version: ProtocolVersion,
     cache: &CacheDefaults,
 ) -> Vec<u8> {
     match outcome {
-        Outcome::Complete(mut result) => {
+        Resolved::Complete(mut result) => {
             result.shape(version, cache);
             encode_response(id, &result)
         }
-        other => encode_response(id, &other),
+        Resolved::InputRequired(input) => encode_response(id, &*input),
     }
 }
 
