@@ -459,3 +459,28 @@ pub(crate) fn subject_of(request: &ClientRequest) -> Option<Arc<str>> {
 pub(crate) fn error_frame(id: &RequestId, err: &McpError) -> Vec<u8> {
     err.to_response(Some(id.clone())).to_vec()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::inbound::Inbound;
+    use crate::exchange::Parsed;
+
+    /// The values a request is carried in are moved layer to layer, each move a copy into
+    /// lines seldom in L1 (docs/benchmarks.md, the eleventh session): the rare parts of
+    /// each (a refusal's error, the lazily read envelope, a sealed input request, the
+    /// context's parts) are boxed or shared so they do not size the common request.
+    #[test]
+    fn the_values_a_request_moves_through_stay_small() {
+        use std::mem::size_of;
+        let sizes = [
+            ("RequestJob", size_of::<RequestJob>(), 128),
+            ("Inbound", size_of::<Inbound>(), 48),
+            ("Parsed", size_of::<Parsed>(), 96),
+            ("Resolved<CallToolResult>", size_of::<Resolved<CallToolResult>>(), size_of::<CallToolResult>() + 8),
+        ];
+        for (what, size, most) in sizes {
+            assert!(size <= most, "{what} grew to {size} bytes (at most {most})");
+        }
+    }
+}
