@@ -29,6 +29,7 @@
 //! Invariant: the tenant slot and the requester slot taken here are released exactly
 //! once: by the report, or at once when the spawn is refused.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -419,49 +420,69 @@ pub(super) fn start(
 /// The work of a request scoped to its exchange: its job, raced against its route closing
 /// and the drain. Once the route closes, the task cancels itself through its own handle
 /// (`me`, ready once the task has started), so it ends `Cancelled` exactly as a client's
-/// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made
-/// (the future is about 3.5 KiB, and every move of it is a copy).
-///
-/// Not an `async fn`: an `async fn` moves each argument into a new local at its first poll,
-/// so its future holds the job twice and copies it once more.
-#[allow(clippy::manual_async_fn)] // on purpose: see above
+/// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made.
 fn scoped_work(
     job: RequestJob,
-    drained: impl std::future::Future<Output = (Vec<u8>, Status)>,
+    drained: impl Future<Output = (Vec<u8>, Status)>,
     route: Output,
-    me: impl std::future::Future<Output = Option<TaskRef>>,
-) -> impl std::future::Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
-    async move {
-        let stop = async move {
-            route.closed().await;
-            if let Some(task) = me.await {
-                let _ = task.cancel();
-            }
-            std::future::pending::<std::convert::Infallible>().await
-        };
-        tokio::select! {
-            biased;
-            response = job.run() => Ok(response),
-            never = stop => match never {},
-            stopped = drained => Ok(stopped),
+    me: impl Future<Output = Option<TaskRef>>,
+) -> impl Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
+    let stop = async move {
+        route.closed().await;
+        if let Some(task) = me.await {
+            let _ = task.cancel();
         }
-    }
+        std::future::pending::<(Vec<u8>, Status)>().await
+    };
+    Race { work: job.run(), stop: Some(stop), drained }
 }
 
 /// The work of a request of a legacy session (or a byte stream): its job, raced against the
 /// drain. Not inlined: made by a call, the work is written straight into the box its caller
-/// allocated (`pin_in_place`); made inline, it was built on the stack and copied (3,184 bytes).
+/// allocated (`pin_in_place`); made inline, it was built on the stack and copied.
 #[inline(never)]
-#[allow(clippy::manual_async_fn)] // on purpose: see `scoped_work`
 fn session_work(
     job: RequestJob,
-    drained: impl std::future::Future<Output = (Vec<u8>, Status)>,
-) -> impl std::future::Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
-    async move {
-        tokio::select! {
-            biased;
-            response = job.run() => Ok(response),
-            stopped = drained => Ok(stopped),
+    drained: impl Future<Output = (Vec<u8>, Status)>,
+) -> impl Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
+    Race { work: job.run(), stop: None::<std::future::Pending<(Vec<u8>, Status)>>, drained }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's work raced against what may stop it, polled in this order: the work,
+    /// then the stop (its route closing; never ready itself), then the drain. Not
+    /// `select!` in an `async` block: the block held its arguments and, from its first
+    /// poll, `select!`'s own copies of them (the job's future among them), moved there
+    /// at that poll. Here each future is made once, in place, and polled where it is.
+    struct Race<W, S, D> {
+        #[pin]
+        work: W,
+        #[pin]
+        stop: Option<S>,
+        #[pin]
+        drained: D,
+    }
+}
+
+impl<W, S, D, T> Future for Race<W, S, D>
+where
+    W: Future<Output = T>,
+    S: Future<Output = T>,
+    D: Future<Output = T>,
+{
+    type Output = Result<T, std::convert::Infallible>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let mut this = self.project();
+        if let Poll::Ready(answer) = this.work.poll(cx) {
+            return Poll::Ready(Ok(answer));
         }
+        if let Some(stop) = this.stop.as_mut().as_pin_mut() {
+            if let Poll::Ready(answer) = stop.poll(cx) {
+                return Poll::Ready(Ok(answer));
+            }
+        }
+        this.drained.poll(cx).map(Ok)
     }
 }
