@@ -457,6 +457,9 @@ pin_project_lite::pin_project! {
     struct Race<W, S, D> {
         #[pin]
         work: W,
+        // `None` for a session's request, which has no route to watch. Not
+        // `std::future::pending()` in its place: measured, that cost a legacy request
+        // about 400 instructions more (a `memcpy` more of its work).
         #[pin]
         stop: Option<S>,
         #[pin]
