@@ -55,11 +55,15 @@ async fn signals_reach_the_leaseholder_once_and_routing_heals_after_a_redis_rest
     assert_eq!(*on_a.0.lock(), vec![(task.id.clone(), input.clone()), (task.id.clone(), TaskSignal::Cancel)]);
     assert!(on_b.0.lock().is_empty(), "only the leaseholder's runs see a signal");
 
-    // A lease naming a node that does not listen: nobody receives the PUBLISH.
+    // The leases below are written by hand on an id no store created: `a`'s renewer
+    // rewrites the lease of every task it runs each lease/3 (100 ms here), and would race
+    // a hand-written lease on `task`. A forward reads only the lease.
+    let unleased = "task-no-store-runs-this";
+    let lease = format!("arbor:lease:{unleased}");
     let mut raw = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    let lease = format!("arbor:lease:{}", task.id);
+    // A lease naming a node that does not listen: nobody receives the PUBLISH.
     let () = redis::cmd("SET").arg(&lease).arg("gone").query_async(&mut raw).await.unwrap();
-    match b.forward(&task.id, TaskSignal::Cancel).await {
+    match b.forward(unleased, TaskSignal::Cancel).await {
         Err(TaskStoreError::Unreachable(detail)) => assert!(detail.contains("gone"), "{detail}"),
         other => panic!("expected Unreachable, got {other:?}"),
     }
@@ -67,13 +71,18 @@ async fn signals_reach_the_leaseholder_once_and_routing_heals_after_a_redis_rest
     let mut silent = redis::Client::open(redis.url()).unwrap().get_async_pubsub().await.unwrap();
     silent.subscribe("arbor:node:silent").await.unwrap();
     let () = redis::cmd("SET").arg(&lease).arg("silent").query_async(&mut raw).await.unwrap();
-    match timeout(GUARD, b.forward(&task.id, TaskSignal::Cancel)).await.expect("a forward hung") {
+    match timeout(GUARD, b.forward(unleased, TaskSignal::Cancel)).await.expect("a forward hung") {
         Err(TaskStoreError::Unreachable(detail)) => assert!(detail.contains("did not answer"), "{detail}"),
         other => panic!("expected Unreachable, got {other:?}"),
     }
     drop(silent);
+    // No lease at all: the node that ran it stopped.
     let () = redis::cmd("DEL").arg(&lease).query_async(&mut raw).await.unwrap();
-    assert!(matches!(b.forward(&task.id, TaskSignal::Cancel).await, Err(TaskStoreError::Unreachable(_))), "no lease");
+    match b.forward(unleased, TaskSignal::Cancel).await {
+        Err(TaskStoreError::Unreachable(detail)) => assert!(detail.contains("expired"), "{detail}"),
+        other => panic!("expected Unreachable for no lease, got {other:?}"),
+    }
+    assert_eq!(on_a.0.lock().len(), 2, "no hand-written lease reached a's runs");
 
     redis.kill();
     match timeout(GUARD, b.forward(&task.id, TaskSignal::Cancel)).await.expect("a forward hung while Redis was down") {
