@@ -128,13 +128,14 @@ fn main() -> ExitCode {
         }
     };
     if options.telemetry {
-        use tracing_subscriber::layer::{Layer, SubscriberExt};
-        // The filter `arbor_server::telemetry::otlp::layer` exports with: the runtime's MCP
-        // spans at DEBUG, everything else at INFO.
+        use tracing_subscriber::layer::SubscriberExt;
+        // The subscriber `arbor_server::telemetry::otlp::init` installs, with this layer in
+        // the exporter's place: the runtime's MCP spans at DEBUG, everything else at INFO,
+        // filtered by the subscriber's (global) filter.
         let filter = tracing_subscriber::filter::Targets::new()
             .with_target(arbor_server::telemetry::TARGET, tracing::Level::DEBUG)
             .with_default(tracing::Level::INFO);
-        let subscriber = tracing_subscriber::registry().with(telemetry::EverySpan.with_filter(filter));
+        let subscriber = tracing_subscriber::registry().with(filter).with(telemetry::EverySpan);
         if let Err(e) = tracing::subscriber::set_global_default(subscriber) {
             eprintln!("bench_server: cannot install the tracing subscriber: {e}");
             return ExitCode::FAILURE;

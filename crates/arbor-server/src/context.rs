@@ -21,6 +21,7 @@ use arbor_protocol::model::common::{Implementation, ProgressToken};
 use arbor_protocol::model::logging::LoggingLevel;
 use arbor_protocol::model::mrtr::InputResponses;
 use arbor_protocol::version::{Feature, ProtocolVersion};
+use parking_lot::Mutex;
 use serde_json::Value;
 use std::sync::atomic::{fence, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -77,10 +78,19 @@ pub(crate) trait RequestSink: Send + Sync + std::fmt::Debug {
 /// The token is made the first time something asks for it: most requests never do, and
 /// making and dropping one costs about 300 instructions and an allocation per request
 /// (callgrind, `docs/benchmarks.md`). Per request: this allocation, no channel.
+///
+/// It also carries the request's span from a job stopped unfinished to the task's report
+/// (`kept`): the report records there why the request failed (a panic, the deadline),
+/// after the work, which owned the span, was dropped. A report holding a handle of its
+/// own instead cost a clone and a close of the span, about 250 instructions per request
+/// with a subscriber, for the rare request that needs it.
 #[derive(Debug, Default)]
 pub(crate) struct RequestSignal {
     state: AtomicU8,
     stopped: OnceLock<CancellationToken>,
+    /// Whether the request has a span a subscriber wants: only then is one kept.
+    traced: bool,
+    kept: Mutex<Option<tracing::Span>>,
 }
 
 const RUNNING: u8 = 0;
@@ -88,6 +98,11 @@ const FINISHED: u8 = 1;
 const STOPPED: u8 = 2;
 
 impl RequestSignal {
+    /// The signal of a request whose span is `span`.
+    pub(crate) fn for_span(span: &tracing::Span) -> RequestSignal {
+        RequestSignal { traced: !span.is_disabled(), ..RequestSignal::default() }
+    }
+
     /// The request answered: nothing more may be sent for it, and it is not cancelled.
     pub(crate) fn finish(&self) {
         let _ = self.state.compare_exchange(RUNNING, FINISHED, Ordering::AcqRel, Ordering::Acquire);
@@ -120,8 +135,27 @@ impl RequestSignal {
         self.state.load(Ordering::Acquire) == RUNNING
     }
 
-    fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.state.load(Ordering::Acquire) == STOPPED
+    }
+
+    /// Whether the request has a span a subscriber wants (see `kept`).
+    pub(crate) fn is_traced(&self) -> bool {
+        self.traced
+    }
+
+    /// Keeps the current span, the request's for a job stopped unfinished inside it, for
+    /// the task's report; nothing if the request's span is not wanted (the current one is
+    /// then another's, its connection's).
+    pub(crate) fn keep_current_span(&self) {
+        if self.traced {
+            *self.kept.lock() = Some(tracing::Span::current());
+        }
+    }
+
+    /// The span a stopped job kept, if any; the span ends when the caller drops it.
+    pub(crate) fn take_span(&self) -> Option<tracing::Span> {
+        self.kept.lock().take()
     }
 }
 
@@ -411,5 +445,21 @@ mod tests {
             stopper.join().unwrap();
             assert!(token.is_cancelled());
         }
+    }
+
+    #[test]
+    fn only_a_traced_requests_signal_keeps_the_current_span_and_once() {
+        tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+            let outer = tracing::info_span!("outer");
+            let _entered = outer.enter();
+            // A request whose own span is not wanted: the current span is someone else's.
+            let untraced = RequestSignal::for_span(&tracing::Span::none());
+            untraced.keep_current_span();
+            assert!(untraced.take_span().is_none());
+            let traced = RequestSignal::for_span(&outer);
+            traced.keep_current_span();
+            assert_eq!(traced.take_span().and_then(|span| span.id()), outer.id());
+            assert!(traced.take_span().is_none(), "taken once");
+        });
     }
 }

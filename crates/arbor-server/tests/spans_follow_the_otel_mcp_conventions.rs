@@ -284,6 +284,62 @@ async fn a_refused_request_has_its_span_and_an_overload_is_an_error() {
     assert!(hung.closed, "the hung request's span ends when its connection stops it");
 }
 
+/// The report records a deadline or a panic on the span after the work, which owned it,
+/// was dropped: the span is still open then, and ends with the report.
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_request_records_its_deadline_on_its_span_and_a_cancelled_one_just_ends() {
+    let (spans, _guard) = capture();
+    let config = ServerConfig::default().default_deadline(Duration::from_secs(5));
+    let mut s = setup(config, ConnectOptions::default()).await;
+    let meta = modern_meta(json!({}));
+    // The paused clock runs to the deadline once everything waits.
+    let timed_out = s.peer.call(1, "tools/call", json!({"_meta": meta, "name": "hang"})).await;
+    assert_eq!(timed_out["error"]["code"], -32603, "{timed_out}");
+    s.peer.initialize("2025-11-25", json!({})).await;
+    s.peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang"}}));
+    s.peer.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}));
+    let after = s.peer.call(3, "tools/call", json!({"name": "echo", "arguments": {}})).await;
+    assert!(after.get("result").is_some(), "{after}");
+    let cancelled_closed = spans.request("2").closed;
+    s.finish().await;
+
+    let timed_out = spans.request("1");
+    assert_eq!(timed_out.get("rpc.response.status_code"), Some("-32603"));
+    assert_eq!(timed_out.get("error.type"), Some("-32603"), "a deadline passed is the server's failure");
+    assert_eq!(timed_out.get("otel.status_code"), Some("error"));
+    assert!(timed_out.closed, "the span ends once the report recorded on it");
+    let cancelled = spans.request("2");
+    assert!(cancelled_closed, "a cancelled request's span ends with it, not with its connection");
+    for absent in ["error.type", "otel.status_code", "rpc.response.status_code"] {
+        assert_eq!(cancelled.get(absent), None, "{absent} on a cancelled request");
+    }
+}
+
+/// With the request spans filtered out and the connection's kept (a subscriber at INFO),
+/// a failed request records nothing on the span current around it, its connection's.
+#[tokio::test(start_paused = true)]
+async fn a_request_span_filtered_out_leaves_its_connections_span_alone() {
+    use tracing_subscriber::filter::Targets;
+    let capture = Capture::default();
+    let filter = Targets::new().with_target("arbor::mcp", tracing::Level::INFO);
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone().with_filter(filter)));
+    let config = ServerConfig::default().default_deadline(Duration::from_secs(5));
+    let mut s = setup(config, ConnectOptions::default().session_id("session-1".into())).await;
+    s.peer.initialize("2025-11-25", json!({})).await;
+    let panicked = s.peer.call(1, "tools/call", json!({"name": "panic"})).await;
+    assert_eq!(panicked["error"]["code"], -32603, "{panicked}");
+    let timed_out = s.peer.call(2, "tools/call", json!({"name": "hang"})).await;
+    assert_eq!(timed_out["error"]["code"], -32603, "{timed_out}");
+    s.finish().await;
+    let connection = capture.one("mcp.session");
+    assert!(capture.0.lock().iter().all(|span| span.get("otel.kind") != Some("server") || span.id == connection.id));
+    for absent in ["error.type", "otel.status_code", "rpc.response.status_code"] {
+        assert_eq!(connection.get(absent), None, "{absent} on the connection's span");
+    }
+    assert!(connection.closed);
+}
+
 #[tokio::test]
 async fn tool_payloads_are_recorded_only_when_opted_in() {
     let (spans, _guard) = capture();

@@ -46,7 +46,7 @@ use super::inbound::Reports;
 use super::inspect::InFlight;
 use super::output::{Kind, Output};
 use super::{BatchReply, ConnState, ConnectionHandle};
-use crate::context::{ContextParts, RequestContext, RequestSink};
+use crate::context::{ContextParts, RequestContext, RequestSignal, RequestSink};
 use crate::error::{duplicate_id, overloaded, panicked, tenant_escalated, timed_out, OverloadScope};
 use crate::metrics::{self, Operation, Refusal, Status};
 use crate::request::sink::ConnectionSink;
@@ -249,6 +249,9 @@ pub(super) fn start(
             ctx.me.with_output(ctx.output.clone()),
         ),
     };
+    let signal = Arc::new(RequestSignal::for_span(&span));
+    // The report's way to the span, for a request a subscriber traces (see `RequestSignal`).
+    let kept = signal.is_traced().then(|| signal.clone());
     let cx = RequestContext::from_parts(ContextParts {
         id: id.clone(),
         meta,
@@ -256,7 +259,7 @@ pub(super) fn start(
         progress_token: terms.progress_token,
         log_level: terms.log_level,
         deadline: Some(since + deadline),
-        signal: Default::default(),
+        signal,
         input_responses: None,
         input_state: None,
         sink: Some(sink),
@@ -274,11 +277,15 @@ pub(super) fn start(
     };
     let report = {
         let (id, output, tenant, batch) = (id.clone(), ctx.output.clone(), ctx.tenant.clone(), ctx.batch.cloned());
-        let span = span.clone();
         // Dropped with the closure, after the answer is written (or if it never runs).
         let pending = ctx.reports.pending();
         move |outcome: TaskOutcome<(Vec<u8>, Status), std::convert::Infallible>| {
             let _pending = pending;
+            // The request's span, kept by its job if the job was stopped unfinished (a
+            // panic, the deadline, a cancel): the work that owned it is gone, and it ends
+            // when this drops it.
+            let span = kept.filter(|signal| signal.is_stopped()).and_then(|signal| signal.take_span());
+            let span = span.as_ref();
             tenant.release();
             drop(requester_slot);
             let (frame, status) = match outcome {
@@ -289,13 +296,17 @@ pub(super) fn start(
                     // Charged to the tenant's restart budget (`crate::tenant`).
                     tenant.crashed();
                     let err = panicked(method);
-                    telemetry::record_error(&span, &err);
+                    if let Some(span) = span {
+                        telemetry::record_error(span, &err);
+                    }
                     op.panicked();
                     (error_frame(&id, &err), Status::Error(-32603))
                 }
                 TaskOutcome::TimedOut => {
                     let err = timed_out(method, deadline);
-                    telemetry::record_error(&span, &err);
+                    if let Some(span) = span {
+                        telemetry::record_error(span, &err);
+                    }
                     op.timed_out();
                     (error_frame(&id, &err), Status::Error(-32603))
                 }

@@ -91,6 +91,9 @@ impl Drop for SignalGuard {
             self.0.finish();
         } else {
             self.0.stop();
+            // Dropped inside the request's span (the work is polled and dropped in it): kept
+            // for the task's report, which records a panic or the deadline on it.
+            self.0.keep_current_span();
         }
     }
 }

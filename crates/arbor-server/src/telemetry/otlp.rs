@@ -57,6 +57,9 @@ impl Drop for OtlpGuard {
 /// `http://localhost:4318/v1/traces`) as service `service_name` (the runtime's spans, and
 /// every other span at INFO), and
 /// the guard that keeps its exporter running.
+///
+/// Its filter is a per-layer one, so that it filters only this layer in a subscriber the
+/// application composes with layers of its own.
 pub fn layer<S>(
     endpoint: &str,
     service_name: &str,
@@ -64,6 +67,34 @@ pub fn layer<S>(
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
 {
+    let (tracer, guard) = tracer(endpoint, service_name)?;
+    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter());
+    Ok((layer, guard))
+}
+
+/// Installs a global `tracing` subscriber that exports the runtime's spans (and every
+/// other INFO span) to the OTLP/HTTP
+/// `endpoint` as service `arbor`. Call once, in `main`, and keep the guard.
+pub fn init(endpoint: &str) -> Result<OtlpGuard, OtlpError> {
+    let (tracer, guard) = tracer(endpoint, "arbor")?;
+    // The exporter is this subscriber's only layer, so its filter is the subscriber's
+    // (global) one: the same spans pass, and the registry keeps no per-layer filter
+    // state, which it would look up at each span's new, enter, exit and close (300 to 400
+    // instructions per request, `scripts/bench-instructions --telemetry`).
+    let subscriber =
+        tracing_subscriber::registry().with(filter()).with(tracing_opentelemetry::layer().with_tracer(tracer));
+    tracing::subscriber::set_global_default(subscriber)?;
+    Ok(guard)
+}
+
+/// The spans exported: the runtime's request spans are DEBUG (`telemetry::TARGET`);
+/// everything else at INFO.
+fn filter() -> Targets {
+    Targets::new().with_target(super::TARGET, Level::DEBUG).with_default(Level::INFO)
+}
+
+/// The tracer exporting over OTLP/HTTP, and the guard owning its provider.
+fn tracer(endpoint: &str, service_name: &str) -> Result<(SdkTracer, OtlpGuard), OtlpError> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(endpoint)
@@ -72,17 +103,5 @@ where
     let resource = Resource::builder().with_service_name(service_name.to_owned()).build();
     let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource).build();
     let tracer: SdkTracer = provider.tracer("arbor");
-    // The runtime's request spans are DEBUG (`telemetry::TARGET`); everything else at INFO.
-    let filter = Targets::new().with_target(super::TARGET, Level::DEBUG).with_default(Level::INFO);
-    let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(filter);
-    Ok((layer, OtlpGuard { provider }))
-}
-
-/// Installs a global `tracing` subscriber that exports the runtime's spans (and every
-/// other INFO span) to the OTLP/HTTP
-/// `endpoint` as service `arbor`. Call once, in `main`, and keep the guard.
-pub fn init(endpoint: &str) -> Result<OtlpGuard, OtlpError> {
-    let (layer, guard) = layer(endpoint, "arbor")?;
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))?;
-    Ok(guard)
+    Ok((tracer, OtlpGuard { provider }))
 }
