@@ -37,9 +37,10 @@ use arbor_otp::{pin_in_place, SpawnError, TaskOptions, TaskOutcome, TaskRef, Tas
 use arbor_protocol::error::McpError;
 use arbor_protocol::jsonrpc::RequestId;
 use arbor_protocol::meta::Meta;
-use arbor_protocol::methods::ClientRequest;
+use arbor_protocol::methods::{ClientRequest, MethodName};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
 use super::inbound::Reports;
@@ -332,29 +333,14 @@ pub(super) fn start(
     // task wrapper and tokio move a pointer instead of copying that state at every layer;
     // this alone tripled pipelined throughput.
     let options = TaskOptions::deadline(deadline);
-    // The drain's deadline (`crate::drain`): the task completes with the drain error in
-    // place of its handler's answer, so its report answers it exactly once. Lazy: the
-    // signal's receiver is made only if the handler did not answer at its first poll,
-    // which most requests do.
-    let drained = {
-        let (id, shared) = (id.clone(), ctx.shared.clone());
-        // The tenant's stop signal, fired when it is escalated past its restart budget
-        // (`Tree::escalate`): the request answers -32603 at once. Only a tenant with a
-        // budget has one; the others' requests race nothing more.
-        let escalated = ctx.tenant.has_budget().then(|| ctx.tenant.stop_signal());
-        async move {
-            let err = match escalated {
-                None => shared.drain.requests_stopped().await,
-                Some(stop) => tokio::select! {
-                    err = shared.drain.requests_stopped() => err,
-                    () = stop.cancelled() => tenant_escalated(method),
-                },
-            };
-            // Polled inside the request's span (the work is instrumented with it): its
-            // handle is taken only here, on the rare path, not cloned for every request.
-            telemetry::record_error(&tracing::Span::current(), &err);
-            (error_frame(&id, &err), Status::of(&err))
-        }
+    // The drain's deadline (`crate::drain`), and the tenant's escalation: see `Drain`.
+    let drained = Drain {
+        id: id.clone(),
+        shared: ctx.shared.clone(),
+        // Only a tenant with a restart budget has a stop signal; the others' requests race
+        // nothing more.
+        escalated: ctx.tenant.has_budget().then(|| ctx.tenant.stop_signal()),
+        method,
     };
     // The span goes into the work itself where the work is made only once admitted (a
     // clone and its close cost about 400 instructions per request with a subscriber); it
@@ -431,10 +417,12 @@ pub(super) fn start(
 /// The work of a request scoped to its exchange: its job, raced against its route closing
 /// and the drain. Once the route closes, the task cancels itself through its own handle
 /// (`me`, ready once the task has started), so it ends `Cancelled` exactly as a client's
-/// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made.
+/// cancel would: dropped work, no answer, slot freed. Boxed by the caller as it is made;
+/// not inlined, for the reason `session_work` gives.
+#[inline(never)]
 fn scoped_work(
     job: RequestJob,
-    drained: impl Future<Output = (Vec<u8>, Status)>,
+    drained: Drain,
     route: Output,
     me: impl Future<Output = Option<TaskRef>>,
 ) -> impl Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
@@ -445,7 +433,7 @@ fn scoped_work(
         }
         std::future::pending::<(Vec<u8>, Status)>().await
     };
-    Race { work: job.run(), stop: Some(stop), drained }
+    Race { work: job.run(), stop: Some(stop), drained: drained.answer() }
 }
 
 /// The work of a request of a legacy session (or a byte stream): its job, raced against the
@@ -454,9 +442,46 @@ fn scoped_work(
 #[inline(never)]
 fn session_work(
     job: RequestJob,
-    drained: impl Future<Output = (Vec<u8>, Status)>,
+    drained: Drain,
 ) -> impl Future<Output = Result<(Vec<u8>, Status), std::convert::Infallible>> {
-    Race { work: job.run(), stop: None::<std::future::Pending<(Vec<u8>, Status)>>, drained }
+    Race { work: job.run(), stop: None::<std::future::Pending<(Vec<u8>, Status)>>, drained: drained.answer() }
+}
+
+/// What stops a request before its handler answers, besides a cancel: the server's drain
+/// reaching its deadline (`crate::drain`), or its tenant escalated past its restart budget
+/// (`Tree::escalate`). The task then completes with that error in place of its handler's
+/// answer, so its report answers it exactly once.
+///
+/// The terms, not the future: the future is about 320 bytes (most of them the drain's
+/// wait), and made here it was copied three times on its way into the work's box (about
+/// 150 instructions per request); [`Drain::answer`] makes it in the box, in place.
+struct Drain {
+    id: RequestId,
+    shared: Arc<Shared>,
+    /// The tenant's stop signal, for a tenant with a restart budget.
+    escalated: Option<CancellationToken>,
+    method: MethodName,
+}
+
+impl Drain {
+    /// The answer once the request is stopped. Lazy: the drain's receiver is made only if
+    /// the handler did not answer at its first poll, which most requests do.
+    fn answer(self) -> impl Future<Output = (Vec<u8>, Status)> {
+        let Drain { id, shared, escalated, method } = self;
+        async move {
+            let err = match escalated {
+                None => shared.drain.requests_stopped().await,
+                Some(stop) => tokio::select! {
+                    err = shared.drain.requests_stopped() => err,
+                    () = stop.cancelled() => tenant_escalated(method),
+                },
+            };
+            // Polled inside the request's span (the work is instrumented with it): its
+            // handle is taken only here, on the rare path, not cloned for every request.
+            telemetry::record_error(&tracing::Span::current(), &err);
+            (error_frame(&id, &err), Status::of(&err))
+        }
+    }
 }
 
 pin_project_lite::pin_project! {
