@@ -54,6 +54,8 @@ use serde::Deserialize;
 
 #[path = "common/http.rs"]
 mod http;
+#[path = "common/malloc.rs"]
+mod malloc;
 
 const USAGE: &str = "usage: bench_server [--port N | --stdio] [--idle-timeout-ms N] [--threads N]\n\
     Serves one `echo` tool for the benchmarks over Streamable HTTP at http://127.0.0.1:N/mcp.\n\
@@ -116,6 +118,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Options>,
 }
 
 fn main() -> ExitCode {
+    malloc::one_arena();
     let options = match parse_args(std::env::args().skip(1)) {
         Ok(Some(o)) => o,
         Ok(None) => {

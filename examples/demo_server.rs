@@ -91,6 +91,8 @@ use std::sync::Arc;
 
 #[path = "common/http.rs"]
 mod http;
+#[path = "common/malloc.rs"]
+mod malloc;
 #[path = "demo_tenants.rs"]
 mod tenants;
 
@@ -754,8 +756,19 @@ async fn auth(options: &Options, addr: SocketAddr) -> Result<Option<arbor_http::
     Ok(Some(auth))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before the runtime's threads exist (see `common/malloc.rs`).
+    malloc::one_arena();
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("demo_server: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let (mode, options) = match parse_args(std::env::args().skip(1)) {
         Ok((Mode::Help, _)) => {
             eprintln!("{USAGE}");
