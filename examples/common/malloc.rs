@@ -6,9 +6,10 @@
 //! chunk goes back to the arena it came from. After a server has held thousands of idle
 //! sessions and reaped them, the free pages left in the worker threads' arenas stay
 //! resident: measured with `scripts/bench-http` (three cycles of 10,000 sessions), the RSS
-//! ended +6 to +11% above the warm start with the default arenas, and +1.9% with one. The
-//! reaper's `malloc_trim` then returns the free pages of the one heap. The CPU per request
-//! with one arena, and the figures: docs/benchmarks.md (issue 21).
+//! ended +6 to +11% above the warm start with the default arenas (+22% above the cold
+//! start), and +2.0 to +2.4% with one (+8.6 to +9.4%). The reaper's `malloc_trim` then
+//! returns the free pages of the one heap. The CPU per request was the same with one arena
+//! as with the default ones (1.00 to 1.02); the figures: docs/benchmarks.md (issue 21).
 //!
 //! Nothing on other platforms or allocators (`--features mimalloc`), where
 //! `glibc.malloc.arena_max` means nothing. `GLIBC_TUNABLES=glibc.malloc.arena_max=N` set by
